@@ -1,0 +1,1 @@
+"""rocmport's rules, one module per family. Each module lists its rules in ``RULES``."""

@@ -1,0 +1,277 @@
+"""The rule framework: every rocmport rule is a LibCST ``BatchableCSTVisitor``.
+
+The engine parses a file once, wraps it in one ``MetadataWrapper`` (so each metadata
+provider runs once for the file) and visits the tree once with every enabled rule batched
+together, as Fixit does. A rule reports findings through its :class:`RuleContext`; it knows
+nothing of the command line, output formats or the prelude text: a fix only names the
+prelude parts its replacement text relies on (``requires``).
+
+Each rule documents itself in class attributes (``rocmport rule CODE`` prints them) and
+carries Fixit-style ``VALID`` / ``INVALID`` cases that the test-suite runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider
+
+from rocmport.findings import Applicability, Edit, Finding, Fix
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rocmport.source import LineIndex
+
+
+@dataclass(frozen=True)
+class Case:
+    """A Fixit-style example: ``code`` and, for invalid cases, the fixed result."""
+
+    code: str
+    expected: Optional[str] = None  # fixed output (None: no fix, or display-only)
+    codes: Tuple[str, ...] = ()  # codes expected (defaults to the rule's own)
+
+
+@dataclass
+class RuleOptions:
+    """What a rule may know of the configuration: nothing about the CLI."""
+
+    unsafe_fixes: bool = False
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+class RuleContext:
+    """Per-file state shared by every rule: source text, positions, names, the gate."""
+
+    def __init__(self, *, path: str, text: str, module: cst.Module, wrapper: cst.MetadataWrapper,
+                 lines: "LineIndex", gate_name: str, options: RuleOptions):
+        self.path = path
+        self.text = text
+        self.module = module
+        self.wrapper = wrapper
+        self.lines = lines
+        self.gate_name = gate_name
+        self.options = options
+        self.findings: List[Finding] = []
+        self.span_errors: List[str] = []
+        self._cache: Dict[str, Any] = {}
+
+    # -- shared, computed-once analyses -------------------------------------------------
+    def shared(self, key: str, factory):
+        """Compute ``factory(self)`` once per file and share it between rules."""
+        if key not in self._cache:
+            self._cache[key] = factory(self)
+        return self._cache[key]
+
+    # -- positions and edits ------------------------------------------------------------
+    def span(self, node: cst.CSTNode) -> Tuple[int, int]:
+        """Offsets of ``node`` in the original text, checked against the node's code."""
+        rng = self.wrapper.resolve(PositionProvider)[node]
+        start = self.lines.offset(rng.start.line, rng.start.column)
+        end = self.lines.offset(rng.end.line, rng.end.column)
+        return self._verified(node, start, end, rng.start.line)
+
+    def _verified(self, node: cst.CSTNode, start: int, end: int, row: int) -> Tuple[int, int]:
+        code = self.module.code_for_node(node)
+        if self.text[start:end] == code:
+            return start, end
+        # LibCST normalises a few rare bytes (a form feed that opens a line, a final lone
+        # CR). Find the node's code near the reported place instead of guessing.
+        line_start, _ = self.lines.line_span(row)
+        found = self.text.find(code, line_start)
+        if found != -1 and found - line_start < 4096:
+            return found, found + len(code)
+        raise SpanError(f"could not locate the source of a {type(node).__name__} at line {row}")
+
+    def edit(self, start: int, end: int, content: str) -> Edit:
+        """An edit of ``text[start:end]``, with its positions for output formats."""
+        return Edit(start, end, content, self.lines.position(start), self.lines.position(end))
+
+    def replace(self, node: cst.CSTNode, content: str) -> Edit:
+        start, end = self.span(node)
+        return self.edit(start, end, content)
+
+    def insert_before(self, node: cst.CSTNode, content: str) -> Edit:
+        start, _ = self.span(node)
+        return self.edit(start, start, content)
+
+    def insert_after(self, node: cst.CSTNode, content: str) -> Edit:
+        _, end = self.span(node)
+        return self.edit(end, end, content)
+
+    def source(self, node: cst.CSTNode) -> str:
+        start, end = self.span(node)
+        return self.text[start:end]
+
+    def newline(self) -> str:
+        return self.shared("newline", lambda ctx: ctx.lines.newline())
+
+
+class SpanError(Exception):
+    pass
+
+
+class Rule(cst.BatchableCSTVisitor):
+    """Base class of every rule. Subclasses set the documentation attributes below."""
+
+    CODE: ClassVar[str] = ""
+    NAME: ClassVar[str] = ""  # kebab-case, like ruff's rule names
+    SUMMARY: ClassVar[str] = ""  # one line, shown by ``rocmport rules``
+    WHAT: ClassVar[str] = ""  # what it finds
+    WHY: ClassVar[str] = ""  # why it is a problem on ROCm
+    EXAMPLE: ClassVar[str] = ""  # code that triggers it
+    FIXED_EXAMPLE: ClassVar[str] = ""  # the same after ``rocmport fix``
+    FIX: ClassVar[str] = ""  # the fix and why it is (or is not) safe
+    FIX_APPLICABILITY: ClassVar[Optional[Applicability]] = None
+    DEFAULT_ENABLED: ClassVar[bool] = True
+    # Prefilter: a file whose text contains none of these cannot hold a finding of this
+    # rule, so the engine need not parse it for this rule. Must be conservative.
+    TRIGGERS: ClassVar[Tuple[str, ...]] = ()
+    VALID: ClassVar[Sequence[Case]] = ()
+    INVALID: ClassVar[Sequence[Case]] = ()
+
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+
+    def __init__(self, context: RuleContext):
+        super().__init__()
+        self.context = context
+
+    # -- reporting ------------------------------------------------------------------------
+    def report(self, node: cst.CSTNode, message: str, *, fix: Optional[Fix] = None,
+               end_node: Optional[cst.CSTNode] = None) -> None:
+        ctx = self.context
+        try:
+            start, end = ctx.span(node)
+            if end_node is not None:
+                end = ctx.span(end_node)[1]
+        except SpanError as exc:
+            # Report the finding at LibCST's position, without a fix we cannot place.
+            rng = self.get_metadata(PositionProvider, node)
+            start = ctx.lines.offset(rng.start.line, rng.start.column)
+            end = ctx.lines.offset(rng.end.line, rng.end.column)
+            ctx.span_errors.append(str(exc))
+            fix = None
+        ctx.findings.append(
+            Finding(
+                code=self.CODE,
+                name=self.NAME,
+                message=message,
+                start=ctx.lines.position(start),
+                end=ctx.lines.position(end),
+                fix=fix,
+                filename=ctx.path,
+                span=(start, end),
+            )
+        )
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self.get_metadata(ParentNodeProvider, node, None)
+
+    def ancestors(self, node: cst.CSTNode):
+        current = self.parent(node)
+        while current is not None:
+            yield current
+            current = self.parent(current)
+
+    def in_rocm_branch(self, node: cst.CSTNode) -> bool:
+        """True when ``node`` only runs on one side of a ROCm test (``if is_rocm:`` or its
+        ``else``, either arm of ``x if torch.version.hip else y``, ``is_hip() and ...``), or in
+        a function or class whose name says it is ROCm-specific: such code is already gated."""
+        gate = self.context.gate_name
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)):
+                if child is not ancestor.test and mentions_rocm(ancestor.test, gate):
+                    return True
+            elif isinstance(ancestor, cst.BooleanOperation):
+                if child is ancestor.right and mentions_rocm(ancestor.left, gate):
+                    return True
+            elif isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                if _ROCM_WORD.search(ancestor.name.value):
+                    return True
+            child = ancestor
+        return False
+
+    @classmethod
+    def doc(cls) -> str:
+        """The rule's documentation, as ``rocmport rule CODE`` prints it (Markdown)."""
+        parts = [f"# {cls.CODE} {cls.NAME}", "", cls.SUMMARY.strip(), ""]
+        if not cls.DEFAULT_ENABLED:
+            parts += ["Off by default: enable it with `--select " + cls.CODE + "` or `extend-select`.", ""]
+        parts += ["## What it finds", "", _dedent(cls.WHAT), "", "## Why it is a problem on ROCm", "",
+                  _dedent(cls.WHY), "", "## Example", "", "```python", _dedent(cls.EXAMPLE), "```", ""]
+        if cls.FIXED_EXAMPLE:
+            parts += ["After `rocmport fix --write`:", "", "```python", _dedent(cls.FIXED_EXAMPLE), "```", ""]
+        applicability = cls.FIX_APPLICABILITY.value if cls.FIX_APPLICABILITY else "none"
+        parts += [f"## Fix ({applicability})", "", _dedent(cls.FIX)]
+        return "\n".join(parts).rstrip() + "\n"
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text).strip("\n")
+
+
+# ----------------------------------------------------------------------------------------
+# Helpers shared by rule families
+# ----------------------------------------------------------------------------------------
+
+_ROCM_WORD = re.compile(r"(?i)(?:^|_)(?:rocm|hip|amd)(?:_|$|\d)")
+
+
+def mentions_rocm(node: cst.CSTNode, gate_name: str = "is_rocm") -> bool:
+    """True when an expression tests for a ROCm build: ``torch.version.hip``, a name such
+    as ``is_rocm`` / ``IS_HIP`` / ``is_hip()`` / ``on_amd``, or rocmport's own gate."""
+    found = False
+
+    class _Finder(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> bool:
+            nonlocal found
+            if n.value == gate_name or _ROCM_WORD.search(n.value):
+                found = True
+            return False
+
+        def visit_SimpleString(self, n: cst.SimpleString) -> bool:
+            return False
+
+    node.visit(_Finder())
+    return found
+
+
+def literal_string(node: cst.CSTNode) -> Optional[str]:
+    """The value of a plain (non-f, non-bytes) string literal, else None."""
+    if isinstance(node, cst.SimpleString):
+        prefix = node.prefix.lower()
+        if "b" in prefix or "f" in prefix:
+            return None
+        try:
+            value = node.evaluated_value
+        except Exception:  # pragma: no cover - malformed escape
+            return None
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = literal_string(node.left), literal_string(node.right)
+        if left is None or right is None:
+            return None
+        return left + right
+    return None
+
+
+def dotted_name(node: cst.CSTNode) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None

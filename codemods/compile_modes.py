@@ -1,0 +1,477 @@
+"""ROC1xx: ``torch.compile`` modes that use CUDA graphs.
+
+``mode="reduce-overhead"`` turns ``triton.cudagraphs`` on, and so does ``"max-autotune"``
+(its no-graphs twin is ``"max-autotune-no-cudagraphs"``). A mode overrides global config, so
+the call site itself must be rewritten; ``mode=`` and ``options=`` together raise, so a fix
+never adds ``options=``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, List, Optional, Set
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+from rocmport.findings import Applicability, Fix
+
+from ._torch import (COMPILE_CONFIG_NAMES, PARTIAL_NAMES, is_module_compile_method,
+                     is_torch_compile, qualified_names)
+from .base import Case, Rule, keyword, literal_string, mentions_rocm
+
+ROCM_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+MODE_MAPPER = "rocmport_compile_mode"
+_TRIGGERS = ("compile", "CompileConfig")
+
+
+def _quote(original: str) -> str:
+    match = re.match(r"^[rRuU]*('''|\"\"\"|'|\")", original)
+    return match.group(1) if match else '"'
+
+
+class _CompileCalls(Rule):
+    """Finds every call that hands a mode to torch.compile, in every spelling."""
+
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
+    TRIGGERS = _TRIGGERS
+
+    def compile_call_kind(self, call: cst.Call) -> Optional[str]:
+        """"compile", "partial" or "config" when ``call`` hands a mode to torch.compile."""
+        func = call.func
+        if is_torch_compile(self, func) or is_module_compile_method(self, func):
+            return "compile"
+        names = qualified_names(self, func)
+        if names & PARTIAL_NAMES and call.args and call.args[0].keyword is None and call.args[0].star == "":
+            if is_torch_compile(self, call.args[0].value):
+                return "partial"
+        if names & COMPILE_CONFIG_NAMES:
+            return "config"
+        return None
+
+    def argument(self, call: cst.Call, name: str) -> Iterator[cst.BaseExpression]:
+        """The value of keyword ``name``, also inside a literal ``**{"name": value}``."""
+        arg = keyword(call, name)
+        if arg is not None:
+            yield arg.value
+        for a in call.args:
+            if a.star == "**" and isinstance(a.value, cst.Dict):
+                for element in a.value.elements:
+                    if isinstance(element, cst.DictElement) and literal_string(element.key) == name:
+                        yield element.value
+
+    def visit_Call(self, node: cst.Call) -> None:
+        kind = self.compile_call_kind(node)
+        if kind is None or self.in_rocm_branch(node):
+            return
+        self.check_call(node, kind)
+
+    def check_call(self, call: cst.Call, kind: str) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def mode_leaves(self, value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+        """Leaves of a mode expression: both arms of ``a if c else b``, else the value."""
+        if isinstance(value, cst.IfExp):
+            yield from self.mode_leaves(value.body)
+            yield from self.mode_leaves(value.orelse)
+        else:
+            yield value
+
+    def gated_literal_fix(self, node: cst.BaseExpression, rocm_value: str, message: str) -> Fix:
+        original = self.context.source(node)
+        q = _quote(original)
+        text = f"{q}{rocm_value}{q} if {self.context.gate_name} else {original}"
+        parent = self.parent(node)
+        if not isinstance(parent, (cst.Arg, cst.DictElement)):
+            text = f"({text})"
+        return Fix(Applicability.SAFE, message, (self.context.replace(node, text),), ("gate",))
+
+
+class _LiteralMode(_CompileCalls):
+    MODE = ""
+
+    def check_call(self, call: cst.Call, kind: str) -> None:
+        for value in self.argument(call, "mode"):
+            for leaf in self.mode_leaves(value):
+                if literal_string(leaf) == self.MODE and not self.in_rocm_branch(leaf):
+                    rocm = ROCM_MODES[self.MODE]
+                    self.report(
+                        leaf,
+                        f'mode="{self.MODE}" turns on CUDA graphs, which hang or slow down on ROCm;'
+                        f' use "{rocm}" there',
+                        fix=self.gated_literal_fix(leaf, rocm, f'Use mode="{rocm}" on ROCm'),
+                    )
+
+
+class ReduceOverheadMode(_LiteralMode):
+    CODE = "ROC101"
+    NAME = "compile-reduce-overhead"
+    MODE = "reduce-overhead"
+    SUMMARY = 'torch.compile(mode="reduce-overhead") uses CUDA graphs.'
+    WHAT = """
+        A literal `mode="reduce-overhead"` handed to `torch.compile` in any spelling: a call,
+        a decorator, `torch.compile(mode=...)(fn)`, an alias (`import torch as th`,
+        `from torch import compile as tc`), `functools.partial(torch.compile, mode=...)`,
+        `model.compile(mode=...)` (`nn.Module.compile`), a literal `**{"mode": ...}`, and
+        transformers' `CompileConfig(mode=...)`.
+        """
+    WHY = """
+        "reduce-overhead" sets `triton.cudagraphs=True`. Inductor's CUDA graphs on ROCm (HIP
+        graphs) have hung, crashed or run slower on the stacks most users have today
+        (ROCm/clr#279, ROCm/hip#3887, pytorch#187715). The mode overrides global config, so a
+        prelude cannot switch it off: the call site must change.
+        """
+    EXAMPLE = """
+        decode_one_token = torch.compile(decode_one_token, mode="reduce-overhead", fullgraph=True)
+        """
+    FIXED_EXAMPLE = """
+        decode_one_token = torch.compile(decode_one_token, mode="default" if is_rocm else "reduce-overhead", fullgraph=True)
+        """
+    FIX = """
+        Safe. The literal becomes `"default" if is_rocm else "reduce-overhead"`: on NVIDIA the
+        expression evaluates to the original value, on ROCm to "default". `is_rocm` comes from
+        the generated prelude (or a binding of the file's own that means the same). To keep
+        the speed of CUDA graphs on ROCm, capture the compiled function manually
+        (`torch.cuda.graph`), which HIP graphs support. Turn the rule off on stacks where
+        inductor's CUDA graphs work (`ignore = ["ROC101"]`).
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case('import torch\nf = torch.compile(g, mode="default")\n'),
+        Case('import torch\nf = torch.compile(g, mode="max-autotune-no-cudagraphs")\n'),
+        Case('import re\np = re.compile("reduce-overhead")\n'),
+        Case('import torch\n# mode="reduce-overhead" is faster\nf = torch.compile(g)\n'),
+        Case('import torch\n"""Use torch.compile(m, mode="reduce-overhead")."""\n'),
+        Case('import argparse\np = argparse.ArgumentParser()\n'
+             'p.add_argument("--mode", choices=["default", "reduce-overhead"], default="default")\n'),
+        Case('import torch\nf = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")\n'),
+        Case('import torch\nif torch.version.hip:\n    f = torch.compile(g)\n'
+             'else:\n    f = torch.compile(g, mode="reduce-overhead")\n'),
+        Case('def compile(fn, mode):\n    return fn\nf = compile(g, mode="reduce-overhead")\n'),
+    )
+    INVALID = (
+        Case('import torch\nf = torch.compile(g, mode="reduce-overhead")\n',
+             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")\n'),
+        Case("import torch as th\n\n@th.compile(mode='reduce-overhead')\ndef f(x):\n    return x\n",
+             "import torch as th\n\n{PRELUDE}\n\n\n@th.compile(mode='default' if is_rocm else 'reduce-overhead')\ndef f(x):\n    return x\n"),
+        Case('import functools\nimport torch\nc = functools.partial(torch.compile, mode="reduce-overhead")\n',
+             'import functools\nimport torch\n\n{PRELUDE}\n\nc = functools.partial(torch.compile, mode="default" if is_rocm else "reduce-overhead")\n'),
+        Case('from torch import compile as tc\nf = tc(mode="reduce-overhead")(g)\n',
+             'from torch import compile as tc\n\n{PRELUDE}\n\nf = tc(mode="default" if is_rocm else "reduce-overhead")(g)\n'),
+        Case('import torch\nmodel.compile(mode="reduce-overhead")\n',
+             'import torch\n\n{PRELUDE}\n\nmodel.compile(mode="default" if is_rocm else "reduce-overhead")\n'),
+        Case('import torch\nf = torch.compile(g, **{"mode": "reduce-overhead"})\n',
+             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, **{"mode": "default" if is_rocm else "reduce-overhead"})\n'),
+    )
+
+
+class MaxAutotuneMode(_LiteralMode):
+    CODE = "ROC102"
+    NAME = "compile-max-autotune"
+    MODE = "max-autotune"
+    SUMMARY = 'torch.compile(mode="max-autotune") also turns CUDA graphs on.'
+    WHAT = """
+        A literal `mode="max-autotune"` handed to `torch.compile`, in every spelling that
+        ROC101 knows.
+        """
+    WHY = """
+        "max-autotune" patches `max_autotune`, `coordinate_descent_tuning` and
+        `triton.cudagraphs=True`: it captures CUDA graphs just like "reduce-overhead". Its
+        twin "max-autotune-no-cudagraphs" keeps the autotuning without the graphs.
+        """
+    EXAMPLE = """
+        self.image_encoder.forward = torch.compile(self.image_encoder.forward, mode="max-autotune", fullgraph=True)
+        """
+    FIXED_EXAMPLE = """
+        self.image_encoder.forward = torch.compile(self.image_encoder.forward, mode="max-autotune-no-cudagraphs" if is_rocm else "max-autotune", fullgraph=True)
+        """
+    FIX = """
+        Safe. `"max-autotune-no-cudagraphs" if is_rocm else "max-autotune"`: unchanged on
+        NVIDIA; on ROCm the same autotuning, without CUDA graphs.
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case('import torch\nf = torch.compile(g, mode="max-autotune-no-cudagraphs")\n'),
+        Case('import torch\nMODES = ["max-autotune", "default"]\n'),
+    )
+    INVALID = (
+        Case('import torch\nf = torch.compile(g,\n    mode="max-autotune",\n)\n',
+             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g,\n    mode="max-autotune-no-cudagraphs" if is_rocm else "max-autotune",\n)\n'),
+        Case('import torch\nf = torch.compile(g, mode="max-autotune" if big else "default")\n',
+             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, mode=("max-autotune-no-cudagraphs" if is_rocm else "max-autotune") if big else "default")\n'),
+    )
+
+
+class CudagraphsOption(_CompileCalls):
+    CODE = "ROC103"
+    NAME = "compile-options-cudagraphs"
+    SUMMARY = 'torch.compile(options={"triton.cudagraphs": True}) turns CUDA graphs on.'
+    WHAT = """
+        An `options=` dict handed to `torch.compile` whose `"triton.cudagraphs"` key is not
+        False: a literal dict, or a dict variable built in the same scope (`opts = {...}`,
+        `opts["triton.cudagraphs"] = True`, `opts.update({...})`).
+        """
+    WHY = """
+        `triton.cudagraphs` is what "reduce-overhead" turns on: CUDA graphs captured by
+        inductor, which hang or slow down on ROCm. Options override global config.
+        """
+    EXAMPLE = """
+        opts = {"triton.cudagraphs": True, "max_autotune": False}
+        step = torch.compile(step, options=opts)
+        """
+    FIXED_EXAMPLE = """
+        opts = {"triton.cudagraphs": False if is_rocm else True, "max_autotune": False}
+        step = torch.compile(step, options=opts)
+        """
+    FIX = """
+        Safe. The value becomes `False if is_rocm else <value>`: unchanged on NVIDIA. The
+        other keys, and the call, stay as they are (rocmport never adds `options=` beside
+        `mode=`: torch raises when both are given).
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case('import torch\nf = torch.compile(g, options={"triton.cudagraphs": False})\n'),
+        Case('import torch\nf = torch.compile(g, options={"max_autotune": True})\n'),
+        Case('import torch\nopts = {"triton.cudagraphs": True}\n'),
+    )
+    INVALID = (
+        Case('import torch\nf = torch.compile(g, options={"triton.cudagraphs": True})\n',
+             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, options={"triton.cudagraphs": False if is_rocm else True})\n'),
+        Case('import torch\ndef build(g):\n    opts = {"epilogue_fusion": True}\n    opts["triton.cudagraphs"] = True\n'
+             '    return torch.compile(g, options=opts)\n',
+             'import torch\n\n{PRELUDE}\n\ndef build(g):\n    opts = {"epilogue_fusion": True}\n    opts["triton.cudagraphs"] = False if is_rocm else True\n'
+             '    return torch.compile(g, options=opts)\n'),
+    )
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._seen: Set[int] = set()
+
+    def check_call(self, call: cst.Call, kind: str) -> None:
+        for value in self.argument(call, "options"):
+            for target in self._cudagraph_values(call, value):
+                if id(target) in self._seen or self.in_rocm_branch(target):
+                    continue
+                if isinstance(target, cst.IfExp) and mentions_rocm(target.test, self.context.gate_name):
+                    continue
+                self._seen.add(id(target))
+                if isinstance(target, cst.Name) and target.value in ("False", "None"):
+                    continue
+                if isinstance(target, cst.Integer) and target.value in ("0",):
+                    continue
+                original = self.context.source(target)
+                text = f"False if {self.context.gate_name} else {original}"
+                if not isinstance(self.parent(target), (cst.DictElement, cst.Assign, cst.Arg)):
+                    text = f"({text})"
+                self.report(
+                    target,
+                    '"triton.cudagraphs" in options= turns on CUDA graphs, which hang or slow down on ROCm',
+                    fix=Fix(Applicability.SAFE, 'Set "triton.cudagraphs" to False on ROCm',
+                            (self.context.replace(target, text),), ("gate",)),
+                )
+
+    def _dict_values(self, d: cst.Dict) -> Iterator[cst.BaseExpression]:
+        for element in d.elements:
+            if isinstance(element, cst.DictElement) and literal_string(element.key) == "triton.cudagraphs":
+                yield element.value
+
+    def _cudagraph_values(self, call: cst.Call, value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+        if isinstance(value, cst.Dict):
+            yield from self._dict_values(value)
+        elif isinstance(value, cst.Name):
+            yield from self._scope_values(call, value.value)
+
+    def _scope_values(self, call: cst.Call, name: str) -> Iterator[cst.BaseExpression]:
+        """Values given to "triton.cudagraphs" in dict ``name`` built in the call's scope."""
+        scope: cst.CSTNode = self.context.module
+        for ancestor in self.ancestors(call):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                scope = ancestor
+                break
+        found: List[cst.BaseExpression] = []
+        rule = self
+
+        class _Builder(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is scope
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                return False
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for target in node.targets:
+                    t = target.target
+                    if isinstance(t, cst.Name) and t.value == name and isinstance(node.value, cst.Dict):
+                        found.extend(rule._dict_values(node.value))
+                    if (isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value == name
+                            and len(t.slice) == 1 and isinstance(t.slice[0].slice, cst.Index)
+                            and literal_string(t.slice[0].slice.value) == "triton.cudagraphs"):
+                        found.append(node.value)
+
+            def visit_Call(self, node: cst.Call) -> None:
+                f = node.func
+                if (isinstance(f, cst.Attribute) and f.attr.value == "update" and isinstance(f.value, cst.Name)
+                        and f.value.value == name and node.args and isinstance(node.args[0].value, cst.Dict)):
+                    found.extend(rule._dict_values(node.args[0].value))
+
+        scope.visit(_Builder())
+        yield from found
+
+
+class NonLiteralMode(_CompileCalls):
+    CODE = "ROC104"
+    NAME = "compile-mode-not-literal"
+    SUMMARY = "torch.compile(mode=<expression>) may be a CUDA-graph mode at run time."
+    WHAT = """
+        A `mode=` given by an expression that is not a literal: a variable, an attribute, a
+        config field, a parameter, a call. Its value is only known at run time, and config
+        defaults such as `compile_mode: str = "reduce-overhead"` are common.
+        """
+    WHY = """
+        When the value is "reduce-overhead" or "max-autotune", inductor captures CUDA graphs,
+        which hang or slow down on ROCm (see ROC101).
+        """
+    EXAMPLE = """
+        self.model = torch.compile(self.model, mode=config.compile_mode)
+        """
+    FIXED_EXAMPLE = """
+        self.model = torch.compile(self.model, mode=rocmport_compile_mode(config.compile_mode))
+        """
+    FIX = """
+        Safe. The expression is wrapped in `rocmport_compile_mode(...)`, a function of the
+        generated prelude that returns its argument unchanged on NVIDIA and maps
+        "reduce-overhead" to "default" and "max-autotune" to "max-autotune-no-cudagraphs" on
+        ROCm. The expression is evaluated exactly once, as before.
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case('import torch\nf = torch.compile(g, mode=None)\n'),
+        Case('import torch\nf = torch.compile(g, mode=rocmport_compile_mode(cfg.mode))\n'),
+        Case('import torch\nf = torch.compile(g, mode="default" if fast else "max-autotune-no-cudagraphs")\n'),
+        Case('import torch\nf = torch.compile(g, mode=m) if not is_rocm else g\n'),
+    )
+    INVALID = (
+        Case('import torch\ndef build(model, cfg):\n    return torch.compile(model, mode=cfg.compile_mode)\n',
+             'import torch\n\n{PRELUDE:mode_mapper}\n\ndef build(model, cfg):\n    return torch.compile(model, mode=rocmport_compile_mode(cfg.compile_mode))\n'),
+    )
+
+    def check_call(self, call: cst.Call, kind: str) -> None:
+        for value in self.argument(call, "mode"):
+            for leaf in self.mode_leaves(value):
+                if literal_string(leaf) is not None or self.in_rocm_branch(leaf):
+                    continue
+                if isinstance(leaf, cst.Name) and leaf.value == "None":
+                    continue
+                if isinstance(leaf, cst.Call) and isinstance(leaf.func, cst.Name) and leaf.func.value == MODE_MAPPER:
+                    continue
+                source = self.context.source(leaf)
+                shown = source if len(source) <= 40 else source[:37] + "..."
+                self.report(
+                    leaf,
+                    f"mode={shown} is decided at run time; if it is \"reduce-overhead\" or"
+                    f" \"max-autotune\", inductor uses CUDA graphs, which hang or slow down on ROCm",
+                    fix=Fix(Applicability.SAFE, "Map the mode to its ROCm form at run time",
+                            (self.context.replace(leaf, f"{MODE_MAPPER}({source})"),),
+                            ("gate", "mode_mapper")),
+                )
+
+
+class ModeDefault(Rule):
+    CODE = "ROC105"
+    NAME = "cudagraph-mode-default"
+    SUMMARY = "A CUDA-graph compile mode stored as a default value (a config field, a parameter default)."
+    WHAT = """
+        The literal "reduce-overhead" or "max-autotune" stored where a compile mode is kept
+        for later: a class attribute or dataclass field, an attribute assignment, a
+        module-level constant, a parameter default or a config-dict value whose name contains
+        "mode". Not flagged: a local variable or a parameter that the same code hands to
+        `torch.compile(mode=...)` (ROC104 fixes that call), and the text in strings,
+        comments, docstrings, lists of choices or comparisons.
+        """
+    WHY = """
+        The value ends up in `torch.compile(mode=...)` somewhere else, often in another file,
+        where it turns on CUDA graphs (see ROC101).
+        """
+    EXAMPLE = """
+        @dataclass
+        class PolicyConfig:
+            compile_mode: str = "reduce-overhead"
+        """
+    FIX = """
+        Display-only. Changing a default changes saved configurations (they are serialised,
+        e.g. to a model hub), so rocmport does not rewrite it: gate the value where it is
+        handed to `torch.compile` (rocmport fixes such call sites as ROC104), or use a
+        ROCm-aware default such as `"default" if is_rocm else "reduce-overhead"`.
+        """
+    FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
+    TRIGGERS = ("reduce-overhead", "max-autotune")
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+    VALID = (
+        Case('import torch\ndef f(m):\n    mode = "reduce-overhead"\n    return torch.compile(m, mode=mode)\n'),
+        Case('import torch\ndef build(m, compile_mode="max-autotune"):\n    return torch.compile(m, mode=compile_mode)\n'),
+        Case('x = "max-autotune-no-cudagraphs"\nMODE = x\n'),
+        Case('if mode == "reduce-overhead":\n    pass\n'),
+    )
+    INVALID = (
+        Case('from dataclasses import dataclass\n@dataclass\nclass C:\n    compile_mode: str = "reduce-overhead"\n'),
+        Case('def build(m, mode="max-autotune"):\n    return m\n'),
+        Case('CFG = {"compile_mode": "reduce-overhead"}\n'),
+    )
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = literal_string(node)
+        if value not in ROCM_MODES:
+            return
+        where = self._stored_as(node)
+        if where is None or self.in_rocm_branch(node):
+            return
+        self.report(
+            node,
+            f'"{value}" is stored as {where}; where it reaches torch.compile it turns on CUDA graphs,'
+            " which hang or slow down on ROCm: gate it at the compile call",
+            fix=Fix(Applicability.DISPLAY_ONLY, "Gate the mode where it is handed to torch.compile"),
+        )
+
+    def _stored_as(self, node: cst.CSTNode) -> Optional[str]:
+        parent = self.parent(node)
+        text = self.context.text
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            for target in targets:
+                name = target.attr.value if isinstance(target, cst.Attribute) else (
+                    target.value if isinstance(target, cst.Name) else None)
+                if name is None or "mode" not in name.lower():
+                    continue
+                owner = self._owner(parent)
+                if isinstance(target, cst.Name):
+                    if isinstance(owner, cst.FunctionDef):
+                        continue  # a local: the compile call that uses it is ROC104's
+                    if isinstance(owner, cst.Module) and re.search(rf"\bmode\s*=\s*{re.escape(name)}\b", text):
+                        continue
+                kind = "a class attribute" if isinstance(owner, cst.ClassDef) else "a default"
+                return f"{kind} `{name}`"
+        if isinstance(parent, cst.Param) and parent.default is node and "mode" in parent.name.value.lower():
+            func = self._owner(parent)
+            if isinstance(func, cst.FunctionDef) and re.search(
+                    rf"\bmode\s*=\s*{re.escape(parent.name.value)}\b", self.context.source(func)):
+                return None
+            return f"the default of parameter `{parent.name.value}`"
+        if isinstance(parent, cst.DictElement) and parent.value is node:
+            key = literal_string(parent.key)
+            if key and "mode" in key.lower() and key != "mode":
+                return f'the config value "{key}"'
+            if key == "mode":
+                grand = self.parent(self.parent(parent))
+                if isinstance(grand, cst.Arg) and grand.star == "**":
+                    return None  # **{"mode": ...} in a call: ROC101/ROC102 handle compile calls
+                return 'the config value "mode"'
+        return None
+
+    def _owner(self, node: cst.CSTNode) -> cst.CSTNode:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+                return ancestor
+        return self.context.module
+
+
+RULES = [ReduceOverheadMode, MaxAutotuneMode, CudagraphsOption, NonLiteralMode, ModeDefault]

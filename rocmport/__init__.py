@@ -1,0 +1,3 @@
+"""rocmport: port PyTorch and Triton code to AMD ROCm."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,234 @@
+"""Configuration: ``[tool.rocmport]`` in the nearest ``pyproject.toml`` (or ``rocmport.toml``).
+
+Command-line flags override the file. Unknown keys are an error naming the key (exit 2).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - 3.9/3.10
+    import tomli as tomllib  # type: ignore
+
+from .prelude import PreludeOptions
+
+
+class ConfigError(Exception):
+    """A configuration problem; the message names the file and the key."""
+
+
+RULE_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude",
+             "extend-exclude", "prelude", "unsafe-fixes", "respect-gitignore", "force-exclude",
+             "cache-dir"}
+PRELUDE_KEYS = {"style": ("auto", "inline", "module"), "profile": ("safe", "tuned"),
+                "inference-only": bool, "compile-guard": bool, "rng-patch": bool,
+                "inductor-setup": bool, "module-name": str}
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: Optional[Tuple[str, ...]] = None  # None: every rule enabled by default
+    ignore: Tuple[str, ...] = ()
+    extend_select: Tuple[str, ...] = ()
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    exclude: Optional[Tuple[str, ...]] = None  # None: the default excludes
+    extend_exclude: Tuple[str, ...] = ()
+    prelude: PreludeOptions = PreludeOptions()
+    unsafe_fixes: bool = False
+    respect_gitignore: bool = True
+    force_exclude: bool = False
+    cache_dir: Optional[str] = None
+    root: str = "."  # directory of the configuration file (or the working directory)
+    config_file: Optional[str] = None
+
+    def with_overrides(self, **changes) -> "Settings":
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    # -- rule selection --------------------------------------------------------------------
+    def enabled_codes(self, path: Optional[str] = None) -> FrozenSet[str]:
+        ignores = self.ignore + (self.file_ignores(path) if path else ())
+        return _enabled_codes(self.select, self.extend_select, ignores)
+
+    def file_ignores(self, path: str) -> Tuple[str, ...]:
+        if not self.per_file_ignores:
+            return ()
+        rel = _relative(path, self.root)
+        codes: List[str] = []
+        for pattern, pattern_codes in self.per_file_ignores:
+            if _glob_match(rel, pattern):
+                codes.extend(pattern_codes)
+        return tuple(codes)
+
+
+def _relative(path: str, root: str) -> str:
+    try:
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    except ValueError:  # pragma: no cover - other drive on Windows
+        rel = path
+    return rel.replace(os.sep, "/")
+
+
+def _glob_match(rel: str, pattern: str) -> bool:
+    pattern = pattern.replace(os.sep, "/")
+    if "/" not in pattern:
+        return fnmatch.fnmatch(rel.rsplit("/", 1)[-1], pattern) or fnmatch.fnmatch(rel, pattern)
+    return fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern.rstrip("/") + "/*")
+
+
+def _matches(code: str, selector: str) -> bool:
+    selector = selector.upper()
+    return selector == "ALL" or code.startswith(selector)
+
+
+@functools.lru_cache(maxsize=256)
+def _enabled_codes(select, extend_select, ignore) -> FrozenSet[str]:
+    from .registry import all_rules
+
+    rules = all_rules()
+    enabled = set()
+    for code, rule in rules.items():
+        if select is None:
+            chosen = rule.DEFAULT_ENABLED
+        else:
+            # A rule that is off by default needs its full code, as ruff's preview rules do.
+            chosen = any(_matches(code, s) for s in select) if rule.DEFAULT_ENABLED else code in {
+                s.upper() for s in select}
+        if not chosen:
+            chosen = any((_matches(code, s) if rule.DEFAULT_ENABLED else code == s.upper())
+                         for s in extend_select)
+        if chosen and not any(_matches(code, s) for s in ignore):
+            enabled.add(code)
+    return frozenset(enabled)
+
+
+def validate_selectors(selectors: Sequence[str], where: str) -> None:
+    from .registry import all_rules
+
+    codes = all_rules()
+    for selector in selectors:
+        s = selector.upper()
+        if s == "ALL":
+            continue
+        if not s.startswith("ROC") or not any(code.startswith(s) for code in codes):
+            raise ConfigError(f"{where}: unknown rule selector {selector!r}")
+
+
+# ------------------------------------------------------------------------------------------
+# Files
+# ------------------------------------------------------------------------------------------
+
+def find_config(start: Path) -> Optional[Tuple[Path, dict]]:
+    """The nearest ``rocmport.toml`` or ``pyproject.toml`` with ``[tool.rocmport]``."""
+    start = start.resolve()
+    if start.is_file():
+        start = start.parent
+    for directory in (start, *start.parents):
+        for name in ("rocmport.toml", ".rocmport.toml", "pyproject.toml"):
+            candidate = directory / name
+            if not candidate.is_file():
+                continue
+            data = _read_toml(candidate)
+            if name == "pyproject.toml":
+                table = data.get("tool", {}).get("rocmport")
+                if table is None:
+                    continue
+                return candidate, table
+            return candidate, data.get("tool", {}).get("rocmport", data)
+    return None
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def load_settings(start: Path, config_file: Optional[Path] = None) -> Settings:
+    if config_file is not None:
+        data = _read_toml(config_file)
+        table = data.get("tool", {}).get("rocmport", data if config_file.name != "pyproject.toml" else {})
+        found: Optional[Tuple[Path, dict]] = (config_file, table)
+    else:
+        found = find_config(start)
+    if found is None:
+        return Settings(root=str(Path.cwd()))
+    path, table = found
+    return settings_from_table(table, path)
+
+
+def _string_list(value, key: str, where: str) -> Tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings")
+    return tuple(value)
+
+
+def settings_from_table(table: dict, path: Path) -> Settings:
+    where = str(path)
+    unknown = sorted(set(table) - RULE_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key `{unknown[0]}` in [tool.rocmport]"
+                          f" (known keys: {', '.join(sorted(RULE_KEYS))})")
+    kwargs: Dict[str, object] = {"root": str(path.parent), "config_file": where}
+    for key in ("select", "ignore", "extend-select", "extend-ignore"):
+        if key in table:
+            values = _string_list(table[key], key, where)
+            validate_selectors(values, f"{where}: `{key}`")
+            kwargs[key.replace("-", "_")] = values
+    if "extend_ignore" in kwargs:
+        kwargs["ignore"] = tuple(kwargs.get("ignore", ())) + tuple(kwargs.pop("extend_ignore"))  # type: ignore
+    for key in ("exclude", "extend-exclude"):
+        if key in table:
+            kwargs[key.replace("-", "_")] = _string_list(table[key], key, where)
+    if "per-file-ignores" in table:
+        pfi = table["per-file-ignores"]
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+        items = []
+        for pattern, codes in pfi.items():
+            codes = _string_list(codes, f"per-file-ignores.{pattern}", where)
+            validate_selectors(codes, f"{where}: `per-file-ignores`")
+            items.append((pattern, codes))
+        kwargs["per_file_ignores"] = tuple(items)
+    for key in ("unsafe-fixes", "respect-gitignore", "force-exclude"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{where}: `{key}` must be true or false")
+            kwargs[key.replace("-", "_")] = table[key]
+    if "cache-dir" in table:
+        if not isinstance(table["cache-dir"], str):
+            raise ConfigError(f"{where}: `cache-dir` must be a string")
+        kwargs["cache_dir"] = str((path.parent / table["cache-dir"]))
+    if "prelude" in table:
+        kwargs["prelude"] = prelude_options(table["prelude"], where)
+    return Settings(**kwargs)  # type: ignore[arg-type]
+
+
+def prelude_options(table, where: str, base: PreludeOptions = PreludeOptions()) -> PreludeOptions:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: `prelude` must be a table")
+    changes = {}
+    for key, value in table.items():
+        if key not in PRELUDE_KEYS:
+            raise ConfigError(f"{where}: unknown key `prelude.{key}` in [tool.rocmport]"
+                              f" (known: {', '.join(sorted(PRELUDE_KEYS))})")
+        kind = PRELUDE_KEYS[key]
+        if isinstance(kind, tuple):
+            if value not in kind:
+                raise ConfigError(f"{where}: `prelude.{key}` must be one of {', '.join(kind)}")
+        elif not isinstance(value, kind):
+            raise ConfigError(f"{where}: `prelude.{key}` must be a {kind.__name__}")
+        if key == "module-name" and not value.isidentifier():
+            raise ConfigError(f"{where}: `prelude.module-name` must be a Python identifier")
+        changes[key.replace("-", "_")] = value
+    return replace(base, **changes)

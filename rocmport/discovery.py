@@ -1,0 +1,136 @@
+"""Which files to check: paths and directories, ``.gitignore`` (pathspec), default excludes
+like ruff's (but ``build`` is checked), ``exclude`` / ``extend-exclude`` patterns. Files named
+explicitly are always checked unless ``force_exclude`` is set (pre-commit passes names)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import pathspec
+
+from .config import Settings
+
+# ruff's default excludes, without "build" (build/ often holds real sources).
+DEFAULT_EXCLUDES = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".rocmport_cache", ".svn",
+    ".tox", ".venv", ".vscode", "__pypackages__", "_build", "buck-out", "dist", "node_modules",
+    "site-packages", "venv",
+)
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+def file_kind(path: Path) -> Optional[str]:
+    """"python" for files rocmport checks when it walks a directory, else None."""
+    if path.suffix in PYTHON_SUFFIXES:
+        return "python"
+    return None
+
+
+class _Excluder:
+    def __init__(self, settings: Settings):
+        patterns = list(settings.exclude if settings.exclude is not None else DEFAULT_EXCLUDES)
+        patterns += list(settings.extend_exclude)
+        self.root = Path(settings.root).resolve()
+        self.spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+        self.respect_gitignore = settings.respect_gitignore
+        self._gitignores: Dict[Path, Optional[pathspec.GitIgnoreSpec]] = {}
+
+    def _gitignore(self, directory: Path) -> Optional[pathspec.GitIgnoreSpec]:
+        if directory not in self._gitignores:
+            spec = None
+            candidate = directory / ".gitignore"
+            if candidate.is_file():
+                try:
+                    with open(candidate, encoding="utf-8", errors="replace") as handle:
+                        spec = pathspec.GitIgnoreSpec.from_lines(handle.read().splitlines())
+                except OSError:
+                    spec = None
+            self._gitignores[directory] = spec
+        return self._gitignores[directory]
+
+    def excluded(self, path: Path, is_dir: bool) -> bool:
+        absolute = path.absolute()
+        try:
+            rel = absolute.relative_to(self.root).as_posix()
+        except ValueError:
+            rel = None
+        name = absolute.name + ("/" if is_dir else "")
+        if self.spec.match_file(name) or (rel and self.spec.match_file(rel + ("/" if is_dir else ""))):
+            return True
+        if self.respect_gitignore:
+            for directory in _ancestors_within_repo(absolute.parent):
+                spec = self._gitignore(directory)
+                if spec is None:
+                    continue
+                relative = absolute.relative_to(directory).as_posix() + ("/" if is_dir else "")
+                if spec.match_file(relative):
+                    return True
+        return False
+
+
+def _ancestors_within_repo(directory: Path) -> List[Path]:
+    """``directory`` and its parents up to the enclosing git repository's root."""
+    out = []
+    for d in (directory, *directory.parents):
+        out.append(d)
+        if (d / ".git").exists():
+            return out
+    return [directory]
+
+
+def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[str], List[str]]:
+    """(files to check, paths that do not exist). Explicit files keep their spelling."""
+    excluder = _Excluder(settings)
+    files: List[str] = []
+    missing: List[str] = []
+    seen = set()
+
+    def add(p: str) -> None:
+        key = os.path.abspath(p)
+        if key not in seen:
+            seen.add(key)
+            files.append(p)
+
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists() and not path.is_symlink():
+            missing.append(raw)
+            continue
+        if path.is_dir():
+            if settings.force_exclude and excluder.excluded(path, True):
+                continue
+            for found in _walk(path, excluder):
+                add(found)
+        else:
+            if settings.force_exclude and excluder.excluded(path, False):
+                continue
+            add(raw)  # named explicitly: checked whatever its suffix or ignore status
+    return files, missing
+
+
+def _walk(root: Path, excluder: _Excluder) -> Iterator[str]:
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                is_dir = entry.is_dir()  # follows symlinks
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if entry.is_symlink():
+                    continue  # never follow directory links: they can loop
+                if not excluder.excluded(path, True):
+                    subdirs.append(path)
+            elif file_kind(path) and not excluder.excluded(path, False):
+                yield entry.path
+        stack.extend(reversed(subdirs))

@@ -1,0 +1,86 @@
+"""The data rocmport's engine hands to output formats: findings, fixes and edits.
+
+Edits are expressed as character offsets into the decoded source text; positions shown to
+users are 1-based rows and 1-based columns counted in Unicode code points (ruff's and
+SARIF's ``unicodeCodePoints``). The end column is exclusive.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+
+class Applicability(str, enum.Enum):
+    """How far a fix may be trusted (ruff's model)."""
+
+    SAFE = "safe"  # NVIDIA path unchanged, ROCm path is the intended port
+    UNSAFE = "unsafe"  # valid code that may change behaviour; applied only on request
+    DISPLAY_ONLY = "display-only"  # a suggestion that is never applied
+
+    def __str__(self) -> str:  # pragma: no cover - trivial
+        return self.value
+
+
+@dataclass(frozen=True)
+class Position:
+    row: int  # 1-based
+    column: int  # 1-based, code points
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace ``text[start:end]`` with ``content`` (offsets into the decoded source)."""
+
+    start: int
+    end: int
+    content: str
+    # 1-based positions of start and end, for output formats (filled in by the rule context)
+    location: Optional[Position] = field(default=None, compare=False)
+    end_location: Optional[Position] = field(default=None, compare=False)
+
+    def overlaps(self, other: "Edit") -> bool:
+        if self.start == self.end == other.start == other.end:
+            return True  # two insertions at one point: order would be ambiguous
+        return self.start < other.end and other.start < self.end
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: Tuple[Edit, ...] = ()
+    # Names of prelude parts the edited code relies on ("gate", "mode_mapper", ...).
+    # The engine asks the prelude generator for them; a rule never writes the prelude.
+    requires: Tuple[str, ...] = ()
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    message: str
+    start: Position
+    end: Position
+    fix: Optional[Fix] = None
+    filename: str = "-"
+    cell: Optional[int] = None
+    url: Optional[str] = None
+    # offsets of the reported span in the decoded text (used for noqa and sorting)
+    span: Tuple[int, int] = field(default=(0, 0), compare=False)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None and self.fix.applicability is not Applicability.DISPLAY_ONLY
+
+    def applies(self, unsafe_fixes: bool) -> bool:
+        """True when the current flags would apply this finding's fix."""
+        if self.fix is None or not self.fix.edits:
+            return False
+        if self.fix.applicability is Applicability.SAFE:
+            return True
+        return unsafe_fixes and self.fix.applicability is Applicability.UNSAFE
+
+    def sort_key(self):
+        return (self.filename, self.cell or 0, self.start.row, self.start.column, self.code)

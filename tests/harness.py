@@ -1,0 +1,111 @@
+"""Shared test helpers: lint/fix a snippet, and the four properties every fix must have.
+
+1. the output parses; 2. a second ``fix`` changes nothing; 3. every byte outside the
+rewritten spans is kept (checked independently of the engine, line by line); 4. the NVIDIA
+path evaluates as before (see ``exec_harness``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, List, Optional, Sequence
+
+import libcst as cst
+
+from rocmport import prelude
+from rocmport.config import Settings
+from rocmport.engine import FileReport, check_bytes
+from rocmport.findings import Finding
+from rocmport.source import LineIndex, SourceText
+
+FIXTURES = Path(__file__).parent / "fixtures"
+_PRELUDE_RE = re.compile(r"\{PRELUDE(?::(?P<parts>[a-z_,]+))?(?: gate=(?P<gate>\w+))?\}")
+
+
+def settings(select: Optional[Sequence[str]] = None, unsafe: bool = False, **kw) -> Settings:
+    return Settings(select=tuple(select) if select else None, unsafe_fixes=unsafe, **kw)
+
+
+def _bytes(src) -> bytes:
+    return src.encode("utf-8") if isinstance(src, str) else src
+
+
+def lint(src, select=None, path: str = "snippet.py", **kw) -> List[Finding]:
+    report = check_bytes(_bytes(src), path, settings(select, **kw))
+    assert report.internal_error is None, report.internal_error
+    return report.findings
+
+
+def codes(src, select=None, **kw) -> List[str]:
+    return [f.code for f in lint(src, select, **kw)]
+
+
+def fix(src, select=None, unsafe: bool = False, path: str = "snippet.py", **kw) -> FileReport:
+    report = check_bytes(_bytes(src), path, settings(select, unsafe, **kw), fix=True)
+    assert report.internal_error is None, report.internal_error
+    return report
+
+
+def fixed_text(src, select=None, unsafe: bool = False, **kw):
+    report = fix(src, select, unsafe, **kw)
+    data = report.fixed if report.fixed is not None else _bytes(src)
+    return data.decode("utf-8") if isinstance(src, str) else data
+
+
+def expand_prelude(expected: str, newline: str = "\n") -> str:
+    """Replace ``{PRELUDE}`` / ``{PRELUDE:mode_mapper}`` / ``{PRELUDE gate=x}`` with the
+    block rocmport generates, so fixtures do not repeat its text."""
+    def render(match):
+        parts = (match.group("parts") or "").split(",") if match.group("parts") else []
+        gate = match.group("gate") or prelude.DEFAULT_GATE
+        return prelude.render_inline(gate, parts, prelude.PreludeOptions(), newline=newline).rstrip("\r\n")
+    return _PRELUDE_RE.sub(render, expected)
+
+
+def split_lines(data: bytes) -> List[bytes]:
+    return data.splitlines(keepends=True) if b"\r" not in data else re.split(rb"(?<=\n)|(?<=\r)(?!\n)", data)
+
+
+def assert_fix_properties(original: bytes, select=None, unsafe: bool = False,
+                          path: str = "snippet.py", **kw) -> FileReport:
+    """Properties 1-3 for one input. Returns the fix report."""
+    first_lint = [f for f in lint(original, select, path=path, **kw) if f.applies(unsafe)]
+    report = fix(original, select, unsafe, path=path, **kw)
+    if report.fixed is None:
+        assert not first_lint, f"fixable findings but nothing changed: {first_lint}"
+        return report
+    fixed = report.fixed
+    # 1. parses (LibCST, and CPython's compiler where this interpreter's grammar allows it)
+    text = SourceText.from_bytes(fixed).text
+    cst.parse_module(text)
+    # 2. idempotent
+    again = fix(fixed, select, unsafe, path=path, **kw)
+    assert again.fixed is None, "a second fix changed the file again:\n" + again.fixed.decode("utf-8", "replace")
+    # 3. bytes outside the fixed spans are kept: the untouched lines of the original appear
+    #    in the output, byte for byte and in order; BOM and cookie lines included.
+    touched = set()
+    for f in first_lint:
+        touched.update(range(f.start.row, f.end.row + 1))
+    kept = [line for row, line in enumerate(split_lines(original), 1) if row not in touched]
+    out_lines = split_lines(fixed)
+    it = iter(out_lines)
+    for line in kept:
+        for candidate in it:
+            if candidate == line:
+                break
+        else:
+            raise AssertionError(f"original line {line!r} is missing or changed in the fixed output")
+    if original.startswith(b"\xef\xbb\xbf"):
+        assert fixed.startswith(b"\xef\xbb\xbf")
+    return report
+
+
+def fixture_pairs(family: str):
+    """(input path, expected path or None) for every fixture of a family."""
+    directory = FIXTURES / family
+    for path in sorted(directory.glob("*.py")):
+        if path.name.endswith(".expected.py"):
+            continue
+        expected = path.with_name(path.name[:-3] + ".expected.py")
+        yield path, (expected if expected.exists() else None)
