@@ -153,7 +153,7 @@ class ReduceOverheadMode(_LiteralMode):
         Case('import torch\nf = torch.compile(g, mode="reduce-overhead")\n',
              'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")\n'),
         Case("import torch as th\n\n@th.compile(mode='reduce-overhead')\ndef f(x):\n    return x\n",
-             "import torch as th\n\n{PRELUDE}\n\n\n@th.compile(mode='default' if is_rocm else 'reduce-overhead')\ndef f(x):\n    return x\n"),
+             "import torch as th\n\n{PRELUDE}\n\n@th.compile(mode='default' if is_rocm else 'reduce-overhead')\ndef f(x):\n    return x\n"),
         Case('import functools\nimport torch\nc = functools.partial(torch.compile, mode="reduce-overhead")\n',
              'import functools\nimport torch\n\n{PRELUDE}\n\nc = functools.partial(torch.compile, mode="default" if is_rocm else "reduce-overhead")\n'),
         Case('from torch import compile as tc\nf = tc(mode="reduce-overhead")(g)\n',

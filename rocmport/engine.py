@@ -329,7 +329,7 @@ def _insertion_point(analysis: Analysis, before: int) -> Tuple[int, bool]:
             isinstance(stmt, cst.SimpleStatementLine)
             and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body))
         leading = leading and is_import
-        if (leading and is_import) or _is_anchor(stmt, index):
+        if (leading and is_import) or _is_anchor(stmt, index) or ("stmt", id(stmt)) == analysis.gate_binding:
             anchor_end = end
     else:
         limit = len(analysis.text)
@@ -415,7 +415,7 @@ def _prelude_edit(analysis: Analysis, requires: Set[str], before: int, path: str
         return Edit(block.start, block.end, rendered), extra
     offset, after_anchor = _insertion_point(analysis, before)
     blank = newline if after_anchor else ""
-    trailing = newline
+    trailing = "" if text.startswith(("\n", "\r"), offset) else newline
     return Edit(offset, offset, blank + rendered + trailing), extra
 
 

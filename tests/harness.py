@@ -20,7 +20,7 @@ from rocmport.findings import Finding
 from rocmport.source import LineIndex, SourceText
 
 FIXTURES = Path(__file__).parent / "fixtures"
-_PRELUDE_RE = re.compile(r"\{PRELUDE(?::(?P<parts>[a-z_,]+))?(?: gate=(?P<gate>\w+))?\}")
+_PRELUDE_RE = re.compile(r"\{PRELUDE(?::(?P<parts>[a-z_,]+))?(?: gate=(?P<gate>\w+))?(?P<reuse> reuse)?\}")
 
 
 def settings(select: Optional[Sequence[str]] = None, unsafe: bool = False, **kw) -> Settings:
@@ -59,7 +59,8 @@ def expand_prelude(expected: str, newline: str = "\n") -> str:
     def render(match):
         parts = (match.group("parts") or "").split(",") if match.group("parts") else []
         gate = match.group("gate") or prelude.DEFAULT_GATE
-        return prelude.render_inline(gate, parts, prelude.PreludeOptions(), newline=newline).rstrip("\r\n")
+        return prelude.render_inline(gate, parts, prelude.PreludeOptions(), define_gate=not match.group("reuse"),
+                                     newline=newline).rstrip("\r\n")
     return _PRELUDE_RE.sub(render, expected)
 
 

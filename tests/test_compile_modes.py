@@ -1,0 +1,64 @@
+"""ROC1xx fixtures: expected output, the fix properties, near-misses."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocmport.source import LineIndex, SourceText
+
+from .harness import assert_fix_properties, codes, expand_prelude, fix, fixture_pairs, lint
+
+PAIRS = list(fixture_pairs("compile_modes"))
+
+
+@pytest.mark.parametrize("path,expected", PAIRS, ids=[p.name for p, _ in PAIRS])
+def test_fixture(path, expected):
+    original = path.read_bytes()
+    report = assert_fix_properties(original, path=str(path))
+    if expected is None:
+        assert not lint(original, path=str(path)), "near-miss file has findings"
+        assert report.fixed is None
+        return
+    source = SourceText.from_bytes(expected.read_bytes())
+    want = source.to_bytes(expand_prelude(source.text, LineIndex(source.text).newline()))
+    assert report.fixed == want
+
+
+def test_spellings_are_all_found():
+    found = codes((PAIRS[0][0].parent / "spellings.py").read_bytes())
+    assert found.count("ROC101") == 6
+    assert found.count("ROC102") == 3
+    assert found.count("ROC103") == 1
+    assert found.count("ROC104") == 1
+
+
+def test_never_adds_options_beside_mode():
+    src = 'import torch\nf = torch.compile(g, mode="reduce-overhead")\n'
+    out = fix(src).fixed.decode()
+    assert "options=" not in out.split("# <<< rocmport prelude <<<")[1]
+
+
+def test_finding_positions_are_one_based_and_cover_the_literal():
+    (finding,) = lint('import torch\nf = torch.compile(g,\n    mode="reduce-overhead")\n')
+    assert (finding.start.row, finding.start.column) == (3, 10)
+    assert (finding.end.row, finding.end.column) == (3, 27)
+
+
+def test_modes_in_variables_are_wrapped_at_the_call():
+    src = 'import torch\nMODE = "reduce-overhead"\nf = torch.compile(g, mode=MODE)\n'
+    assert codes(src) == ["ROC104"]  # ROC105 stays quiet: the call site is fixed
+
+
+def test_config_defaults_are_display_only():
+    src = ('import torch\nfrom dataclasses import dataclass\n\n@dataclass\nclass Cfg:\n'
+           '    compile_mode: str = "reduce-overhead"\n')
+    (finding,) = lint(src)
+    assert finding.code == "ROC105" and finding.fix.applicability.value == "display-only"
+    assert fix(src).fixed is None
+
+
+def test_already_fixed_code_is_left_alone():
+    src = 'import torch\nf = torch.compile(g, mode="reduce-overhead")\n'
+    once = fix(src).fixed
+    assert lint(once) == []
+    assert fix(once).fixed is None
