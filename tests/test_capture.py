@@ -1,0 +1,186 @@
+"""ROC3xx: CUDA-graph capture hazards, their reach through calls, and the sync-move fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from .harness import FIXTURES, assert_fix_properties, fixed_text, fixture_pairs, lint
+
+CAPTURE = ["ROC301", "ROC302", "ROC303", "ROC304", "ROC305"]
+ALL = CAPTURE + ["ROC306"]
+
+EXPECTED = {
+    "near_misses.py": [],
+    "reach.py": [(6, "ROC301"), (21, "ROC301"), (29, "ROC301"), (34, "ROC301")],
+    "regions.py": [(9, "ROC301"), (14, "ROC301"), (19, "ROC301"), (26, "ROC301"), (34, "ROC301"),
+                   (40, "ROC302"), (45, "ROC302")],
+    "rng_compile_copy.py": [(12, "ROC303"), (13, "ROC303"), (21, "ROC304"), (22, "ROC304"), (31, "ROC304"),
+                            (40, "ROC305"), (41, "ROC305"), (43, "ROC305"), (45, "ROC305")],
+    "sync_last.py": [(7, "ROC301")],
+    "sync_tabs.py": [(8, "ROC301"), (16, "ROC301")],
+}
+
+
+def _found(name, select=CAPTURE):
+    data = (FIXTURES / "capture" / name).read_bytes()
+    return sorted((f.start.row, f.code) for f in lint(data, select=select))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_findings(name):
+    assert _found(name) == sorted(EXPECTED[name])
+
+
+def test_every_fixture_is_listed():
+    names = {p.name for p, _ in fixture_pairs("capture")}
+    assert names == set(EXPECTED)
+
+
+@pytest.mark.parametrize("source,expected", list(fixture_pairs("capture")), ids=lambda p: getattr(p, "name", "none"))
+def test_fixture_fix(source, expected):
+    data = source.read_bytes()
+    report = assert_fix_properties(data, select=CAPTURE)
+    if expected is None:
+        assert report.fixed is None
+    else:
+        assert report.fixed == expected.read_bytes()
+
+
+def _messages(name):
+    data = (FIXTURES / "capture" / name).read_bytes()
+    return {f.start.row: f.message for f in lint(data, select=CAPTURE)}
+
+
+SYNC = ("a host synchronization invalidates the capture on CUDA and can be swallowed silently on ROCm"
+        " before 7.14, leaving a corrupt graph")
+
+
+def test_reach_messages_name_region_and_chain():
+    messages = _messages("reach.py")
+    assert messages[6] == ("`.item()` copies a tensor to the host inside the capture begun at line 52, via step()"
+                           f" → norm(); {SYNC}: keep the value on the device, or read it after the capture")
+    # ping() and pong() call each other: the walk stops at the cycle
+    assert messages[21] == ("`.cpu()` copies a tensor to the host inside the capture begun at line 52, via ping()"
+                            f" → pong(); {SYNC}: move the copy out of the captured code")
+    # an instance of a class of the file, a ModuleList iterated in forward, then self.method()
+    assert messages[29] == ("`float()` of a tensor copies it to the host inside the capture begun at line 52, via"
+                            " Model.forward() → Block.forward() → Block.scale();"
+                            f" {SYNC}: keep the value on the device")
+    # an instance with __call__ held in an attribute
+    assert messages[34] == ("printing a tensor copies it to the host inside the capture begun at line 52, via"
+                            f" Model.forward() → Counter.__call__(); {SYNC}: print outside the captured code")
+
+
+def test_region_kinds_messages():
+    messages = _messages("regions.py")
+    assert "inside the capture begun at line 8;" in messages[9]  # alias of torch.cuda.graph
+    assert "inside the capture begun at line 13;" in messages[14]  # torch.cuda.graphs.graph
+    assert "inside the capture begun at line 18;" in messages[19]  # several context managers
+    assert messages[26].startswith("`if` on a tensor value reads it on the host inside the capture begun at line 23;")
+    assert messages[34].endswith("synchronize before or after the capture instead")  # capture_begin/end
+    assert messages[40] == ("`torch.nonzero()` has a data-dependent output shape inside the capture by"
+                            " make_graphed_callables at line 49, via fwd(); its size is read on the host, and a"
+                            " replay reuses the shape of the capture: pad to a fixed shape (`torch.where(mask, x,"
+                            " 0)`, or a fixed `size=`), or move it out of the capture")
+    assert "inside the capture by make_graphed_callables at line 51, via Net.forward();" in messages[45]
+
+
+def test_compile_and_copy_messages():
+    messages = _messages("rng_compile_copy.py")
+    assert messages[12].startswith("`torch.cuda.get_rng_state()` reads the generator state, which fails during"
+                                   " capture before torch 2.10 (inside the capture begun at line 11)")
+    assert messages[21].startswith("`fn` is compiled (torch.compile at line 19) and first called inside the"
+                                   " capture begun at line 20: ")
+    assert "`self.f` is compiled (torch.compile at line 28) and first called inside the capture begun at line 34," \
+           " via Runner.run():" in messages[31]
+    assert messages[43].startswith('`c.to("cuda:0", non_blocking=True)` copies a CPU tensor to the GPU')
+    assert messages[45].startswith("`.pin_memory()` allocates pinned host memory (cudaHostAlloc)")
+
+
+def test_sync_fix_is_safe_and_only_for_the_last_statement():
+    findings = lint((FIXTURES / "capture" / "regions.py").read_bytes(), select=["ROC301"])
+    assert not any(f.fixable for f in findings)  # capture_begin/end: display-only
+    [sync] = lint((FIXTURES / "capture" / "sync_last.py").read_bytes(), select=["ROC301"])
+    assert sync.fix.applicability.value == "safe"
+    assert sync.message.endswith("move it to just after the `with` block")
+
+
+SYNC_SRC = "import torch\n\n\ndef capture(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n        torch.cuda.synchronize()  # wait\n    return y\n"
+SYNC_OUT = "import torch\n\n\ndef capture(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n    torch.cuda.synchronize()  # wait\n    return y\n"
+
+
+@pytest.mark.parametrize("variant", ["crlf", "bom", "bom-crlf", "cr"])
+def test_sync_fix_keeps_bytes(variant):
+    newline = {"crlf": "\r\n", "bom": "\n", "bom-crlf": "\r\n", "cr": "\r"}[variant]
+    bom = b"\xef\xbb\xbf" if variant.startswith("bom") else b""
+    src = bom + SYNC_SRC.replace("\n", newline).encode()
+    out = bom + SYNC_OUT.replace("\n", newline).encode()
+    report = assert_fix_properties(src, select=CAPTURE)
+    assert report.fixed == out
+
+
+def test_sync_fix_at_module_level_and_with_several_items():
+    src = ("import torch\nfrom contextlib import nullcontext\ng = torch.cuda.CUDAGraph()\n"
+           "with nullcontext(), torch.cuda.graph(g):\n    y = 1\n    torch.cuda.synchronize()\nz = 2\n")
+    out = ("import torch\nfrom contextlib import nullcontext\ng = torch.cuda.CUDAGraph()\n"
+           "with nullcontext(), torch.cuda.graph(g):\n    y = 1\ntorch.cuda.synchronize()\nz = 2\n")
+    assert fixed_text(src, select=CAPTURE) == out
+
+
+def test_sync_alone_in_block_is_not_moved():
+    src = "import torch\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    torch.cuda.synchronize()\n"
+    [f] = lint(src, select=CAPTURE)
+    assert not f.fixable
+    assert fixed_text(src, select=CAPTURE) == src
+
+
+def test_two_trailing_syncs_settle():
+    src = ("import torch\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    y = 1\n"
+           "    torch.cuda.synchronize()\n    torch.cuda.synchronize()\n")
+    out = ("import torch\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    y = 1\n"
+           "torch.cuda.synchronize()\ntorch.cuda.synchronize()\n")
+    assert fixed_text(src, select=CAPTURE) == out
+    assert_fix_properties(src.encode(), select=CAPTURE)
+
+
+def test_roc306_off_by_default():
+    src = "import torch\ntorch.cuda.synchronize()\n"
+    assert not [f for f in lint(src) if f.code == "ROC306"]
+    [f] = lint(src, select=["ROC306"])
+    assert "torch.cuda.current_stream().synchronize()" in f.message
+    assert not f.fixable
+    assert fixed_text(src, select=["ROC306"]) == src
+
+
+def test_nested_function_called_in_capture():
+    src = ("import torch\n\ndef test():\n    def func(i):\n        t_cpu = torch.tensor(i)\n"
+           "        return t_cpu.to(device='cuda', non_blocking=True)\n\n"
+           "    g = torch.cuda.CUDAGraph()\n    y = func(0)\n    with torch.cuda.graph(g):\n        y = func(1)\n")
+    [f] = lint(src, select=CAPTURE)
+    assert (f.code, f.start.row) == ("ROC305", 6)
+    assert "inside the capture begun at line 10, via func();" in f.message
+
+
+def test_warm_up_through_chain():
+    src = ("import torch\nclass R:\n    def __init__(self, f):\n        self.f = torch.compile(f)\n"
+           "    def run(self, x):\n        return self.f(x)\n"
+           "    def capture(self, g, x):\n        self.run(x)\n        with torch.cuda.graph(g):\n"
+           "            return self.run(x)\n")
+    assert lint(src, select=["ROC304"]) == []
+
+
+def test_capture_begin_without_end_runs_to_block_end():
+    src = "import torch\ndef f(g, x):\n    x.item()\n    g.capture_begin()\n    y = x.item()\n"
+    assert [(f.start.row, f.code) for f in lint(src, select=CAPTURE)] == [(5, "ROC301")]
+
+
+def test_hazard_reported_once_for_two_regions():
+    src = ("import torch\ndef h(x):\n    return x.item()\n"
+           "def f(g, x):\n    with torch.cuda.graph(g):\n        h(x)\n    with torch.cuda.graph(g):\n        h(x)\n")
+    [f] = lint(src, select=CAPTURE)
+    assert "capture begun at line 5, via h()" in f.message
+
+
+def test_noqa():
+    src = "import torch\ndef f(g, x):\n    with torch.cuda.graph(g):\n        x.item()  # noqa: ROC301\n"
+    assert lint(src, select=CAPTURE) == []

@@ -1,0 +1,100 @@
+"""ROC4xx: graph breaks inside compiled code, every kind of compiled region and its reach."""
+
+from __future__ import annotations
+
+import pytest
+
+from .harness import FIXTURES, assert_fix_properties, fixture_pairs, lint
+
+CODES = ["ROC401", "ROC402", "ROC403"]
+
+EXPECTED = {
+    "near_misses.py": [],
+    "regions.py": [(11, "ROC401"), (16, "ROC402"), (21, "ROC403"), (35, "ROC402"), (45, "ROC401"),
+                   (63, "ROC401")],
+    "scalar_outputs.py": [(10, "ROC401")],
+    "which_forward.py": [(13, "ROC403")],
+}
+
+
+def _lint(name):
+    return lint((FIXTURES / "graph_breaks" / name).read_bytes(), select=CODES)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_findings(name):
+    assert sorted((f.start.row, f.code) for f in _lint(name)) == sorted(EXPECTED[name])
+
+
+def test_every_fixture_is_listed():
+    assert {p.name for p, _ in fixture_pairs("graph_breaks")} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("source,expected", list(fixture_pairs("graph_breaks")), ids=lambda p: getattr(p, "name", "none"))
+def test_display_only(source, expected):
+    assert expected is None
+    report = assert_fix_properties(source.read_bytes(), select=CODES)
+    assert report.fixed is None
+    assert not any(f.fixable for f in report.findings)
+
+
+def test_messages_name_region_line_and_chain():
+    messages = {f.start.row: f.message for f in _lint("regions.py")}
+    assert messages[11] == ("`.item()` breaks the graph inside `decorated`, compiled at line 9: keep it a tensor,"
+                            " or set `torch._dynamo.config.capture_scalar_outputs = True`")
+    assert messages[16] == ("`print()` breaks the graph inside `decorated_call`, compiled at line 14: move it out"
+                            " of the compiled code, or guard it with `if not torch.compiler.is_compiling():`")
+    assert messages[21] == ("`if` on a tensor value breaks the graph inside `assigned`, compiled at line 30, via"
+                            " helper() (data-dependent control flow): use `torch.where` or `torch.cond`, or"
+                            " decide before the compiled call")
+    assert messages[35].startswith("logging call `logger.info()` breaks the graph inside `Outer.forward`, compiled"
+                                   " at line 48, via Inner.forward():")
+    assert "inside `Net.forward`, compiled at line 55:" in messages[63]  # self.net = torch.compile(self.net)
+
+
+def test_only_the_compiled_classes_forward():
+    # Compiled.forward is compiled in place; Policy.forward (another class's forward, which
+    # calls the compiled model) is not, so its .item() is fine.
+    [f] = _lint("which_forward.py")
+    assert "inside `Compiled.forward`, compiled at line 9" in f.message
+
+
+def test_capture_scalar_outputs_keeps_numpy_only():
+    [f] = _lint("scalar_outputs.py")
+    assert f.message.startswith("`.numpy()`")
+
+
+def test_module_compile_method_and_inline():
+    src = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        print(x)\n        return x\n"
+           "def build():\n    m = M()\n    return torch.compile(m)\n")
+    [f] = lint(src, select=CODES)
+    assert (f.code, f.start.row) == ("ROC402", 4)
+    assert "inside `M.forward`, compiled at line 8" in f.message
+
+
+def test_compiled_method_reference():
+    src = ("import torch\nclass A:\n    def __init__(self):\n        self.step = torch.compile(self.step)\n"
+           "    def step(self, x):\n        return self.helper(x)\n    def helper(self, x):\n        return x.item()\n"
+           "class B:\n    def step(self, x):\n        return x.item()\n")
+    [f] = lint(src, select=CODES)
+    assert f.start.row == 8
+    assert "inside `A.step`, compiled at line 4, via A.helper()" in f.message
+
+
+def test_recursive_compiled_function_terminates():
+    src = ("import torch\n@torch.compile\ndef f(x, n):\n    if n:\n        return g(x, n - 1)\n    return x\n"
+           "def g(x, n):\n    print(n)\n    return f(x, n)\n")
+    [f] = lint(src, select=CODES)
+    assert "via g()" in f.message
+
+
+def test_torch_compiler_namespace_is_not_compile():
+    src = ("import torch\n@torch.compiler.allow_in_graph\ndef f(x):\n    return x.item()\n"
+           "g = torch.compiler.disable(f)\n")
+    assert lint(src, select=CODES) == []
+
+
+def test_early_exit_guard():
+    src = ("import torch\n@torch.compile\ndef f(x):\n    if torch.compiler.is_compiling():\n        return x\n"
+           "    print(x)\n    return x\n")
+    assert lint(src, select=CODES) == []
