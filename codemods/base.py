@@ -74,15 +74,24 @@ class RuleContext:
         return self._verified(node, start, end, rng.start.line)
 
     def _verified(self, node: cst.CSTNode, start: int, end: int, row: int) -> Tuple[int, int]:
+        if getattr(node, "lpar", None):
+            # PositionProvider's range leaves out a node's own parentheses; so does the span.
+            node = node.with_changes(lpar=(), rpar=())
         code = self.module.code_for_node(node)
-        if self.text[start:end] == code:
+        # Compare ignoring whitespace: code_for_node cannot know the indentation of the
+        # block around a multi-line node, but every other character must be the same.
+        if _squash(self.text[start:end]) == _squash(code):
             return start, end
         # LibCST normalises a few rare bytes (a form feed that opens a line, a final lone
-        # CR). Find the node's code near the reported place instead of guessing.
-        line_start, _ = self.lines.line_span(row)
-        found = self.text.find(code, line_start)
-        if found != -1 and found - line_start < 4096:
-            return found, found + len(code)
+        # CR), which shifts columns on that line. Find the node's first line there instead.
+        line_start, line_end = self.lines.line_span(row)
+        first = code.split("\n", 1)[0].split("\r", 1)[0]
+        found = self.text.find(first, line_start, line_end + 1) if first else -1
+        if found != -1:
+            same_line = self.lines.position(end).row == row
+            new_start, new_end = found, (end + found - start if same_line else end)
+            if _squash(self.text[new_start:new_end]) == _squash(code):
+                return new_start, new_end
         raise SpanError(f"could not locate the source of a {type(node).__name__} at line {row}")
 
     def edit(self, start: int, end: int, content: str) -> Edit:
@@ -102,7 +111,10 @@ class RuleContext:
         return self.edit(end, end, content)
 
     def source(self, node: cst.CSTNode) -> str:
-        start, end = self.span(node)
+        try:
+            start, end = self.span(node)
+        except SpanError:
+            return self.module.code_for_node(node)
         return self.text[start:end]
 
     def newline(self) -> str:
@@ -111,6 +123,13 @@ class RuleContext:
 
 class SpanError(Exception):
     pass
+
+
+_WS = re.compile(r"\s+")
+
+
+def _squash(text: str) -> str:
+    return _WS.sub("", text)
 
 
 class Rule(cst.BatchableCSTVisitor):

@@ -22,6 +22,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from codemods import env_files
 from codemods.base import Rule, RuleContext, RuleOptions
 from codemods.tool import FixFailed, UnreadableFile
 
@@ -83,8 +84,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return Analysis(text, _roc001(path, f"syntax error: {_parser_message(exc)}",
-                                      exc.raw_line, exc.raw_column + 1, enabled), lines=lines)
+        return Analysis(text, _syntax_findings(path, text, exc, enabled), lines=lines)
     except RecursionError:
         return Analysis(text, _roc001(path, "cannot parse: nesting too deep", 1, 1, enabled), lines=lines)
     wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
@@ -117,11 +117,21 @@ def _quick_syntax_error(text: str) -> Optional[Finding]:
         cst.parse_module(text)
         return None
     except cst.ParserSyntaxError as exc:
-        found = _roc001("-", f"syntax error: {_parser_message(exc)}", exc.raw_line,
-                        exc.raw_column + 1, frozenset({"ROC001"}))
-        return found[0]
+        return _syntax_findings("-", text, exc, frozenset({"ROC001"}))[0]
     except RecursionError:
         return _roc001("-", "cannot parse: nesting too deep", 1, 1, frozenset({"ROC001"}))[0]
+
+
+def _syntax_findings(path: str, text: str, exc: cst.ParserSyntaxError, enabled) -> List[Finding]:
+    """ROC001 for a file LibCST cannot parse, with CPython's clearer message where it has one."""
+    try:
+        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as syntax:
+        if syntax.lineno:
+            return _roc001(path, f"syntax error: {syntax.msg}", syntax.lineno, syntax.offset or 1, enabled)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return _roc001(path, f"syntax error: {_parser_message(exc)}", exc.raw_line, exc.raw_column + 1, enabled)
 
 
 def _roc001(path: str, message: str, row: int, column: int, enabled) -> List[Finding]:
@@ -430,6 +440,15 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[
         analysis = analyze(text, path, settings, rules, enabled)
         candidates = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
         if not candidates or analysis.module is None:
+            if analysis.block is not None and analysis.module is not None:
+                # Regenerate a block written by another rocmport version or other settings.
+                pedit, files = _prelude_edit(analysis, set(), analysis.block.start, path, settings)
+                extra.update(files)
+                if pedit is not None:
+                    updated = apply_edits(text, [pedit])
+                    if _parse_error(updated) is None:
+                        text = updated
+                        analysis = analyze(text, path, settings, rules, enabled)
             return text, analysis, applied, notes, extra
         chosen: List[Finding] = []
         taken: List[Edit] = []
@@ -494,6 +513,13 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
     """Lint (or fix) the bytes of one file. Never raises for bad input."""
     report = FileReport(path=path, original=data)
     enabled, rules = select_rules(settings, path)
+    env_kind = env_files.kind_for(path, data[:256])
+    if env_kind is not None:  # shell, Dockerfile, YAML, .env: ROC6xx only, display-only
+        try:
+            report.findings = env_files.scan(path, data.decode("utf-8", "replace"), enabled, env_kind)
+        except Exception as exc:  # pragma: no cover - a bug in the scanner
+            report.internal_error = f"{type(exc).__name__}: {exc}"
+        return report
     try:
         source = SourceText.from_bytes(data)
     except SourceError as exc:

@@ -20,6 +20,7 @@ from .findings import Position
 BOM = codecs.BOM_UTF8
 # Python's own line terminators (form feed and the other str.splitlines() breaks are not).
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+_COOKIE_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.M)
 
 
 class SourceError(Exception):
@@ -47,7 +48,10 @@ class SourceText:
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         except SyntaxError as exc:
-            raise SourceError(f"cannot determine the encoding: {exc.msg if hasattr(exc, 'msg') else exc}")
+            message = str(exc.msg if hasattr(exc, "msg") else exc)
+            if "invalid or missing encoding declaration" not in message or _COOKIE_RE.search(data[:512]):
+                raise SourceError(f"cannot determine the encoding: {message}")
+            encoding = "utf-8"  # no cookie, bad UTF-8 early on: report the byte below
         if encoding == "utf-8-sig":
             encoding = "utf-8"
         body = data[len(BOM):] if bom else data
