@@ -1,0 +1,144 @@
+"""Small data-flow helpers shared by the ROC2xx and ROC6xx rules (built on ScopeProvider).
+
+They answer two questions about a ``Name`` that is read somewhere: which expressions were
+assigned to it (``x = <value>`` in the scope the name resolves to), and where else the same
+binding is read (to find ``x["key"] = value`` and ``x.update({...})`` that fill a dict).
+Everything is best effort and bounded: an unknown answer is an empty list, never a guess.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, List, Optional, Tuple
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, ScopeProvider
+
+from .base import literal_string
+
+
+def _accesses(rule, name: cst.Name):
+    scope = rule.get_metadata(ScopeProvider, name, None)
+    if scope is None:
+        return []
+    try:
+        return list(scope.accesses[name])
+    except Exception:  # pragma: no cover - libcst raises for odd nodes
+        return []
+
+
+def _assignments(rule, name: cst.Name):
+    out = []
+    for access in _accesses(rule, name):
+        for referent in access.referents:
+            if hasattr(referent, "node") and referent not in out:
+                out.append(referent)
+    return out
+
+
+def assigned_values(rule, name: cst.Name) -> List[cst.BaseExpression]:
+    """Expressions bound to ``name`` by plain assignments (``name = value``,
+    ``name: T = value``) of the binding(s) the read ``name`` refers to."""
+    values: List[cst.BaseExpression] = []
+    for assignment in _assignments(rule, name):
+        node = assignment.node
+        if not isinstance(node, cst.Name):
+            continue
+        parent = rule.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.AssignTarget):
+            assign = rule.get_metadata(ParentNodeProvider, parent, None)
+            if isinstance(assign, cst.Assign):
+                values.append(assign.value)
+        elif isinstance(parent, cst.AnnAssign) and parent.target is node and parent.value is not None:
+            values.append(parent.value)
+    return values
+
+
+def binding_reads(rule, name: cst.Name) -> List[cst.Name]:
+    """Every read of the binding(s) that ``name`` refers to (``name`` itself included)."""
+    reads: List[cst.Name] = []
+    for assignment in _assignments(rule, name):
+        for access in getattr(assignment, "references", ()):
+            node = access.node
+            if isinstance(node, cst.Name) and node not in reads:
+                reads.append(node)
+    return reads
+
+
+def string_subscript(node: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, str]]:
+    """``(container, "key")`` for ``container["key"]``, else None."""
+    if (isinstance(node, cst.Subscript) and len(node.slice) == 1
+            and isinstance(node.slice[0].slice, cst.Index)):
+        key = literal_string(node.slice[0].slice.value)
+        if key is not None:
+            return node.value, key
+    return None
+
+
+def dict_items(node: cst.BaseExpression) -> Iterator[Tuple[str, cst.BaseExpression]]:
+    """``(key, value)`` for the literal-string keys of a dict display or ``dict(k=v)``."""
+    if isinstance(node, cst.Dict):
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                key = literal_string(element.key)
+                if key is not None:
+                    yield key, element.value
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "dict":
+        for arg in node.args:
+            if arg.keyword is not None:
+                yield arg.keyword.value, arg.value
+            elif arg.star == "**" and isinstance(arg.value, cst.Dict):
+                yield from dict_items(arg.value)
+
+
+def call_items(call: cst.Call) -> Iterator[Tuple[str, cst.BaseExpression]]:
+    """``(key, value)`` handed to a mapping-style call such as ``d.update(...)`` or
+    ``config.patch(...)``: a literal dict, keywords, a literal ``**{...}``."""
+    for arg in call.args:
+        if arg.keyword is not None:
+            yield arg.keyword.value, arg.value
+        elif arg.star == "**" and isinstance(arg.value, cst.Dict):
+            yield from dict_items(arg.value)
+        elif arg.star == "" and isinstance(arg.value, (cst.Dict, cst.Call)):
+            yield from dict_items(arg.value)
+
+
+def dict_flow(rule, value: cst.BaseExpression, depth: int = 0) -> Iterator[Tuple[str, cst.BaseExpression]]:
+    """Keys and values that reach a dict expression: a dict display, ``dict(...)``, or a
+    name bound to one, together with ``name["key"] = value`` and ``name.update(...)``."""
+    if depth > 3:
+        return
+    if isinstance(value, (cst.Dict, cst.Call)):
+        yield from dict_items(value)
+        return
+    if not isinstance(value, cst.Name):
+        return
+    for bound in assigned_values(rule, value):
+        yield from dict_flow(rule, bound, depth + 1)
+    for read in binding_reads(rule, value):
+        parent = rule.get_metadata(ParentNodeProvider, read, None)
+        grand = rule.get_metadata(ParentNodeProvider, parent, None) if parent is not None else None
+        sub = string_subscript(parent) if parent is not None else None
+        if sub is not None and sub[0] is read and isinstance(grand, cst.AssignTarget):
+            assign = rule.get_metadata(ParentNodeProvider, grand, None)
+            if isinstance(assign, cst.Assign):
+                yield sub[1], assign.value
+        elif (isinstance(parent, cst.Attribute) and parent.value is read and parent.attr.value == "update"
+              and isinstance(grand, cst.Call) and grand.func is parent):
+            yield from call_items(grand)
+
+
+def paren(rule, node: cst.CSTNode, text: str) -> str:
+    """``text`` in parentheses unless ``node`` is a whole assigned value, argument or dict
+    value, where a conditional expression needs none."""
+    parent = rule.get_metadata(ParentNodeProvider, node, None)
+    if isinstance(parent, (cst.DictElement, cst.Assign, cst.AnnAssign, cst.Arg)):
+        return text
+    return f"({text})"
+
+
+def operand(rule, node: cst.BaseExpression) -> str:
+    """The source of ``node`` as the ``else`` arm of a conditional expression."""
+    source = rule.context.source(node)
+    if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield)) and not node.lpar:
+        return f"({source})"
+    return source

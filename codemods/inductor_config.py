@@ -1,0 +1,448 @@
+"""ROC2xx: inductor configuration that turns on CUDA graphs, exhaustive autotuning or
+memory planning.
+
+The rules work from names, not from the installed torch: ``torch._inductor.config`` in every
+spelling (the dotted path on ``torch``, ``import torch._inductor.config as ic``, ``from
+torch._inductor import config``, function-local imports, local aliases such as
+``cfg = torch._inductor.config``), and the ways of setting a value: assignment,
+``setattr(config, "name", value)``, ``config.patch(...)`` (context manager or decorator) and
+``torch.compile(options={...})``. The fix gates the value on ``is_rocm``: the NVIDIA path
+keeps the original value.
+
+``"triton.cudagraphs"`` inside ``torch.compile(options=...)`` is ROC103's: it is not
+reported twice. ``triton.cudagraph_trees = False`` is not a mitigation (it selects the older
+CUDA-graph implementation), so it is not treated as one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Optional, Set, Tuple
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
+
+from rocmport.findings import Applicability, Fix
+
+from ._resolve import assigned_values, call_items, dict_flow, dict_items, operand, paren, string_subscript
+from ._torch import COMPILE_NAMES, PARTIAL_NAMES, is_module_compile_method, qualified_names
+from .base import Case, Rule, keyword, literal_string, mentions_rocm
+
+CONFIG = "torch._inductor.config"
+_CUDAGRAPHS = "triton.cudagraphs"
+
+
+def _falsy(value: cst.BaseExpression) -> bool:
+    """A literal that turns a boolean setting off: False, None, 0, ""."""
+    if isinstance(value, cst.Name):
+        return value.value in ("False", "None")
+    if isinstance(value, cst.Integer):
+        return value.value.replace("_", "").lstrip("0") == ""
+    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString)):
+        return literal_string(value) == ""
+    return False
+
+
+def _quote(original: str) -> str:
+    match = re.match(r"^[rRuU]*('''|\"\"\"|'|\")", original)
+    return match.group(1) if match else '"'
+
+
+class _InductorSetting(Rule):
+    """Finds every place an inductor config value is set; subclasses pick the keys."""
+
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider, ScopeProvider)
+    TRIGGERS = ("cudagraph", "max_autotune", "memory_planning")
+    KEYS: Tuple[str, ...] = ()
+    ROCM_TEXT = "False"
+    WHAT_IT_DOES = ""
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._seen: Set[int] = set()
+
+    # -- which object is torch._inductor.config (or a sub-config of it) ---------------------
+    def config_prefix(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        """"" for ``torch._inductor.config``, "triton" for its ``triton`` sub-config, ...;
+        None when ``expr`` is not (a part of) inductor's config."""
+        for name in qualified_names(self, expr):
+            if name == CONFIG:
+                return ""
+            if name.startswith(CONFIG + "."):
+                return name[len(CONFIG) + 1:]
+        if depth > 3:
+            return None
+        if isinstance(expr, cst.Name):
+            for value in assigned_values(self, expr):  # cfg = torch._inductor.config
+                prefix = self.config_prefix(value, depth + 1)
+                if prefix is not None:
+                    return prefix
+        elif isinstance(expr, cst.Attribute):
+            prefix = self.config_prefix(expr.value, depth + 1)
+            if prefix is not None:
+                return f"{prefix}.{expr.attr.value}" if prefix else expr.attr.value
+        return None
+
+    def config_key(self, target: cst.BaseExpression) -> Optional[str]:
+        if not isinstance(target, cst.Attribute):
+            return None
+        prefix = self.config_prefix(target.value)
+        if prefix is None:
+            return None
+        return f"{prefix}.{target.attr.value}" if prefix else target.attr.value
+
+    # -- visitors ---------------------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            t = target.target
+            key = self.config_key(t)
+            if key is not None:
+                self.check(key, node.value, f"{key} = ...")
+                continue
+            sub = string_subscript(t)
+            if sub is not None and sub[1] == "options":  # kwargs["options"] = {...}
+                self.check_options(node.value, direct_compile=False)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            key = self.config_key(node.target)
+            if key is not None:
+                self.check(key, node.value, f"{key} = ...")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        names = qualified_names(self, func)
+        if (names & {"setattr", "builtins.setattr"} or (isinstance(func, cst.Name) and func.value == "setattr")) \
+                and len(node.args) == 3 and all(a.keyword is None and a.star == "" for a in node.args):
+            prefix = self.config_prefix(node.args[0].value)
+            name = literal_string(node.args[1].value)
+            if prefix is not None and name is not None:
+                key = f"{prefix}.{name}" if prefix else name
+                self.check(key, node.args[2].value, f'setattr(config, "{name}", ...)')
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value == "patch" and self.config_prefix(func.value) == "":
+            self.check_patch(node)
+            return
+        if self.is_compile_call(node):
+            arg = keyword(node, "options")
+            if arg is not None:
+                self.check_options(arg.value, direct_compile=True)
+            for a in node.args:  # torch.compile(**{"options": {...}})
+                if a.star == "**" and isinstance(a.value, cst.Dict):
+                    for key, value in dict_items(a.value):
+                        if key == "options":
+                            self.check_options(value, direct_compile=True)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        # {"options": {...}}: compile keyword arguments kept for later (accelerate's
+        # TorchDynamoPlugin, a kwargs dict handed to torch.compile(**kwargs)).
+        if literal_string(node.key) != "options":
+            return
+        grand = self.parent(self.parent(node))
+        if isinstance(grand, cst.Arg) and grand.star == "**":
+            call = self.parent(grand)
+            if isinstance(call, cst.Call) and self.is_compile_call(call):
+                return  # handled with the call
+        self.check_options(node.value, direct_compile=False)
+
+    # -- the spellings ----------------------------------------------------------------------
+    def is_compile_call(self, call: cst.Call) -> bool:
+        names = qualified_names(self, call.func)
+        if names & COMPILE_NAMES or is_module_compile_method(self, call.func):
+            return True
+        if names & PARTIAL_NAMES and call.args and call.args[0].keyword is None and call.args[0].star == "":
+            return bool(qualified_names(self, call.args[0].value) & COMPILE_NAMES)
+        return False
+
+    def check_patch(self, call: cst.Call) -> None:
+        args = call.args
+        if (len(args) >= 2 and args[0].keyword is None and args[0].star == "" and args[1].keyword is None
+                and args[1].star == ""):
+            name = literal_string(args[0].value)  # config.patch("max_autotune", True)
+            if name is not None:
+                self.check(name, args[1].value, f'config.patch("{name}", ...)')
+            return
+        for key, value in call_items(call):
+            self.check(key, value, f'config.patch({key}=...)')
+
+    def check_options(self, value: cst.BaseExpression, direct_compile: bool) -> None:
+        for key, item in dict_flow(self, value):
+            if key == _CUDAGRAPHS and (direct_compile or not isinstance(value, cst.Dict)):
+                continue  # ROC103 reports "triton.cudagraphs" in torch.compile(options=...)
+            self.check(key, item, f'options={{"{key}": ...}}')
+
+    # -- the decision and the fix -----------------------------------------------------------
+    def hazardous(self, key: str, value: cst.BaseExpression) -> bool:
+        return not _falsy(value)
+
+    def check(self, key: str, value: cst.BaseExpression, where: str) -> None:
+        if key not in self.KEYS or id(value) in self._seen:
+            return
+        self._seen.add(id(value))
+        if not self.hazardous(key, value):
+            return
+        if mentions_rocm(value, self.context.gate_name) or self.in_rocm_branch(value):
+            return  # already gated: `False if is_rocm else True`, `not is_rocm`, `if not is_rocm:`
+        original = operand(self, value)
+        rocm = self.ROCM_TEXT
+        if rocm.startswith('"'):
+            q = _quote(original) if isinstance(value, cst.SimpleString) else '"'
+            rocm = f"{q}{rocm[1:-1]}{q}"
+        text = paren(self, value, f"{rocm} if {self.context.gate_name} else {original}")
+        self.report(
+            value,
+            f"{key} {self.WHAT_IT_DOES}",
+            fix=Fix(Applicability.SAFE, f"Set {key} to {rocm} on ROCm", (self.context.replace(value, text),),
+                    ("gate",)),
+        )
+
+
+_SPELLINGS = """
+        Every spelling of `torch._inductor.config`: the dotted path on `torch`,
+        `import torch._inductor.config as ic`, `from torch._inductor import config`,
+        function-local imports, a local alias (`cfg = torch._inductor.config`), the nested
+        `config.triton.<name>`, `setattr(config, "<name>", value)` with a literal name,
+        `config.patch({...})`, `config.patch(name=value)`, `config.patch("name", value)` and
+        `config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of
+        `torch.compile` (a literal, a dict variable filled in the same file, or a
+        `{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that
+        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not
+        findings. The rule works from names: a name that the installed torch lacks is still
+        recognised.
+        """
+
+
+def _what(head: str) -> str:
+    """The rule's own first sentence, then the spellings every ROC2xx rule knows."""
+    return "\n        " + head + "\n" + _SPELLINGS.lstrip("\n")
+
+
+class TritonCudagraphs(_InductorSetting):
+    CODE = "ROC201"
+    NAME = "inductor-triton-cudagraphs"
+    KEYS = ("triton.cudagraphs",)
+    TRIGGERS = ("cudagraphs",)
+    WHAT_IT_DOES = "turns on inductor's CUDA graphs, which hang or slow down on ROCm"
+    SUMMARY = "torch._inductor.config.triton.cudagraphs turned on."
+    WHAT = _what("`triton.cudagraphs` set to a value that is not False.") + """
+        In `torch.compile(options=...)` the key is ROC103's and is not reported again.
+        """
+    WHY = """
+        `triton.cudagraphs` makes inductor capture and replay CUDA graphs (what
+        `mode="reduce-overhead"` turns on). Inductor's CUDA graphs on ROCm (HIP graphs) have
+        hung, crashed or run slower on the stacks most users have today (ROCm/clr#279,
+        ROCm/hip#3887, pytorch#187715).
+        """
+    EXAMPLE = """
+        import torch._inductor.config
+
+        torch._inductor.config.triton.cudagraphs = True
+        """
+    FIXED_EXAMPLE = """
+        import torch._inductor.config
+
+        torch._inductor.config.triton.cudagraphs = False if is_rocm else True
+        """
+    FIX = """
+        Safe. The value becomes `False if is_rocm else <value>`: on NVIDIA the expression is
+        the original value; on ROCm CUDA graphs stay off. `is_rocm` comes from the generated
+        prelude. To keep the speed of CUDA graphs on ROCm, capture the compiled function
+        manually (`torch.cuda.graph`). Turn the rule off on stacks where inductor's CUDA
+        graphs work (`ignore = ["ROC201"]`).
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case("import torch\ntorch._inductor.config.triton.cudagraphs = False\n"),
+        Case("import torch\nif torch._inductor.config.triton.cudagraphs:\n    pass\n"),
+        Case("import torch\nx = torch._inductor.config.triton.cudagraphs\n"),
+        Case("import torch\ntorch._inductor.config.triton.cudagraphs = False if is_rocm else True\n"),
+        Case("import torch\ntorch._inductor.config.triton.cudagraph_trees = False\n"),
+        Case("import torch\nf = torch.compile(g, options={\"triton.cudagraphs\": True})\n"),
+        Case("my_config.triton.cudagraphs = True\n"),
+        Case("import torch\n# torch._inductor.config.triton.cudagraphs = True\n"),
+        Case("import torch\nif not torch.version.hip:\n    torch._inductor.config.triton.cudagraphs = True\n"),
+    )
+    INVALID = (
+        Case("import torch\ntorch._inductor.config.triton.cudagraphs = True\n",
+             "import torch\n\n{PRELUDE}\n\ntorch._inductor.config.triton.cudagraphs = False if is_rocm else True\n"),
+        Case("from torch._inductor import config\n\nwith config.patch({\"triton.cudagraphs\": True}):\n    pass\n",
+             "from torch._inductor import config\n\n{PRELUDE}\n\nwith config.patch({\"triton.cudagraphs\": False if is_rocm else True}):\n    pass\n"),
+        Case("import torch._inductor.config as ic\n\n@ic.patch(**{\"triton.cudagraphs\": True})\ndef f():\n    pass\n",
+             "import torch._inductor.config as ic\n\n{PRELUDE}\n\n@ic.patch(**{\"triton.cudagraphs\": False if is_rocm else True})\ndef f():\n    pass\n"),
+        Case("def setup():\n    from torch._inductor import config\n    config.triton.cudagraphs = 1\n",
+             "{PRELUDE}\n\ndef setup():\n    from torch._inductor import config\n    config.triton.cudagraphs = False if is_rocm else 1\n"),
+    )
+
+
+class TritonCudagraphTrees(_InductorSetting):
+    CODE = "ROC202"
+    NAME = "inductor-cudagraph-trees"
+    KEYS = ("triton.cudagraph_trees",)
+    TRIGGERS = ("cudagraph_trees",)
+    WHAT_IT_DOES = "is turned on: inductor's CUDA-graph trees hang or slow down on ROCm"
+    SUMMARY = "torch._inductor.config.triton.cudagraph_trees turned on."
+    WHAT = _what("`triton.cudagraph_trees` set to a value that is not False.") + """
+        `triton.cudagraph_trees = False` is not a finding, and it is not a mitigation either:
+        it selects the older CUDA-graph implementation and does not turn CUDA graphs off.
+        """
+    WHY = """
+        CUDA-graph trees are the implementation of inductor's CUDA graphs (`triton.cudagraphs`
+        or `mode="reduce-overhead"`); setting them explicitly says that the code relies on
+        CUDA graphs, which hang or slow down on ROCm (see ROC201). The 2.13 default is True.
+        """
+    EXAMPLE = """
+        torch._inductor.config.triton.cudagraph_trees = True
+        """
+    FIXED_EXAMPLE = """
+        torch._inductor.config.triton.cudagraph_trees = False if is_rocm else True
+        """
+    FIX = """
+        Safe. `False if is_rocm else <value>`: unchanged on NVIDIA. Note that this alone does
+        not turn CUDA graphs off on ROCm: the compile mode (ROC101/ROC102) and
+        `triton.cudagraphs` (ROC201) decide that.
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case("import torch\ntorch._inductor.config.triton.cudagraph_trees = False\n"),
+        Case("import torch\nprint(torch._inductor.config.triton.cudagraph_trees)\n"),
+    )
+    INVALID = (
+        Case("import torch\ntorch._inductor.config.triton.cudagraph_trees = True\n",
+             "import torch\n\n{PRELUDE}\n\ntorch._inductor.config.triton.cudagraph_trees = False if is_rocm else True\n"),
+        Case("import torch._inductor.config as c\nsetattr(c.triton, \"cudagraph_trees\", True)\n",
+             "import torch._inductor.config as c\n\n{PRELUDE}\n\nsetattr(c.triton, \"cudagraph_trees\", False if is_rocm else True)\n"),
+    )
+
+
+class MaxAutotune(_InductorSetting):
+    CODE = "ROC203"
+    NAME = "inductor-max-autotune"
+    KEYS = ("max_autotune", "max_autotune_pointwise", "max_autotune_gemm")
+    TRIGGERS = ("max_autotune",)
+    WHAT_IT_DOES = "turns on exhaustive autotuning, which is slow and fragile on ROCm"
+    SUMMARY = "max_autotune, max_autotune_pointwise or max_autotune_gemm turned on."
+    WHAT = _what("`max_autotune`, `max_autotune_pointwise` or `max_autotune_gemm` set to a value "
+                 "that is not False.")
+    WHY = """
+        Max-autotune benchmarks many Triton templates per kernel. On ROCm many of them fail
+        to compile or time out, compilation takes far longer, and the chosen kernels are often
+        no faster than the default ones; it is the second most common reason that ported code
+        hangs or slows down.
+        """
+    EXAMPLE = """
+        torch_compile_options = {"epilogue_fusion": True, "max_autotune": True}
+        f = torch.compile(f, options=torch_compile_options)
+        """
+    FIXED_EXAMPLE = """
+        torch_compile_options = {"epilogue_fusion": True, "max_autotune": False if is_rocm else True}
+        f = torch.compile(f, options=torch_compile_options)
+        """
+    FIX = """
+        Safe. `False if is_rocm else <value>`: unchanged on NVIDIA; on ROCm the default
+        kernels. Turn the rule off where max-autotune works for you (`ignore = ["ROC203"]`).
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case("import torch\ntorch._inductor.config.max_autotune = False\n"),
+        Case("import torch\nopts = {\"max_autotune\": False}\nf = torch.compile(g, options=opts)\n"),
+        Case("my_config.max_autotune = True\n"),
+        Case("import torch\ntorch._inductor.config.coordinate_descent_tuning = True\n"),
+        Case("import torch\nsettings = {\"max_autotune\": True}\n"),
+        Case("import torch\ntorch._inductor.config.max_autotune = not is_rocm\n"),
+    )
+    INVALID = (
+        Case("import torch\nopts = {\"max_autotune\": True, \"triton.cudagraphs\": False}\n"
+             "f = torch.compile(g, options=opts)\n",
+             "import torch\n\n{PRELUDE}\n\nopts = {\"max_autotune\": False if is_rocm else True, \"triton.cudagraphs\": False}\n"
+             "f = torch.compile(g, options=opts)\n"),
+        Case("import torch\nwith torch._inductor.config.patch(max_autotune=True, max_autotune_gemm=True):\n    pass\n",
+             "import torch\n\n{PRELUDE}\n\nwith torch._inductor.config.patch(max_autotune=False if is_rocm else True,"
+             " max_autotune_gemm=False if is_rocm else True):\n    pass\n"),
+        Case("import torch\ncfg = torch._inductor.config\ncfg.max_autotune_pointwise = True\n",
+             "import torch\n\n{PRELUDE}\n\ncfg = torch._inductor.config\ncfg.max_autotune_pointwise = False if is_rocm else True\n"),
+    )
+
+
+class GemmBackends(_InductorSetting):
+    CODE = "ROC204"
+    NAME = "inductor-gemm-backends"
+    KEYS = ("max_autotune_gemm_backends",)
+    TRIGGERS = ("max_autotune_gemm_backends",)
+    ROCM_TEXT = '"ATEN"'
+    WHAT_IT_DOES = "includes TRITON or CPP GEMM templates, which are slow or fail on ROCm; use \"ATEN\" there"
+    SUMMARY = "max_autotune_gemm_backends that includes TRITON or CPP."
+    WHAT = _what("`max_autotune_gemm_backends` set to a string that includes TRITON or CPP (any case, "
+                 "as inductor upper-cases it), or to a value only known at run time.")
+    WHY = """
+        With max-autotune on, inductor benchmarks Triton (and C++) GEMM templates against the
+        vendor library. On ROCm the Triton GEMM templates often fail to compile or lose to
+        hipBLASLt, and tuning them costs minutes per shape. "ATEN" keeps the vendor GEMMs.
+        """
+    EXAMPLE = """
+        torch._inductor.config.max_autotune_gemm_backends = "TRITON,ATEN"
+        """
+    FIXED_EXAMPLE = """
+        torch._inductor.config.max_autotune_gemm_backends = "ATEN" if is_rocm else "TRITON,ATEN"
+        """
+    FIX = """
+        Safe. `"ATEN" if is_rocm else <value>`: unchanged on NVIDIA; on ROCm the vendor GEMMs.
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case("import torch\ntorch._inductor.config.max_autotune_gemm_backends = \"ATEN\"\n"),
+        Case("import torch\nb = torch._inductor.config.max_autotune_gemm_backends\n"),
+        Case("import torch\ntorch._inductor.config.max_autotune_gemm_backends = \"ATEN\" if is_rocm else \"TRITON\"\n"),
+    )
+    INVALID = (
+        Case("import torch\ntorch._inductor.config.max_autotune_gemm_backends = 'triton,aten'\n",
+             "import torch\n\n{PRELUDE}\n\ntorch._inductor.config.max_autotune_gemm_backends = 'ATEN' if is_rocm else 'triton,aten'\n"),
+        Case("from torch._inductor import config\nwith config.patch(\"max_autotune_gemm_backends\", \"ATEN,CPP\"):\n    pass\n",
+             "from torch._inductor import config\n\n{PRELUDE}\n\nwith config.patch(\"max_autotune_gemm_backends\", \"ATEN\" if is_rocm else \"ATEN,CPP\"):\n    pass\n"),
+    )
+
+    def hazardous(self, key: str, value: cst.BaseExpression) -> bool:
+        text = literal_string(value)
+        if text is None:
+            return not _falsy(value)
+        upper = text.upper()
+        return "TRITON" in upper or "CPP" in upper
+
+
+class MemoryPlanning(_InductorSetting):
+    CODE = "ROC205"
+    NAME = "inductor-memory-planning"
+    KEYS = ("memory_planning",)
+    TRIGGERS = ("memory_planning",)
+    WHAT_IT_DOES = "turns on inductor's memory planning, which has crashed and corrupted results on ROCm"
+    SUMMARY = "torch._inductor.config.memory_planning turned on."
+    WHAT = _what("`memory_planning` set to a value that is not False (the name exists from torch 2.2).")
+    WHY = """
+        Memory planning lays out a compiled graph's buffers in one pool; it is experimental,
+        off by default (2.13), and its pool allocation has crashed and given corrupt results
+        with HIP's allocator. It is mostly used together with CUDA graphs.
+        """
+    EXAMPLE = """
+        from torch._inductor import config
+        config.memory_planning = True
+        """
+    FIXED_EXAMPLE = """
+        from torch._inductor import config
+        config.memory_planning = False if is_rocm else True
+        """
+    FIX = """
+        Safe. `False if is_rocm else <value>`: unchanged on NVIDIA.
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case("from torch._inductor import config\nconfig.memory_planning = False\n"),
+        Case("import torch\n\"\"\"Set torch._inductor.config.memory_planning = True for speed.\"\"\"\n"),
+    )
+    INVALID = (
+        Case("from torch._inductor import config\nconfig.memory_planning = True\n",
+             "from torch._inductor import config\n\n{PRELUDE}\n\nconfig.memory_planning = False if is_rocm else True\n"),
+        Case("import torch\nf = torch.compile(g, options={\"memory_planning\": True, \"triton.cudagraphs\": True})\n",
+             codes=("ROC205", "ROC103")),
+    )
+
+
+RULES = [TritonCudagraphs, TritonCudagraphTrees, MaxAutotune, GemmBackends, MemoryPlanning]
