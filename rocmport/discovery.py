@@ -23,10 +23,21 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 
 
 def file_kind(path: Path) -> Optional[str]:
-    """"python" for files rocmport checks when it walks a directory, else None."""
+    """"python" (or "shell", "dockerfile", "yaml", "dotenv") for files rocmport checks when
+    it walks a directory, else None."""
     if path.suffix in PYTHON_SUFFIXES:
         return "python"
-    return None
+    # Shell scripts, Dockerfiles, YAML and .env files, for the ROC6xx environment rules.
+    from codemods.env_files import kind_for
+
+    head = b""
+    if not path.suffix:
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(256)  # a "#!" line naming a shell
+        except OSError:
+            head = b""
+    return kind_for(str(path), head)
 
 
 class _Excluder:
