@@ -1,0 +1,725 @@
+"""Per-file analysis of Triton kernels, shared by the ROC5xx rules (computed once a file).
+
+It finds the kernels (functions decorated with ``triton.jit`` / ``autotune`` / ``heuristics``
+in any spelling), their ``tl.constexpr`` parameters and the extents of their ``tl.arange``
+calls, and every place a value reaches a block parameter: launch arguments
+(``kernel[grid](..., BLOCK=32)``), ``triton.Config({...})`` in autotune config lists (also
+lists held in module constants or built by a function of the file), ``tl.constexpr``
+defaults, and module or function constants that flow into a launch. It also decides, for a
+1-D block, whether growing the block keeps the kernel's results (every load and store that
+the block indexes is masked, the stored values do not depend on the block size) and which
+other literals (the grid's) must be rewritten together with it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
+
+from .base import dotted_name, keyword, literal_string, mentions_rocm
+
+JIT_NAMES = frozenset({"triton.jit", "triton.runtime.jit", "triton.runtime.jit.jit"})
+AUTOTUNE_NAMES = frozenset({"triton.autotune", "triton.runtime.autotune", "triton.runtime.autotuner.autotune"})
+HEURISTICS_NAMES = frozenset({"triton.heuristics", "triton.runtime.heuristics",
+                              "triton.runtime.autotuner.heuristics"})
+KERNEL_DECORATORS = JIT_NAMES | AUTOTUNE_NAMES | HEURISTICS_NAMES
+CONFIG_NAMES = frozenset({"triton.Config", "triton.runtime.Config", "triton.runtime.autotuner.Config"})
+CDIV_NAMES = frozenset({"triton.cdiv", "triton.language.cdiv"})
+TL = "triton.language."
+LOADS = frozenset({TL + "load"})
+STORES = frozenset({TL + "store"})
+ATOMICS_PREFIX = TL + "atomic_"
+# Reductions whose result does not depend on the order of the elements (given the masked
+# lanes read a neutral `other=`), and those whose float result depends on it.
+EXACT_REDUCTIONS = frozenset(TL + n for n in ("max", "min", "argmax", "argmin", "xor_sum"))
+ORDERED_REDUCTIONS = frozenset(TL + n for n in ("sum", "cumsum", "cumprod", "reduce", "associative_scan",
+                                                  "dot", "dot_scaled", "histogram"))
+EXP_NAMES = frozenset({TL + "exp", TL + "exp2", TL + "math.exp", TL + "math.exp2",
+                       TL + "extra.cuda.libdevice.exp", TL + "extra.libdevice.exp",
+                       "triton.language.extra.libdevice.exp"})
+CLAMPS = frozenset(TL + n for n in ("clamp", "minimum", "maximum", "abs", "where", "math.min", "math.max",
+                                    "math.abs"))
+HALF_DTYPES = frozenset({TL + "float16", TL + "bfloat16"})
+ZEROS = frozenset({TL + "zeros", TL + "full"})
+DOT = frozenset({TL + "dot"})
+
+# Paths and branches for accelerators that are neither CUDA nor ROCm: out of scope.
+_FOREIGN_PATH = re.compile(r"(?i)(?:^|[/\\_])(?:ascend|npu|xpu|mlu|musa|habana|hpu|neuron|tpu)(?:[/\\_.]|$)")
+_FOREIGN_TEST = re.compile(r"(?i)(?:^|_)(?:ascend|npu|xpu|mlu|musa|hpu|neuron|tpu)(?:_|$|\d)")
+
+Extent = Union[str, int]  # a constexpr parameter name, or a known integer
+
+
+def _lazy(value):
+    return value() if callable(value) and not isinstance(value, (set, frozenset)) else value
+
+
+def is_foreign_path(path: str) -> bool:
+    return bool(_FOREIGN_PATH.search(path.replace("\\", "/")))
+
+
+def int_value(node: Optional[cst.CSTNode]) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.evaluated_value)
+        except (ValueError, TypeError):  # pragma: no cover
+            return None
+    return None
+
+
+def names_in(node: cst.CSTNode) -> Set[str]:
+    found: Set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)  # `x.dtype`: x, not dtype
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)  # keyword names are not references
+            return False
+
+    node.visit(_V())
+    return found
+
+
+def next_pow2_at_least_64(value: int) -> int:
+    result = 64
+    while result < value:
+        result *= 2
+    return result
+
+
+@dataclass
+class Kernel:
+    func: cst.FunctionDef
+    name: str
+    params: List[str]
+    constexprs: Dict[str, cst.Param]
+    autotune: Optional[cst.Call] = None
+    configs: List[cst.Call] = field(default_factory=list)
+    configs_wrapped: bool = False  # the config list goes through a call rocmport cannot see into
+    extents: List[Extent] = field(default_factory=list)  # distinct, in order
+    unknown_extent: bool = False
+    launches: List["Launch"] = field(default_factory=list)
+
+    @property
+    def one_d(self) -> Optional[str]:
+        """The constexpr parameter that is the only ``tl.arange`` extent, if there is one."""
+        if len(self.extents) == 1 and isinstance(self.extents[0], str) and not self.unknown_extent:
+            return self.extents[0]
+        return None
+
+    @property
+    def dims(self) -> List[Extent]:
+        return self.extents
+
+
+@dataclass
+class Launch:
+    call: cst.Call
+    kernel: Kernel
+    grid: cst.BaseExpression
+    args: Dict[str, cst.BaseExpression]  # parameter name -> expression passed
+    scope: cst.CSTNode
+
+
+@dataclass
+class Site:
+    """One place a value for a kernel parameter is written."""
+
+    node: cst.Integer  # the literal that holds the value
+    value: int
+    kind: str  # "launch", "config", "default", "constant"
+    kernel: Kernel
+    param: str
+    via: Optional[cst.CSTNode] = None  # the launch or Config call that hands the value over
+    const_name: Optional[str] = None
+
+
+class TritonAnalysis:
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.module: cst.Module = ctx.module
+        self._qn = ctx.wrapper.resolve(QualifiedNameProvider)
+        self._parents = ctx.wrapper.resolve(ParentNodeProvider)
+        self.foreign_file = is_foreign_path(ctx.path)
+        self._scope_cache: Dict[int, Dict[str, List[cst.CSTNode]]] = {}
+        self.kernels: Dict[str, Kernel] = {}
+        self.kernel_funcs: Dict[int, Kernel] = {}
+        self.configs: List[cst.Call] = []  # every triton.Config call in the file
+        self.launches: List[Launch] = []
+        self.subscript_calls: List[cst.Call] = []
+        if self.foreign_file:
+            return
+        self._collect()
+
+    # -- names and tree helpers ----------------------------------------------------------
+    def qnames(self, node: cst.CSTNode) -> Set[str]:
+        value = _lazy(self._qn.get(node, set())) if node in self._qn else set()
+        return {q.name for q in value or ()}
+
+    def is_(self, node: cst.CSTNode, names) -> bool:
+        return bool(self.qnames(node) & names)
+
+    def call_is(self, node: cst.CSTNode, names) -> bool:
+        return isinstance(node, cst.Call) and self.is_(node.func, names)
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return _lazy(self._parents.get(node)) if node in self._parents else None
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        current = self.parent(node)
+        while current is not None:
+            yield current
+            current = self.parent(current)
+
+    def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                return ancestor
+        return self.module
+
+    def in_foreign_branch(self, node: cst.CSTNode) -> bool:
+        """Code that only runs on an accelerator that is neither CUDA nor ROCm."""
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+                body = ancestor.body
+                if child is body and _names_match(ancestor.test, _FOREIGN_TEST):
+                    return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and _FOREIGN_TEST.search(ancestor.name.value):
+                return True
+            child = ancestor
+        return False
+
+    # -- constants ----------------------------------------------------------------------
+    def bindings(self, scope: cst.CSTNode) -> Dict[str, List[cst.CSTNode]]:
+        """name -> the values bound to it directly in ``scope`` (a statement-level walk that
+        skips nested functions and classes). Bindings that are not plain assignments
+        (loops, augmented assignments, parameters, imports) are recorded as the binding node."""
+        key = id(scope)
+        if key in self._scope_cache:
+            return self._scope_cache[key]
+        found: Dict[str, List[cst.CSTNode]] = {}
+
+        def add(target: cst.CSTNode, value: cst.CSTNode) -> None:
+            if isinstance(target, cst.Name):
+                found.setdefault(target.value, []).append(value)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    add(element.value, element)  # unpacking: not a known value
+
+        class _V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                if node is scope:
+                    return True
+                found.setdefault(node.name.value, []).append(node)
+                return False
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                found.setdefault(node.name.value, []).append(node)
+                return False
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return node is scope
+
+            def visit_Param(self, node: cst.Param) -> None:
+                found.setdefault(node.name.value, []).append(node)
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for target in node.targets:
+                    add(target.target, node.value)
+
+            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                if node.value is not None:
+                    add(node.target, node.value)
+
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                add(node.target, node)
+
+            def visit_For(self, node: cst.For) -> None:
+                add(node.target, node)
+
+            def visit_CompFor(self, node: cst.CompFor) -> None:
+                add(node.target, node)
+
+            def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+                add(node.target, node)
+
+            def visit_WithItem(self, node: cst.WithItem) -> None:
+                if node.asname is not None:
+                    add(node.asname.name, node)
+
+            def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+                name = node.asname.name if node.asname else node.name
+                if isinstance(name, cst.Name):
+                    found.setdefault(name.value, []).append(node)
+
+        scope.visit(_V())
+        self._scope_cache[key] = found
+        return found
+
+    def resolve(self, name: str, at: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The one value bound to ``name`` where ``at`` is (its function, then the module)."""
+        scope = self.scope_of(at)
+        while True:
+            bound = self.bindings(scope).get(name)
+            if bound:
+                return bound[0] if len(bound) == 1 else None
+            if scope is self.module:
+                return None
+            scope = self.scope_of(scope)
+
+    def constant(self, expr: cst.BaseExpression) -> Tuple[Optional[cst.Integer], Optional[str]]:
+        """(the integer literal, the constant's name) that ``expr`` stands for."""
+        if isinstance(expr, cst.Integer):
+            return expr, None
+        if isinstance(expr, cst.Name):
+            value = self.resolve(expr.value, expr)
+            if isinstance(value, cst.Integer):
+                return value, expr.value
+        return None, None
+
+    # -- collection -----------------------------------------------------------------------
+    def _collect(self) -> None:
+        analysis = self
+
+        class _V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                analysis._maybe_kernel(node)
+
+            def visit_Call(self, node: cst.Call) -> None:
+                if analysis.call_is(node, CONFIG_NAMES):
+                    analysis.configs.append(node)
+                if isinstance(node.func, cst.Subscript):
+                    analysis.subscript_calls.append(node)
+
+        self.module.visit(_V())
+        for call in self.subscript_calls:
+            kernel_expr = call.func.value
+            if not isinstance(kernel_expr, cst.Name):
+                continue
+            kernel = self.kernels.get(kernel_expr.value)
+            if kernel is None or len(call.func.slice) != 1:
+                continue
+            slice_ = call.func.slice[0].slice
+            if not isinstance(slice_, cst.Index):
+                continue
+            args: Dict[str, cst.BaseExpression] = {}
+            if any(a.star for a in call.args):
+                continue
+            positional = [a for a in call.args if a.keyword is None]
+            for pname, arg in zip(kernel.params, positional):
+                args[pname] = arg.value
+            for arg in call.args:
+                if arg.keyword is not None:
+                    args[arg.keyword.value] = arg.value
+            launch = Launch(call, kernel, slice_.value, args, self.scope_of(call))
+            kernel.launches.append(launch)
+            self.launches.append(launch)
+
+    def _maybe_kernel(self, func: cst.FunctionDef) -> None:
+        autotune = None
+        is_kernel = False
+        for deco in func.decorators:
+            expr = deco.decorator
+            target = expr.func if isinstance(expr, cst.Call) else expr
+            names = self.qnames(target)
+            if names & KERNEL_DECORATORS:
+                is_kernel = True
+            if names & AUTOTUNE_NAMES and isinstance(expr, cst.Call):
+                autotune = expr
+        if not is_kernel:
+            return
+        params = [p.name.value for p in func.params.params]
+        constexprs = {}
+        for p in list(func.params.params) + list(func.params.kwonly_params):
+            if p.annotation is not None and self._is_constexpr(p.annotation.annotation):
+                constexprs[p.name.value] = p
+        kernel = Kernel(func, func.name.value, params, constexprs, autotune)
+        if autotune is not None:
+            configs_arg = keyword(autotune, "configs")
+            if configs_arg is None and autotune.args and autotune.args[0].keyword is None:
+                configs_arg = autotune.args[0]
+            if configs_arg is not None:
+                kernel.configs, kernel.configs_wrapped = self._configs_of(configs_arg.value, depth=0)
+        self._extents(kernel)
+        self.kernels[kernel.name] = kernel
+        self.kernel_funcs[id(func)] = kernel
+
+    def _is_constexpr(self, annotation: cst.BaseExpression) -> bool:
+        if self.is_(annotation, {TL + "constexpr", "triton.language.core.constexpr"}):
+            return True
+        name = dotted_name(annotation)
+        return bool(name) and name.split(".")[-1] == "constexpr"
+
+    def _configs_of(self, expr: cst.BaseExpression, depth: int) -> Tuple[List[cst.Call], bool]:
+        """triton.Config calls that an autotune ``configs=`` expression stands for."""
+        found: List[cst.Call] = []
+        wrapped = False
+        if depth > 3:
+            return found, True
+        if isinstance(expr, cst.Name):
+            value = self.resolve(expr.value, expr)
+            if isinstance(value, cst.FunctionDef):
+                return found, True
+            if value is not None and not isinstance(value, (cst.Param, cst.ImportAlias)):
+                sub, w = self._configs_of(value, depth + 1)
+                found.extend(sub)
+                wrapped = wrapped or w
+                # configs.append(triton.Config(...)) / extend in the same scope
+            for call in self._appends(expr.value, expr):
+                sub, w = self._configs_of(call, depth + 1)
+                found.extend(sub)
+            return found, wrapped
+        if isinstance(expr, cst.Call) and not self.is_(expr.func, CONFIG_NAMES):
+            func_name = expr.func.value if isinstance(expr.func, cst.Name) else None
+            target = self.resolve(func_name, expr) if func_name else None
+            if isinstance(target, cst.FunctionDef):
+                found.extend(self._configs_in(target))
+                return found, False
+            # an unknown wrapper, e.g. autotune_configs([...]): look inside its arguments
+            wrapped = True
+        found.extend(self._configs_in(expr))
+        return found, wrapped
+
+    def _appends(self, name: str, at: cst.CSTNode) -> List[cst.BaseExpression]:
+        scope = self.scope_of(at)
+        result: List[cst.BaseExpression] = []
+
+        class _V(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                f = node.func
+                if (isinstance(f, cst.Attribute) and f.attr.value in ("append", "extend", "insert")
+                        and isinstance(f.value, cst.Name) and f.value.value == name):
+                    result.extend(a.value for a in node.args)
+
+        scope.visit(_V())
+        return result
+
+    def _configs_in(self, node: cst.CSTNode) -> List[cst.Call]:
+        found: List[cst.Call] = []
+        analysis = self
+
+        class _V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                if analysis.call_is(n, CONFIG_NAMES):
+                    found.append(n)
+
+        node.visit(_V())
+        return found
+
+    def _extents(self, kernel: Kernel) -> None:
+        analysis = self
+        extents: List[Extent] = []
+
+        class _V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                if not analysis.call_is(n, {TL + "arange"}):
+                    return
+                if len(n.args) < 2:
+                    kernel.unknown_extent = True
+                    return
+                start, end = n.args[0].value, n.args[1].value
+                extent = analysis._extent(end, kernel)
+                if int_value(start) != 0 or extent is None:
+                    kernel.unknown_extent = True
+                    return
+                if extent not in extents:
+                    extents.append(extent)
+
+        kernel.func.body.visit(_V())
+        kernel.extents = extents
+
+    def _extent(self, expr: cst.BaseExpression, kernel: Kernel) -> Optional[Extent]:
+        if isinstance(expr, cst.Integer):
+            return int_value(expr)
+        if isinstance(expr, cst.Name):
+            if expr.value in kernel.constexprs:
+                return expr.value
+            node, _ = self.constant(expr)
+            if node is not None:
+                return int_value(node)
+        return None
+
+    # -- values reaching a parameter ------------------------------------------------------
+    def config_dict(self, config: cst.Call) -> Optional[cst.Dict]:
+        arg = keyword(config, "kwargs")
+        if arg is None and config.args and config.args[0].keyword is None:
+            arg = config.args[0]
+        if arg is not None and isinstance(arg.value, cst.Dict):
+            return arg.value
+        return None
+
+    def config_value(self, config: cst.Call, param: str) -> Optional[cst.BaseExpression]:
+        d = self.config_dict(config)
+        if d is None:
+            return None
+        for element in d.elements:
+            if isinstance(element, cst.DictElement) and literal_string(element.key) == param:
+                return element.value
+        return None
+
+    def sites(self, kernel: Kernel, param: str) -> List[Site]:
+        sites: List[Site] = []
+        configured = False
+        for config in kernel.configs:
+            expr = self.config_value(config, param)
+            if expr is None:
+                continue
+            configured = True
+            node, name = self.constant(expr)
+            if node is not None:
+                sites.append(Site(node, int_value(node), "constant" if name else "config", kernel, param,
+                                  config, name))
+        launches_pass = True
+        for launch in kernel.launches:
+            expr = launch.args.get(param)
+            if expr is None:
+                launches_pass = False
+                continue
+            node, name = self.constant(expr)
+            if node is not None:
+                sites.append(Site(node, int_value(node), "constant" if name else "launch", kernel, param,
+                                  launch.call, name))
+        default = kernel.constexprs.get(param)
+        default = default.default if default is not None else None
+        if isinstance(default, cst.Integer) and not configured and not (kernel.launches and launches_pass):
+            sites.append(Site(default, int_value(default), "default", kernel, param))
+        return sites
+
+    def value_of(self, kernel: Kernel, param: str, source: Optional[cst.CSTNode]) -> Optional[int]:
+        """The known value of ``param`` for one config or launch (``source``), else its default."""
+        expr = None
+        if source is not None and self.call_is(source, CONFIG_NAMES):
+            expr = self.config_value(source, param)
+        elif source is not None:
+            for launch in kernel.launches:
+                if launch.call is source:
+                    expr = launch.args.get(param)
+        if expr is None:
+            p = kernel.constexprs.get(param)
+            expr = p.default if p is not None else None
+        if expr is None:
+            return None
+        node, _ = self.constant(expr)
+        return int_value(node)
+
+    # -- safety of growing a 1-D block ----------------------------------------------------
+    def mask_problem(self, kernel: Kernel, param: str) -> Optional[str]:
+        """Why growing ``param`` could change the kernel's results, or None when every load
+        and store it indexes is masked and nothing stored depends on its value."""
+        key = ("mask", id(kernel.func), param)
+        if key in self._scope_cache:
+            return self._scope_cache[key]  # type: ignore[return-value]
+        result = self._mask_problem(kernel, param)
+        self._scope_cache[key] = result  # type: ignore[assignment]
+        return result
+
+    def _mask_problem(self, kernel: Kernel, param: str) -> Optional[str]:
+        analysis = self
+        shape: Set[str] = {param}  # names whose shape or offsets derive from the block
+        value: Set[str] = {param}  # names whose values derive from the block size
+        assigns: List[Tuple[List[str], cst.BaseExpression]] = []
+        calls: List[cst.Call] = []
+
+        def targets(t: cst.CSTNode) -> List[str]:
+            if isinstance(t, cst.Name):
+                return [t.value]
+            if isinstance(t, (cst.Tuple, cst.List)):
+                return [n for e in t.elements for n in targets(e.value)]
+            return []
+
+        class _V(cst.CSTVisitor):
+            def visit_Assign(self, n: cst.Assign) -> None:
+                assigns.append(([x for t in n.targets for x in targets(t.target)], n.value))
+
+            def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+                if n.value is not None:
+                    assigns.append((targets(n.target), n.value))
+
+            def visit_AugAssign(self, n: cst.AugAssign) -> None:
+                assigns.append((targets(n.target), cst.BinaryOperation(n.target, cst.Add(), n.value)))
+
+            def visit_For(self, n: cst.For) -> None:
+                assigns.append((targets(n.target), n.iter))
+
+            def visit_Call(self, n: cst.Call) -> None:
+                calls.append(n)
+
+        kernel.func.body.visit(_V())
+        for _ in range(len(assigns) + 1):
+            changed = False
+            for names, expr in assigns:
+                if names_in(expr) & shape and not set(names) <= shape:
+                    shape.update(names)
+                    changed = True
+                if self._value_names(expr) & value and not set(names) <= value:
+                    value.update(names)
+                    changed = True
+            if not changed:
+                break
+        has_exact_reduction = False
+        masked_without_other = False
+        for call in calls:
+            names = self.qnames(call.func)
+            if names & ORDERED_REDUCTIONS:
+                return "it sums over the block, so a larger block changes the order of float additions"
+            if any(n.startswith(ATOMICS_PREFIX) for n in names):
+                return "it uses atomics, whose combined result depends on how work is split"
+            if names & EXACT_REDUCTIONS:
+                has_exact_reduction = True
+            is_load, is_store = bool(names & LOADS), bool(names & STORES)
+            if not (is_load or is_store):
+                continue
+            pointer = call.args[0].value if call.args and call.args[0].keyword is None else None
+            ptr_arg = keyword(call, "pointer")
+            if ptr_arg is not None:
+                pointer = ptr_arg.value
+            if pointer is None:
+                return "a load or store rocmport cannot read"
+            mask = keyword(call, "mask")
+            mask_index = 1 if is_load else 2
+            positional = [a for a in call.args if a.keyword is None]
+            if mask is None and len(positional) > mask_index:
+                mask = positional[mask_index]
+            boundary = keyword(call, "boundary_check")
+            if is_store:
+                stored = keyword(call, "value")
+                stored = stored.value if stored is not None else (
+                    positional[1].value if len(positional) > 1 else None)
+                if stored is not None and self._value_names(stored) & value:
+                    return f"the values it stores depend on {param}"
+            if not (names_in(pointer) & shape):
+                continue
+            if boundary is not None:
+                continue
+            if mask is None or isinstance(mask.value, cst.Name) and mask.value.value == "None":
+                kind = "load" if is_load else "store"
+                return f"a {kind} indexed by {param} has no mask, so a larger block reads or writes out of range"
+            if not (names_in(mask.value) & shape):
+                return f"a mask does not depend on {param}'s offsets"
+            if is_load:
+                other = keyword(call, "other")
+                if other is None and len(positional) <= 2:
+                    masked_without_other = True
+        if has_exact_reduction and masked_without_other:
+            return "it reduces over masked loads that have no other= value"
+        del analysis
+        return None
+
+    def _value_names(self, expr: cst.BaseExpression) -> Set[str]:
+        """Names ``expr``'s value depends on, not counting what goes through a load's address
+        or mask, a ``tl.where`` condition, or a mask argument."""
+        found: Set[str] = set()
+        analysis = self
+
+        class _V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> bool:
+                names = analysis.qnames(n.func)
+                if names & LOADS:
+                    return False
+                if names & {TL + "where"} and n.args:
+                    for a in n.args[1:]:
+                        a.value.visit(self)
+                    return False
+                n.func.visit(self)
+                for a in n.args:
+                    if a.keyword is not None and a.keyword.value in ("mask", "other", "axis", "dtype"):
+                        continue
+                    a.value.visit(self)
+                return False
+
+            def visit_Attribute(self, n: cst.Attribute) -> bool:
+                n.value.visit(self)
+                return False
+
+            def visit_Name(self, n: cst.Name) -> None:
+                found.add(n.value)
+
+        expr.visit(_V())
+        return found
+
+    # -- the grid ---------------------------------------------------------------------------
+    def grid_plan(self, launch: Launch, param: str, site: Site) -> Tuple[bool, List[cst.Integer], str]:
+        """Whether the launch's grid follows ``site``'s value once it is rewritten:
+        (consistent, other literals to rewrite with it, reason when not)."""
+        grid = launch.grid
+        if isinstance(grid, cst.Name):
+            value = self.resolve(grid.value, launch.call)
+            if value is None or isinstance(value, (cst.Param, cst.ImportAlias, cst.For)):
+                return False, [], f"its grid `{grid.value}` is not defined where rocmport can see it"
+            grid = value
+        if isinstance(grid, (cst.Lambda, cst.FunctionDef)):
+            if self._reads_meta(grid, param):
+                return True, [], ""
+            return False, [], f"its grid function does not read {param} from its argument"
+        if site.const_name is not None:
+            if site.const_name in names_in(grid):
+                return True, [], ""
+            return False, [], f"its grid does not use {site.const_name}"
+        literals = [n for n in _integers(grid) if int_value(n) == site.value]
+        if any(int_value(n) == site.value - 1 for n in _integers(grid)):
+            return False, [], f"its grid rounds with {site.value - 1}"
+        if not literals:
+            return False, [], f"its grid does not follow {param}"
+        return True, literals, ""
+
+    def _reads_meta(self, func: Union[cst.Lambda, cst.FunctionDef], param: str) -> bool:
+        found = False
+
+        class _V(cst.CSTVisitor):
+            def visit_SimpleString(self, n: cst.SimpleString) -> None:
+                nonlocal found
+                if literal_string(n) == param:
+                    found = True
+
+        func.visit(_V())
+        return found
+
+
+def _integers(node: cst.CSTNode) -> List[cst.Integer]:
+    found: List[cst.Integer] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Integer(self, n: cst.Integer) -> None:
+            found.append(n)
+
+    node.visit(_V())
+    return found
+
+
+def _names_match(node: cst.CSTNode, pattern: "re.Pattern[str]") -> bool:
+    found = False
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            nonlocal found
+            if pattern.search(n.value):
+                found = True
+
+        def visit_SimpleString(self, n: cst.SimpleString) -> None:
+            nonlocal found
+            value = literal_string(n)
+            if value and pattern.search(value.replace(":", "_")):
+                found = True
+
+    node.visit(_V())
+    return found
+
+
+def analysis(ctx) -> TritonAnalysis:
+    return ctx.shared("triton", TritonAnalysis)
+
+
+__all__ = ["TritonAnalysis", "Kernel", "Launch", "Site", "analysis", "int_value", "names_in",
+           "next_pow2_at_least_64", "mentions_rocm", "CONFIG_NAMES", "EXP_NAMES", "CLAMPS",
+           "HALF_DTYPES", "ZEROS", "DOT", "TL", "CDIV_NAMES"]
