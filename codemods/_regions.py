@@ -281,7 +281,7 @@ class _Collector(cst.CSTVisitor):
 # ----------------------------------------------------------------------------------------
 
 class Analysis:
-    def __init__(self, ctx):
+    def __init__(self, ctx, collector: Optional["Feeder"] = None):
         self.ctx = ctx
         self.module = ctx.module
         self.text = ctx.text
@@ -300,7 +300,10 @@ class Analysis:
         self._seen: Set[Tuple[str, int]] = set()
         self._offset_cache: Dict[int, int] = {}
 
-        self.module.visit(_Collector(self))
+        if collector is None:
+            self.module.visit(_Collector(self))
+        else:
+            collector.adopt(self)
         self._bind_instances()
         self._mark_compiled()
         regions = self._capture_regions() + self._compiled_regions()
@@ -1279,6 +1282,105 @@ def _is_cpu_device(value: cst.BaseExpression) -> bool:
     return text is not None and text.split(":")[0] == "cpu"
 
 
+class Feeder:
+    """Lets the engine's one batched traversal feed the collection pass: the first rule of
+    the families that is created for a file forwards its visits here, so the analysis does
+    not walk the tree a second time."""
+
+    _EVENTS = ("visit_ClassDef", "leave_ClassDef", "visit_FunctionDef", "leave_FunctionDef",
+               "visit_Global", "visit_Assign", "visit_AnnAssign", "visit_For", "visit_With", "visit_Call")
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.owner: Optional[object] = None
+        self.done = False
+        self._records: List[Tuple[str, cst.CSTNode]] = []
+
+    def record(self, event: str, node: cst.CSTNode) -> None:
+        self._records.append((event, node))
+
+    def adopt(self, analysis: "Analysis") -> None:
+        """Replay the recorded visits into a collector (cheap: no tree walk)."""
+        collector = _Collector(analysis)
+        for event, node in self._records:
+            getattr(collector, event)(node)
+        self._records = []
+
+
+def feeder(ctx, rule) -> Optional[Feeder]:
+    """The feeder, when ``rule`` is the one that feeds it (else None)."""
+    shared = ctx.shared(SHARED_KEY + ".feeder", Feeder)
+    if shared.owner is None:
+        shared.owner = rule
+        return shared
+    return None
+
+
 def analysis(ctx) -> Analysis:
     """The file's analysis, computed once and shared by every ROC3xx/ROC4xx rule."""
-    return ctx.shared(SHARED_KEY, Analysis)
+    def build(context):
+        fed = context._cache.get(SHARED_KEY + ".feeder")
+        return Analysis(context, fed if fed is not None and fed.done else None)
+    return ctx.shared(SHARED_KEY, build)
+
+
+class RegionRule:
+    """Mixin for the rules of both families: the feeding rule records the visits the
+    collection pass needs, and every rule reports its own code's hazards at the end."""
+
+    CODE = ""
+
+    def _init_feeder(self, context) -> None:
+        self._feeder = feeder(context, self)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if self._feeder is not None:
+            self._feeder.record("visit_ClassDef", node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        if self._feeder is not None:
+            self._feeder.record("leave_ClassDef", original_node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._feeder is not None:
+            self._feeder.record("visit_FunctionDef", node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self._feeder is not None:
+            self._feeder.record("leave_FunctionDef", original_node)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        if self._feeder is not None:
+            self._feeder.record("visit_Global", node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._feeder is not None:
+            self._feeder.record("visit_Assign", node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if self._feeder is not None:
+            self._feeder.record("visit_AnnAssign", node)
+
+    def visit_For(self, node: cst.For) -> None:
+        if self._feeder is not None:
+            self._feeder.record("visit_For", node)
+
+    def visit_With(self, node: cst.With) -> None:
+        if self._feeder is not None:
+            self._feeder.record("visit_With", node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._feeder is not None:
+            self._feeder.record("visit_Call", node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        # leave_Module comes after the whole tree: whichever rule gets here first, the
+        # feeder has seen every visit.
+        fed = self.context._cache.get(SHARED_KEY + ".feeder")
+        if fed is not None and fed.owner is not None:
+            fed.done = True
+        for hazard in analysis(self.context).hazards.get(self.CODE, ()):
+            self.report_hazard(hazard)
+
+    def report_hazard(self, hazard: Hazard) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError

@@ -21,17 +21,19 @@ from .base import Case, Rule
 _CAPTURE_TRIGGERS = ("graph", "capture_begin")
 
 
-class _CaptureRule(Rule):
+class _CaptureRule(_regions.RegionRule, Rule):
     """Reports the hazards of its code that the shared region analysis found."""
 
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     TRIGGERS = _CAPTURE_TRIGGERS
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
 
-    def visit_Module(self, node: cst.Module) -> None:
-        for hazard in _regions.analysis(self.context).hazards.get(self.CODE, ()):
-            fix = hazard.fix or Fix(Applicability.DISPLAY_ONLY, self.SUMMARY)
-            self.report(hazard.node, hazard.message, fix=fix)
+    def __init__(self, context):
+        super().__init__(context)
+        self._init_feeder(context)
+
+    def report_hazard(self, hazard: _regions.Hazard) -> None:
+        self.report(hazard.node, hazard.message, fix=hazard.fix or Fix(Applicability.DISPLAY_ONLY, self.SUMMARY))
 
 
 _PRE = "import torch\n"

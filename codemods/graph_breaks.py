@@ -20,14 +20,17 @@ from . import _regions
 from .base import Case, Rule
 
 
-class _GraphBreakRule(Rule):
+class _GraphBreakRule(_regions.RegionRule, Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     TRIGGERS = ("compile",)
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
 
-    def visit_Module(self, node: cst.Module) -> None:
-        for hazard in _regions.analysis(self.context).hazards.get(self.CODE, ()):
-            self.report(hazard.node, hazard.message, fix=Fix(Applicability.DISPLAY_ONLY, self.SUMMARY))
+    def __init__(self, context):
+        super().__init__(context)
+        self._init_feeder(context)
+
+    def report_hazard(self, hazard: _regions.Hazard) -> None:
+        self.report(hazard.node, hazard.message, fix=Fix(Applicability.DISPLAY_ONLY, self.SUMMARY))
 
 
 _PRE = "import torch\n"
