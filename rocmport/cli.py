@@ -137,7 +137,8 @@ def lint(paths, select, extend_select, ignore, output_format, output_file, force
         raise _usage(exc)
     reports, missing = _run(paths, settings, fix=False, stdin_filename=stdin_filename)
     findings = sorted((f for r in reports for f in r.findings), key=Finding.sort_key)
-    _emit(FORMATTERS[output_format or "concise"](findings, settings.unsafe_fixes), output_file)
+    _emit(FORMATTERS[output_format or "concise"](findings, settings.unsafe_fixes, **_format_context(reports)),
+          output_file)
     if _report_problems(reports, missing):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if findings else EXIT_OK)
@@ -191,7 +192,8 @@ def fix(paths, select, extend_select, ignore, output_format, output_file, force_
             problems = True
             r.findings.extend(f for f in [])  # findings stay reported below
     if remaining or output_file:
-        _emit(FORMATTERS[output_format or "concise"](remaining, settings.unsafe_fixes), output_file)
+        _emit(FORMATTERS[output_format or "concise"](remaining, settings.unsafe_fixes, **_format_context(reports)),
+              output_file)
     click.echo(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''} in {written} "
                f"file{'s' if written != 1 else ''}.", err=True)
     sys.exit(EXIT_ERROR if problems else (EXIT_FINDINGS if remaining else EXIT_OK))
@@ -219,6 +221,21 @@ def _unified(old: str, new: str, old_name: str, new_name: str) -> str:
     for line in lines:
         text += line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
     return text
+
+
+def _format_context(reports: Sequence[FileReport]) -> dict:
+    """What the output formats may need beyond the findings: the text each finding's positions
+    refer to (the fixed bytes after ``fix --write``, stdin's bytes for ``-``), read from disk
+    for anything else."""
+    from .output import decode_source, read_from_disk
+
+    texts = {r.path: (r.fixed if r.fixed is not None else r.original) for r in reports}
+
+    def read_source(path: str) -> Optional[str]:
+        data = texts.get(path)
+        return decode_source(data) if data is not None else read_from_disk(path)
+
+    return {"read_source": read_source}
 
 
 def _usage(exc: Exception) -> click.exceptions.Exit:
@@ -266,3 +283,18 @@ def prelude_command(style, profile, inference_only, compile_guard, config_file):
         click.echo(prelude.render_module(options), nl=False)
     else:
         click.echo(prelude.render_inline(prelude.DEFAULT_GATE, prelude.PARTS, options), nl=False)
+
+
+@main.command()
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text",
+              help="text (default) or json.")
+@click.option("--output-file", type=click.Path(dir_okay=False), default=None,
+              help="Write the report to this file instead of stdout.")
+def doctor(output_format, output_file):
+    """Inspect this Python environment: torch build, inductor/dynamo settings, red-flag
+    environment variables. Exit 1 on a red flag, 2 without torch."""
+    from .doctor import run as run_doctor
+
+    text, status = run_doctor(output_format)
+    _emit(text, output_file)
+    sys.exit(status)

@@ -1,13 +1,25 @@
-"""Output formats. Each takes the engine's findings and returns text; none reads files."""
+"""Output formats. Each takes the engine's findings and returns text.
+
+Every formatter is called as ``formatter(findings, unsafe_fixes, **context)`` and ignores the
+context it does not need. The context the command line passes:
+
+- ``read_source(path) -> str | None``: the text a finding's positions refer to (``full``
+  shows source lines and the fix as a diff); formatters never read files otherwise, except
+  that ``full`` falls back to the file on disk when no reader is given;
+- ``root``: the directory paths are made relative to (``github``, ``sarif``); by default the
+  git work tree around the working directory, else the working directory.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Callable, Dict, List, Sequence
+import os
+import re
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
 
-from .findings import Finding
-
-FORMATS = ("concise", "json")
+from .findings import Edit, Finding, Position
+from .source import LineIndex, SourceError, SourceText, apply_edits
 
 
 def _location(f: Finding) -> str:
@@ -20,6 +32,11 @@ def concise(findings: Sequence[Finding], unsafe_fixes: bool, **_) -> str:
     for f in findings:
         marker = " [*]" if f.applies(unsafe_fixes) else ""
         lines.append(f"{_location(f)}: {f.code}{marker} {f.message}")
+    return "\n".join(lines) + ("\n" if lines else "") + _summary(findings, unsafe_fixes)
+
+
+def _summary(findings: Sequence[Finding], unsafe_fixes: bool) -> str:
+    lines = []
     fixable = sum(1 for f in findings if f.applies(unsafe_fixes))
     if findings:
         noun = "finding" if len(findings) == 1 else "findings"
@@ -65,4 +82,300 @@ def as_json(findings: Sequence[Finding], unsafe_fixes: bool, **_) -> str:
     return json.dumps([finding_dict(f) for f in findings], indent=2) + "\n"
 
 
-FORMATTERS: Dict[str, Callable[..., str]] = {"concise": concise, "json": as_json}
+
+
+# ------------------------------------------------------------------------------------------
+# Context the richer formats need: source text and repository-relative paths
+# ------------------------------------------------------------------------------------------
+
+SourceReader = Callable[[str], Optional[str]]
+
+_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+
+
+def decode_source(data: Optional[bytes]) -> Optional[str]:
+    """Decode a file's bytes the way the engine does (cookie, BOM); never raises."""
+    if data is None:
+        return None
+    try:
+        return SourceText.from_bytes(data).text
+    except SourceError:
+        return data.decode("utf-8", "replace")
+
+
+def read_from_disk(path: str) -> Optional[str]:
+    """The default ``read_source``: the file's current text, or None."""
+    if path in ("-", ""):
+        return None
+    try:
+        return decode_source(Path(path).read_bytes())
+    except OSError:
+        return None
+
+
+def find_root(start: Optional[Path] = None) -> Path:
+    """The git work tree containing ``start`` (default: the working directory), else ``start``."""
+    start = Path(os.path.abspath(start or os.getcwd()))
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return start
+
+
+def relative_path(filename: str, root: Optional[Path] = None) -> str:
+    """``filename`` relative to ``root`` (the git root or the working directory), with forward
+    slashes; an absolute path only when it lies outside both."""
+    if filename == "-":
+        return filename
+    absolute = Path(os.path.abspath(filename))
+    candidates = [root] if root is not None else [find_root(), Path(os.path.abspath(os.getcwd()))]
+    for resolve in (os.path.abspath, os.path.realpath):  # then through symbolic links
+        for base in candidates:
+            try:
+                return Path(resolve(absolute)).relative_to(Path(resolve(base))).as_posix()
+            except ValueError:
+                continue
+    return absolute.as_posix()
+
+
+def _lines(text: str) -> List[str]:
+    """The lines of ``text`` split on Python's terminators only (as the engine counts rows)."""
+    return _NEWLINE_RE.split(text)
+
+
+# ------------------------------------------------------------------------------------------
+# full: concise, plus the source line(s) with an underline, plus the fix as a diff
+# ------------------------------------------------------------------------------------------
+
+MAX_SNIPPET_LINES = 8
+
+
+def _underline(line: str, start: int, end: int) -> str:
+    """Carets under ``line[start:end]`` (0-based code points), keeping the tabs before it."""
+    pad = "".join("\t" if ch == "\t" else " " for ch in line[:start])
+    return pad + "^" * max(end - start, 1)
+
+
+def _snippet(f: Finding, lines: List[str]) -> List[str]:
+    first, last = f.start.row, max(f.end.row, f.start.row)
+    if first < 1 or first > len(lines):
+        return []
+    last = min(last, len(lines))
+    if f.end.row > f.start.row and f.end.column == 1 and last > first:
+        last -= 1  # a span that ends at the start of a line does not cover that line
+    width = len(str(last))
+    out = [f"{' ' * width} |"]
+    shown = list(range(first, last + 1))
+    if len(shown) > MAX_SNIPPET_LINES:
+        shown = shown[: MAX_SNIPPET_LINES - 1] + [last]
+    previous = None
+    for row in shown:
+        if previous is not None and row != previous + 1:
+            out.append(f"{'.' * width} |")
+        previous = row
+        line = lines[row - 1]
+        start = f.start.column - 1 if row == f.start.row else len(line) - len(line.lstrip())
+        end = f.end.column - 1 if row == f.end.row else len(line)
+        start, end = min(start, len(line)), min(max(end, start), len(line))
+        out.append(f"{row:>{width}} | {line}".rstrip())
+        out.append(f"{' ' * width} | {_underline(line, start, end)}")
+    out.append(f"{' ' * width} |")
+    return out
+
+
+def _fix_diff(f: Finding, text: str) -> List[str]:
+    """The finding's own edits as a small diff of the lines they touch."""
+    edits = list(f.fix.edits) if f.fix is not None else []
+    if not edits or any(e.end > len(text) or e.start < 0 for e in edits):
+        return []
+    index = LineIndex(text)
+    first = min(index.position(e.start).row for e in edits)
+    last = max(index.position(max(e.end - 1, e.start)).row for e in edits)
+    lo = index.line_span(first)[0]
+    hi = max(index.line_span(last)[1], max(e.end for e in edits))
+    old = text[lo:hi]
+    try:
+        new = apply_edits(old, [Edit(e.start - lo, e.end - lo, e.content) for e in edits])
+    except Exception:  # overlapping edits: nothing sensible to show
+        return []
+    old_lines, new_lines = _lines(old), _lines(new)
+    if len(old_lines) > 1 and len(new_lines) > 1 and old_lines[-1] == new_lines[-1] == "":
+        old_lines, new_lines = old_lines[:-1], new_lines[:-1]
+    return [f"- {line}".rstrip() for line in old_lines] + [f"+ {line}".rstrip() for line in new_lines]
+
+
+def full(findings: Sequence[Finding], unsafe_fixes: bool, *, read_source: Optional[SourceReader] = None,
+         **_) -> str:
+    """Each finding as in ``concise``, then its source with the span underlined, then its fix."""
+    reader = read_source or read_from_disk
+    texts: Dict[str, Optional[str]] = {}
+    blocks = []
+    for f in findings:
+        marker = " [*]" if f.applies(unsafe_fixes) else ""
+        block = [f"{_location(f)}: {f.code}{marker} {f.message}"]
+        text = None
+        if f.cell is None:  # a notebook cell's rows are not the file's rows
+            if f.filename not in texts:
+                texts[f.filename] = reader(f.filename)
+            text = texts[f.filename]
+        if text is not None:
+            block += ["  " + line if line else line for line in _snippet(f, _lines(text))]
+        if f.fix is not None:
+            applicability = f.fix.applicability.value
+            block.append(f"  = fix ({applicability}): {f.fix.message}".rstrip())
+            diff = _fix_diff(f, text) if text is not None else []
+            block += ["    " + line for line in diff]
+            if diff and f.fix.requires:
+                block.append("    (and the rocmport prelude: " + ", ".join(f.fix.requires) + ")")
+        blocks.append("\n".join(block) + "\n")
+    return "\n".join(blocks) + ("\n" if blocks else "") + _summary(findings, unsafe_fixes)
+
+
+# ------------------------------------------------------------------------------------------
+# github: workflow commands that GitHub Actions turns into annotations
+# ------------------------------------------------------------------------------------------
+
+def escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(findings: Sequence[Finding], unsafe_fixes: bool, *, root: Optional[Path] = None, **_) -> str:
+    lines = []
+    for f in findings:
+        props = [("title", f"rocmport ({f.code})"), ("file", relative_path(f.filename, root))]
+        message = f.message
+        if f.cell is None:
+            props += [("line", str(f.start.row)), ("col", str(f.start.column)),
+                      ("endLine", str(f.end.row)), ("endColumn", str(f.end.column))]
+        else:  # rows count inside the cell, not the notebook's JSON: name the cell instead
+            message = f"cell {f.cell}:{f.start.row}:{f.start.column}: {message}"
+        rendered = ",".join(f"{key}={escape_property(value)}" for key, value in props)
+        lines.append(f"::error {rendered}::{escape_data(message)}")
+    return "".join(line + "\n" for line in lines)
+
+
+# ------------------------------------------------------------------------------------------
+# sarif: SARIF 2.1.0 for GitHub code scanning and other static-analysis viewers
+# ------------------------------------------------------------------------------------------
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+MAX_DESCRIPTION = 1023
+
+
+def _shorten(text: str, limit: int = MAX_DESCRIPTION) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    sentence = head.rfind(". ")
+    if sentence > limit // 2:  # whole sentences where they fit
+        return head[: sentence + 1]
+    return text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def rule_level(rule) -> str:
+    """SARIF level of a rule: display-only advice is a warning, everything else an error."""
+    applicability = getattr(rule, "FIX_APPLICABILITY", None)
+    return "warning" if applicability is not None and applicability.value == "display-only" else "error"
+
+
+def _sarif_rule(rule) -> dict:
+    from .docs import rule_url
+
+    import textwrap
+    what = textwrap.dedent(rule.WHAT).strip() or rule.SUMMARY
+    return {
+        "id": rule.CODE,
+        "name": rule.NAME,
+        "shortDescription": {"text": _shorten(rule.SUMMARY)},
+        "fullDescription": {"text": _shorten(what)},
+        "helpUri": rule_url(rule),
+        "help": {"text": _shorten(rule.SUMMARY + " " + textwrap.dedent(rule.WHY).strip()),
+                 "markdown": rule.doc()},
+        "defaultConfiguration": {"level": rule_level(rule), "enabled": bool(rule.DEFAULT_ENABLED)},
+        "properties": {"fix": rule.FIX_APPLICABILITY.value if rule.FIX_APPLICABILITY else "none"},
+    }
+
+
+def _region(start: Position, end: Position) -> dict:
+    return {"startLine": start.row, "startColumn": start.column, "endLine": end.row, "endColumn": end.column}
+
+
+def sarif_document(findings: Sequence[Finding], unsafe_fixes: bool, *, root: Optional[Path] = None) -> dict:
+    from . import __version__
+    from .docs import HOMEPAGE
+    from .registry import all_rules
+
+    rules = all_rules()
+    codes = list(rules)
+    base = Path(os.path.abspath(root)) if root is not None else find_root()
+    results = []
+    for f in findings:
+        uri = relative_path(f.filename, base)
+        artifact = {"uri": uri}
+        if not Path(uri).is_absolute():
+            artifact["uriBaseId"] = "%SRCROOT%"
+        location: dict = {"artifactLocation": artifact}
+        message = f.message
+        if f.cell is None:
+            location["region"] = _region(f.start, f.end)
+        else:
+            message = f"cell {f.cell}:{f.start.row}:{f.start.column}: {message}"
+        rule = rules.get(f.code)
+        result = {
+            "ruleId": f.code,
+            "level": rule_level(rule) if rule is not None else "error",
+            "message": {"text": message},
+            "locations": [{"physicalLocation": location}],
+        }
+        if f.code in rules:
+            result["ruleIndex"] = codes.index(f.code)
+        if f.cell is not None:
+            result["properties"] = {"cell": f.cell}
+        if (f.cell is None and f.fixable and f.fix.edits
+                and all(e.location is not None and e.end_location is not None for e in f.fix.edits)):
+            result["fixes"] = [{
+                "description": {"text": (f.fix.message or f"Apply the {f.code} fix") + (
+                    " (the replacement also needs rocmport's prelude ("
+                    + ", ".join(f.fix.requires) + "), which `rocmport fix --write` adds)"
+                    if f.fix.requires else "")},
+                "artifactChanges": [{
+                    "artifactLocation": dict(artifact),
+                    "replacements": [{"deletedRegion": _region(e.location, e.end_location),
+                                      "insertedContent": {"text": e.content}} for e in f.fix.edits],
+                }],
+                "properties": {"applicability": f.fix.applicability.value,
+                               "appliedByDefault": f.applies(unsafe_fixes)},
+            }]
+        results.append(result)
+    run = {
+        "tool": {"driver": {
+            "name": "rocmport",
+            "version": __version__,
+            "semanticVersion": __version__,
+            "informationUri": HOMEPAGE,
+            "rules": [_sarif_rule(rules[code]) for code in codes],
+        }},
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": base.as_uri().rstrip("/") + "/"}},
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def sarif(findings: Sequence[Finding], unsafe_fixes: bool, *, root: Optional[Path] = None, **_) -> str:
+    return json.dumps(sarif_document(findings, unsafe_fixes, root=root), indent=2, ensure_ascii=False) + "\n"
+
+
+FORMATTERS: Dict[str, Callable[..., str]] = {
+    "concise": concise,
+    "full": full,
+    "json": as_json,
+    "github": github,
+    "sarif": sarif,
+}
+FORMATS = tuple(FORMATTERS)
