@@ -23,10 +23,12 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 
 
 def file_kind(path: Path) -> Optional[str]:
-    """"python" (or "shell", "dockerfile", "yaml", "dotenv") for files rocmport checks when
-    it walks a directory, else None."""
+    """"python" (or "notebook", "shell", "dockerfile", "yaml", "dotenv") for files rocmport
+    checks when it walks a directory, else None."""
     if path.suffix in PYTHON_SUFFIXES:
         return "python"
+    if path.suffix == ".ipynb":
+        return "notebook"
     # Shell scripts, Dockerfiles, YAML and .env files, for the ROC6xx environment rules.
     from codemods.env_files import kind_for
 

@@ -511,6 +511,10 @@ def _roc002(f: Finding, message: str, enabled) -> Finding:
 
 def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False) -> FileReport:
     """Lint (or fix) the bytes of one file. Never raises for bad input."""
+    if path.endswith(".ipynb"):  # Jupyter notebooks: code cells, magics masked
+        from .notebook import check_notebook
+
+        return check_notebook(data, path, settings, fix=fix)
     report = FileReport(path=path, original=data)
     enabled, rules = select_rules(settings, path)
     env_kind = env_files.kind_for(path, data[:256])

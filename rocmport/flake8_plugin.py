@@ -1,0 +1,95 @@
+"""flake8 plugin: ``flake8 --select ROC`` reports rocmport's findings (never fixes).
+
+Registered as the ``ROC`` entry point of ``flake8.extension``. flake8 hands the plugin the
+file name and its decoded lines; the plugin re-encodes them with the file's own encoding
+(cookie, else UTF-8), so the engine sees the same bytes it would read from disk, and runs
+rocmport's engine on them under the ``[tool.rocmport]`` configuration found from the file.
+
+Suppression is flake8's: ``# noqa`` and ``# noqa: ROC101`` behave as flake8 users expect
+(the engine honours the same comments, with the same prefix matching, and flake8 applies
+its own on top), ``# flake8: noqa`` skips the file, and flake8's ``--select`` /
+``--extend-ignore`` / ``per-file-ignores`` filter the codes. ``# rocmport: noqa`` still
+silences a whole file. With ``--disable-noqa`` the engine sees the file with its ``noqa``
+comments neutralised (same length, comments only), so every finding is reported.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import re
+import tokenize
+from pathlib import Path
+from typing import Iterator, List, Sequence, Tuple
+
+from . import __version__
+
+
+@functools.lru_cache(maxsize=64)
+def _settings_for(directory: str):
+    from .config import ConfigError, Settings, load_settings
+
+    try:
+        return load_settings(Path(directory))
+    except ConfigError:
+        return Settings()
+
+
+def _encode(lines: Sequence[str]) -> bytes:
+    text = "".join(lines)
+    head = "".join(lines[:2]).encode("utf-8", "surrogateescape")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
+    except SyntaxError:
+        encoding = "utf-8"
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+    try:
+        return text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return text.encode("utf-8", "surrogateescape")
+
+
+def _without_noqa(lines: Sequence[str]) -> List[str]:
+    """``lines`` with ``noqa`` in comments spelled ``n0qa``: columns and code unchanged."""
+    out = list(lines)
+    try:
+        for tok in tokenize.generate_tokens(iter(lines).__next__):
+            if tok.type == tokenize.COMMENT and re.search("noqa", tok.string, re.I):
+                row, col = tok.start
+                line = out[row - 1]
+                comment = re.sub("(?i)noqa", lambda m: m.group(0)[0] + "0" + m.group(0)[2:], tok.string)
+                out[row - 1] = line[:col] + comment + line[col + len(tok.string):]
+    except (tokenize.TokenError, SyntaxError, StopIteration):
+        pass
+    return out
+
+
+class Plugin:
+    """flake8 ``tree``-less checker: yields ``(row, column0, "ROCnnn message", type)``."""
+
+    name = "rocmport"
+    version = __version__
+    disable_noqa = False
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
+
+    def __init__(self, tree, filename: str, lines: List[str]):
+        self.filename = filename
+        self.lines = lines
+
+    def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        from .engine import check_bytes
+
+        path = self.filename if self.filename not in ("stdin", "-", None) else "-"
+        directory = os.path.dirname(os.path.abspath(path)) if path != "-" else os.getcwd()
+        lines = _without_noqa(self.lines) if self.disable_noqa else self.lines
+        report = check_bytes(_encode(lines), path, _settings_for(directory))
+        if report.internal_error:
+            first = report.internal_error.splitlines()[0]
+            yield 1, 0, f"ROC002 rocmport internal error: {first}", type(self)
+        for f in report.findings:
+            yield f.start.row, f.start.column - 1, f"{f.code} {f.message}", type(self)

@@ -1,0 +1,73 @@
+"""Each rule family as a LibCST codemod: ``python -m libcst.tool codemod <family>.Command PATH``
+(resolved through the repository's ``.libcst.codemod.yaml``) and the fully dotted
+``-x codemods.<family>.Command`` form, run for real in a subprocess."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemods._libcst_command import RocmportCommand
+from rocmport import prelude
+
+ROOT = Path(__file__).resolve().parent.parent
+FAMILIES = ("compile_modes", "inductor_config", "env_vars", "capture", "graph_breaks", "triton_launch")
+
+SOURCE = (
+    "import torch\n"
+    "import torch._inductor.config as inductor_config\n"
+    "\n"
+    "inductor_config.triton.cudagraphs = True\n"
+    'model = torch.compile(torch.nn.Linear(2, 2), mode="reduce-overhead")\n'
+)
+
+
+def codemod(*args):
+    return subprocess.run([sys.executable, "-m", "libcst.tool", "codemod", "--hide-progress", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_has_a_command(family):
+    module = importlib.import_module(f"codemods.{family}")
+    assert issubclass(module.Command, RocmportCommand)
+    assert set(module.Command.family_codes()) == {r.CODE for r in module.RULES}
+
+
+def test_family_command_fixes_only_its_family(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SOURCE)
+    run = codemod("compile_modes.Command", str(path))
+    assert run.returncode == 0, run.stderr
+    text = path.read_text()
+    assert 'mode="default" if is_rocm else "reduce-overhead"' in text
+    assert "inductor_config.triton.cudagraphs = True\n" in text  # ROC2xx is another family's
+    assert prelude.find_block(text) is not None
+    # every byte outside the fix and the prelude is kept
+    block = prelude.find_block(text)
+    assert (text[:block.start] + text[block.end:]).replace("\n\n\n", "\n\n") == SOURCE.replace(
+        '"reduce-overhead")', '"default" if is_rocm else "reduce-overhead")')
+
+    run = codemod("-x", "codemods.inductor_config.Command", str(path))
+    assert run.returncode == 0, run.stderr
+    assert "inductor_config.triton.cudagraphs = False if is_rocm else True\n" in path.read_text()
+
+    # nothing left to do: the file is skipped and stays byte for byte the same
+    before = path.read_bytes()
+    run = codemod("compile_modes.Command", str(path))
+    assert run.returncode == 0 and "Skipped 1 files" in run.stderr
+    assert path.read_bytes() == before
+
+
+def test_unified_diff_writes_nothing(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SOURCE)
+    run = codemod("compile_modes.Command", "-u", "1", str(path))
+    assert run.returncode == 0, run.stderr
+    assert '+model = torch.compile(torch.nn.Linear(2, 2), mode="default" if is_rocm else "reduce-overhead")' \
+        in run.stdout
+    assert path.read_text() == SOURCE
