@@ -1,0 +1,383 @@
+"""ROC106 and the prelude's CUDA-graph helper (part "graph_helper").
+
+The rule: fixture, the fix properties, composition with ROC101, off by default, unsafe.
+The helper: its CPU-side logic (signatures, fallbacks, bounds, clones, the failure memo) run
+for real on CPU tensors that say they are on the GPU, with ``torch.cuda.CUDAGraph`` and
+``torch.cuda.graph`` replaced by fakes that record the captured operations and re-run them
+on replay, so that stale or aliased buffers give wrong numbers, as a real graph would.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import warnings
+from pathlib import Path
+
+import pytest
+
+from rocmport import prelude
+from rocmport.findings import Applicability
+from rocmport.source import LineIndex, SourceText
+
+from .harness import FIXTURES, assert_fix_properties, expand_prelude, fix, fixed_text, lint
+
+torch = pytest.importorskip("torch")
+
+DIRECTORY = FIXTURES / "graph_helper"
+SPELLINGS = DIRECTORY / "spellings.py"
+SELECT = ["ROC1", "ROC106"]
+
+
+# ------------------------------------------------------------------------------------------
+# The rule
+# ------------------------------------------------------------------------------------------
+
+def _expected(path: Path) -> bytes:
+    source = SourceText.from_bytes(path.read_bytes())
+    return source.to_bytes(expand_prelude(source.text, LineIndex(source.text).newline()))
+
+
+def test_off_by_default_and_unsafe():
+    src = SPELLINGS.read_bytes()
+    assert "ROC106" not in [f.code for f in lint(src)]
+    found = [f for f in lint(src, select=SELECT) if f.code == "ROC106"]
+    assert [f.start.row for f in found] == [11, 20, 21, 22, 26]
+    assert all(f.fix.applicability is Applicability.UNSAFE for f in found)
+    assert all(f.fix.requires == ("gate", "graph_helper") for f in found)
+    # without --unsafe-fixes only ROC101 applies
+    safe = fix(src, select=SELECT).fixed.decode()
+    assert "rocmport_cudagraph(torch.compile(step, mode=\"default\" if" not in safe
+
+
+def test_fixture_with_roc101():
+    report = assert_fix_properties(SPELLINGS.read_bytes(), select=SELECT, unsafe=True, path=str(SPELLINGS))
+    assert report.fixed == _expected(DIRECTORY / "spellings.unsafe.expected.py")
+    assert_fix_properties(SPELLINGS.read_bytes(), select=SELECT, path=str(SPELLINGS))
+
+
+def test_alone_or_after_roc101_gives_the_same_result():
+    src = SPELLINGS.read_bytes()
+    both = fix(src, select=SELECT, unsafe=True).fixed
+    alone = fix(src, select=["ROC106"], unsafe=True).fixed
+    roc101_first = fix(fix(src, select=["ROC101"]).fixed, select=["ROC106"], unsafe=True).fixed
+    # ROC106 alone leaves the partial() and model.compile() spellings to ROC101
+    def wrapped_lines(data):
+        return [l for l in data.decode().splitlines() if "partial" not in l and ".compile(mode" not in l]
+
+    assert wrapped_lines(alone) == wrapped_lines(both) == wrapped_lines(roc101_first)
+    assert roc101_first == both
+    for out, select in ((both, SELECT), (alone, ["ROC106"]), (roc101_first, SELECT)):
+        assert fix(out, select=select, unsafe=True).fixed is None
+        assert [f.code for f in lint(out, select=select) if f.code in ("ROC101", "ROC106")] == []
+
+
+def test_crlf_tabs_and_comments_are_kept():
+    src = (b"import torch\r\n\r\nclass M:\r\n\t# c\r\n\t@torch.compile(mode='reduce-overhead')  # hot\r\n"
+           b"\tdef f(self, x):\r\n\t\treturn x\r\n")
+    report = assert_fix_properties(src, select=SELECT, unsafe=True)
+    out = report.fixed
+    assert b"\r\n\t@rocmport_cudagraph\r\n\t@torch.compile(mode='default' if is_rocm else 'reduce-overhead')  # hot\r\n" in out
+    assert b"\n" not in out.replace(b"\r\n", b"")
+
+
+def test_module_style_imports_the_helper(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    path = package / "model.py"
+    path.write_text('import torch\nf = torch.compile(g, mode="reduce-overhead")\n')
+    report = fix(path.read_bytes(), select=SELECT, unsafe=True, path=str(path))
+    assert "from pkg._rocmport import is_rocm, rocmport_cudagraph" in report.fixed.decode()
+    (module,) = report.extra_files.values()
+    assert b"def rocmport_cudagraph(" in module
+
+
+# ------------------------------------------------------------------------------------------
+# The fixed program on the NVIDIA path and on simulated ROCm (real torch, compile spy)
+# ------------------------------------------------------------------------------------------
+
+POST = """
+RESULT = {"decode_is_step": decode is step, "wrapper": type(decode).__name__,
+          "forward": type(Decoder.__dict__["forward"]).__name__}
+"""
+
+
+def test_fixed_program_nvidia_unchanged_rocm_wrapped(tmp_path):
+    from .torch_runner import run_file
+
+    path = tmp_path / "fixed.py"
+    path.write_bytes(fix(SPELLINGS.read_bytes(), select=SELECT, unsafe=True).fixed.replace(
+        b"wrapped = rocmport_cudagraph", b"wrapped = (lambda f: f)"))
+    original = tmp_path / "original.py"
+    original.write_bytes(SPELLINGS.read_bytes().replace(b"wrapped = rocmport_cudagraph", b"wrapped = (lambda f: f)"))
+    before = run_file(original, rocm=False, post=POST)
+    nvidia = run_file(path, rocm=False, post=POST)
+    assert nvidia["calls"] == before["calls"]
+    assert nvidia["extra"] == before["extra"] == {"decode_is_step": True, "wrapper": "function", "forward": "function"}
+    rocm = run_file(path, rocm=True, post=POST)
+    assert "reduce-overhead" not in [c.get("mode") for c in rocm["calls"]]
+    assert rocm["extra"] == {"decode_is_step": False, "wrapper": "_RocmportGraphed", "forward": "_RocmportGraphed"}
+    assert rocm["config"]["triton.cudagraphs"] is False
+
+
+# ------------------------------------------------------------------------------------------
+# The helper's logic, with fakes
+# ------------------------------------------------------------------------------------------
+
+class GpuTensor(torch.Tensor):
+    """A CPU tensor that says it is on the GPU."""
+
+    @property
+    def is_cuda(self):
+        return True
+
+
+def gpu(*shape, dtype=torch.float32, requires_grad=False):
+    t = torch.randn(*shape).to(dtype).as_subclass(GpuTensor)
+    return t.requires_grad_() if requires_grad else t
+
+
+class FakeGraph:
+    """Records the torch calls made during "capture"; replay re-runs them in place."""
+
+    captures = 0
+    capturing = False
+
+    def __init__(self):
+        self.ops = None
+        self.replays = 0
+
+    def replay(self):
+        self.replays += 1
+        for func, args, kwargs, out in self.ops:
+            if isinstance(out, torch.Tensor) and not getattr(func, "__name__", "").startswith("__"):
+                with torch.no_grad():
+                    out.copy_(func(*args, **kwargs))
+
+
+class _Recorder(torch.overrides.TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.ops.append((func, args, kwargs or {}, out))
+        return out
+
+
+@contextlib.contextmanager
+def fake_graph(graph, *args, **kwargs):
+    assert not args and not kwargs, "torch.cuda.graph must be called without extra arguments"
+    FakeGraph.captures += 1
+    FakeGraph.capturing = True
+    recorder = _Recorder()
+    try:
+        with recorder:
+            yield
+    finally:
+        FakeGraph.capturing = False
+    graph.ops = recorder.ops
+
+
+@pytest.fixture
+def helper(monkeypatch):
+    """The generated helper, executed as on a ROCm build, with fake graphs."""
+    namespace = {}
+    exec(prelude.render_inline("is_rocm", ["graph_helper"], prelude.PreludeOptions(inductor_setup=False,
+                                                                                  rng_patch=False)), namespace)
+    namespace["_rocmport_hip"] = True
+    FakeGraph.captures = 0
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", FakeGraph)
+    monkeypatch.setattr(torch.cuda, "graph", fake_graph)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
+    return namespace["rocmport_cudagraph"]
+
+
+class Counted:
+    def __init__(self, fn):
+        self.fn, self.calls = fn, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.fn(*args, **kwargs)
+
+
+def mlp(x, w):
+    return torch.relu(x @ w) + 1
+
+
+def test_nvidia_returns_the_callable_itself():
+    namespace = {}
+    exec(prelude.render_inline("is_rocm", ["graph_helper"], prelude.PreludeOptions(inductor_setup=False)), namespace)
+    assert namespace["_rocmport_hip"] is False
+    assert namespace["rocmport_cudagraph"](mlp) is mlp
+    assert namespace["rocmport_cudagraph"](clone_outputs=False)(mlp) is mlp
+
+
+def test_warm_up_capture_replay_with_correct_values(helper):
+    fn = Counted(mlp)
+    graphed = helper(fn)
+    w = gpu(4, 4)
+    for i in range(5):
+        x = gpu(2, 4)
+        with torch.no_grad():
+            out = graphed(x, w)
+        assert torch.equal(out, mlp(x, w)), i
+    assert fn.calls == 2  # one warm-up call, one capture; the rest are replays
+    assert FakeGraph.captures == 1
+    assert graphed.__wrapped__ is fn and helper(mlp).__name__ == "mlp"
+    assert helper(graphed) is graphed  # wrapping twice changes nothing
+
+
+def test_one_graph_per_signature(helper):
+    graphed = helper(mlp, warmup=1)
+    w = gpu(4, 4)
+    inputs = [gpu(2, 4), gpu(3, 4), gpu(2, 4).t().contiguous().t(), gpu(2, 4, dtype=torch.float64)]
+    with torch.no_grad():
+        for _ in range(3):
+            for x in inputs:
+                out = graphed(x, w.to(x.dtype))
+                assert torch.equal(out, mlp(x, w.to(x.dtype)))
+        graphed(gpu(2, 4, requires_grad=True), w)
+        graphed(gpu(2, 4, requires_grad=True), w)
+        # scalars are keyed by value
+        scaled = helper(lambda x, s: x * s)
+        for s in (2.0, 3.0, 2.0, 3.0, 2.0):
+            x = gpu(3)
+            assert torch.equal(scaled(x, s), x * s)
+    # shape, strides, dtype, requires_grad: 5 signatures (w.to(float64) is a new tensor each time)
+    assert FakeGraph.captures == 5 + 2
+    with torch.inference_mode():
+        graphed(gpu(2, 4), w)
+        graphed(gpu(2, 4), w)
+    assert FakeGraph.captures == 8  # inference mode is part of the signature
+
+
+@pytest.mark.parametrize("make_args", [
+    lambda: (torch.randn(2, 4), torch.randn(4, 4)),              # CPU tensors
+    lambda: ([gpu(2, 4)], gpu(4, 4)),                              # a list
+    lambda: (gpu(2, 4), object()),                                 # another object
+], ids=["cpu", "list", "object"])
+def test_falls_back_for_cpu_and_non_tensor_inputs(helper, make_args):
+    fn = Counted(lambda x, w: x)
+    graphed = helper(fn)
+    with torch.no_grad():
+        for _ in range(4):
+            graphed(*make_args())
+    assert FakeGraph.captures == 0 and fn.calls == 4
+
+
+def test_falls_back_without_tensors_and_across_devices(helper):
+    fn = Counted(lambda *a: a)
+    graphed = helper(fn)
+    for _ in range(3):
+        graphed(1, "a")
+    assert FakeGraph.captures == 0 and fn.calls == 3
+
+
+def test_falls_back_under_autograd(helper):
+    w = gpu(4, 4, requires_grad=True)
+    fn = Counted(mlp)
+    graphed = helper(fn)
+    for _ in range(3):  # an input requires grad
+        graphed(gpu(2, 4), w).sum().backward()
+    param = torch.nn.Parameter(torch.randn(4, 4))
+    through_param = Counted(lambda x: x @ param)
+    graphed_param = helper(through_param)
+    for _ in range(3):  # only a captured parameter requires grad: seen on the output
+        graphed_param(gpu(2, 4)).sum().backward()
+    assert FakeGraph.captures == 0 and fn.calls == 3 and through_param.calls == 3
+    assert param.grad is not None
+    with torch.no_grad():  # the same callables do use graphs without autograd
+        graphed(gpu(2, 4), w)
+        graphed(gpu(2, 4), w)
+    assert FakeGraph.captures == 1
+
+
+def test_falls_back_when_an_input_is_modified_in_place(helper):
+    def update(cache, x):
+        cache.add_(x)
+        return cache.sum()
+
+    graphed = helper(update)
+    cache = gpu(3).zero_()
+    with torch.no_grad():
+        for _ in range(4):
+            graphed(cache, torch.ones(3).as_subclass(GpuTensor))
+    assert FakeGraph.captures == 0
+    assert torch.equal(cache, torch.full((3,), 4.0))
+
+
+def test_failed_capture_is_remembered(helper):
+    fn = Counted(lambda x: x.sum().item() if FakeGraph.capturing else x.sum())
+
+    def fragile(x):
+        if FakeGraph.capturing:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return fn(x)
+
+    graphed = helper(fragile)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = [graphed(x) for x in [gpu(3) for _ in range(5)]]
+    assert FakeGraph.captures == 1  # tried once for the signature, never again
+    assert fn.calls == 5 and all(r.ndim == 0 for r in results)
+    assert len(caught) == 1 and "capture failed (RuntimeError" in str(caught[0].message)
+    with torch.no_grad():  # another signature is tried
+        graphed(gpu(4))
+        graphed(gpu(4))
+    assert FakeGraph.captures == 2
+
+
+def test_bound_on_signatures(helper):
+    fn = Counted(lambda x: x * 2)
+    graphed = helper(fn, max_signatures=2)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4):
+            x = gpu(n)
+            assert torch.equal(graphed(x), x * 2)
+    assert FakeGraph.captures == 2
+    assert len(graphed._rocmport_entries) == 2
+    assert len([w for w in caught if "more than 2 input signatures" in str(w.message)]) == 1
+
+
+def test_outputs_are_cloned_by_default(helper):
+    graphed = helper(lambda x: x + 1)
+    aliased = helper(lambda x: x + 1, clone_outputs=False)
+    with torch.no_grad():
+        a = [graphed(gpu(3)) for _ in range(4)]
+        b = [aliased(gpu(3)) for _ in range(4)]
+    assert len({id(t) for t in a}) == 4 and a[2].data_ptr() != a[3].data_ptr()
+    assert b[2] is b[3]  # the static output buffer, overwritten by every replay
+
+
+def test_containers_are_cloned(helper):
+    Pair = collections.namedtuple("Pair", "a b")
+    graphed = helper(lambda x: {"pair": Pair(x + 1, [x * 2]), "n": 3})
+    with torch.no_grad():
+        outs = [graphed(gpu(2)) for _ in range(3)]
+    assert isinstance(outs[2]["pair"], Pair) and outs[2]["n"] == 3
+    assert outs[1]["pair"].b[0] is not outs[2]["pair"].b[0]
+
+
+def test_keyword_tensors_modules_methods_and_attributes(helper):
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        @helper
+        def forward(self, x, *, bias):
+            return self.lin(x) + bias
+
+    net = Net()
+    with torch.no_grad():
+        for _ in range(4):
+            x, bias = gpu(2, 4), gpu(4)
+            assert torch.allclose(net(x, bias=bias), net.lin(x) + bias)
+    assert FakeGraph.captures == 1
+    wrapped = helper(net)
+    assert wrapped.lin is net.lin and wrapped.training is True
