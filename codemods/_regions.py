@@ -37,6 +37,8 @@ GRAPHED_CALLABLES_NAMES = frozenset({"torch.cuda.make_graphed_callables",
 DISABLE_NAMES = frozenset({"torch.compiler.disable", "torch._dynamo.disable",
                            "torch._dynamo.eval_frame.disable", "torch._disable_dynamo"})
 SYNC_NAMES = frozenset({"torch.cuda.synchronize"})
+# What the collection phase looks for (qualified names are resolved only for nodes that may be these).
+_COLLECT_LAST = GRAPH_CM_NAMES | GRAPHED_CALLABLES_NAMES | DISABLE_NAMES | COMPILE_NAMES
 RNG_NAMES = {
     "torch.cuda.get_rng_state": "get", "torch.cuda.get_rng_state_all": "get",
     "torch.cuda.random.get_rng_state": "get", "torch.get_rng_state": "get",
@@ -222,7 +224,7 @@ class _Collector(cst.CSTVisitor):
         for decorator in node.decorators:
             expr = decorator.decorator
             target = expr.func if isinstance(expr, cst.Call) else expr
-            names = self.a.qnames(target)
+            names = self.a.qnames(target) if self.a.ctx.may_resolve(target, _COLLECT_LAST) else set()
             if names & COMPILE_NAMES:
                 scope.compiled_line = self.a.line(decorator)
             elif names & DISABLE_NAMES:
@@ -254,7 +256,8 @@ class _Collector(cst.CSTVisitor):
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
             expr = item.item
-            if isinstance(expr, cst.Call) and self.a.qnames(expr.func) & GRAPH_CM_NAMES:
+            if (isinstance(expr, cst.Call) and self.a.ctx.may_resolve(expr.func, _COLLECT_LAST)
+                    and self.a.qnames(expr.func) & GRAPH_CM_NAMES):
                 self.a.capture_withs.append((self.scope(), node))
                 return
 
@@ -262,6 +265,8 @@ class _Collector(cst.CSTVisitor):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "capture_begin":
             self.a.capture_begins.append((self.scope(), node))
+            return
+        if not self.a.ctx.may_resolve(func, _COLLECT_LAST):
             return
         names = self.a.qnames(func)
         if names & GRAPHED_CALLABLES_NAMES:
@@ -285,8 +290,6 @@ class Analysis:
         self.ctx = ctx
         self.module = ctx.module
         self.text = ctx.text
-        self._qn = ctx.wrapper.resolve(QualifiedNameProvider)
-        self._pos = ctx.wrapper.resolve(PositionProvider)
         self.module_scope = Scope(ctx.module)
         self.all_functions: List[Scope] = []
         self.all_classes: List[ClassInfo] = []
@@ -304,12 +307,25 @@ class Analysis:
             self.module.visit(_Collector(self))
         else:
             collector.adopt(self)
+        self.compiled: List[Tuple[Scope, int]] = []
+        if not (self.capture_withs or self.capture_begins or self.graphed_calls or self.compile_calls
+                or any(f.compiled_line is not None for f in self.all_functions)):
+            return  # no capture and nothing compiled: no region, nothing to resolve
         self._bind_instances()
         self._mark_compiled()
         regions = self._capture_regions() + self._compiled_regions()
         regions.sort(key=lambda r: (r.line, r.kind))
         for region in regions:
             self._walk_region(region)
+
+    # -- metadata, resolved on first use (most files never need it) -----------------------
+    @property
+    def _qn(self):
+        return self.ctx.metadata(QualifiedNameProvider)
+
+    @property
+    def _pos(self):
+        return self.ctx.metadata(PositionProvider)
 
     # -- small helpers ----------------------------------------------------------------------
     def qnames(self, node: cst.CSTNode) -> Set[str]:
@@ -429,7 +445,7 @@ class Analysis:
                 cls = self.lookup_class(scope, func.value)
                 if cls is not None:
                     return {cls}
-            if self.qnames(func) & COMPILE_NAMES and expr.args:
+            if expr.args and self.ctx.may_resolve(func, COMPILE_NAMES) and self.qnames(func) & COMPILE_NAMES:
                 return self.classes_of(expr.args[0].value, scope, depth + 1)
             found: Set[ClassInfo] = set()
             for arg in expr.args:  # nn.Sequential(A(), B()), nn.ModuleList([...])
@@ -568,7 +584,8 @@ class Analysis:
         # names bound to compiled callables (for ROC304)
         for scope in self._all_scopes():
             for target, value in scope.assigns:
-                if isinstance(value, cst.Call) and self.qnames(value.func) & COMPILE_NAMES:
+                if (isinstance(value, cst.Call) and self.ctx.may_resolve(value.func, COMPILE_NAMES)
+                        and self.qnames(value.func) & COMPILE_NAMES):
                     line = self.line(value)
                     if isinstance(target, cst.Name):
                         holder = self.module_scope if target.value in scope.globals else scope

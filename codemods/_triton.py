@@ -148,8 +148,6 @@ class TritonAnalysis:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self.module: cst.Module = ctx.module
-        self._qn = ctx.wrapper.resolve(QualifiedNameProvider)
-        self._parents = ctx.wrapper.resolve(ParentNodeProvider)
         self.foreign_file = is_foreign_path(ctx.path)
         self._scope_cache: Dict[int, Dict[str, List[cst.CSTNode]]] = {}
         self.kernels: Dict[str, Kernel] = {}
@@ -161,13 +159,23 @@ class TritonAnalysis:
             return
         self._collect()
 
+    # -- metadata, resolved on first use -------------------------------------------------
+    @property
+    def _qn(self):
+        return self.ctx.metadata(QualifiedNameProvider)
+
+    @property
+    def _parents(self):
+        return self.ctx.metadata(ParentNodeProvider)
+
     # -- names and tree helpers ----------------------------------------------------------
     def qnames(self, node: cst.CSTNode) -> Set[str]:
         value = _lazy(self._qn.get(node, set())) if node in self._qn else set()
         return {q.name for q in value or ()}
 
     def is_(self, node: cst.CSTNode, names) -> bool:
-        return bool(self.qnames(node) & names)
+        # Resolve names only for nodes that could end in one of ``names`` (cheap gate).
+        return self.ctx.may_resolve(node, names) and bool(self.qnames(node) & names)
 
     def call_is(self, node: cst.CSTNode, names) -> bool:
         return isinstance(node, cst.Call) and self.is_(node.func, names)
@@ -332,7 +340,7 @@ class TritonAnalysis:
         for deco in func.decorators:
             expr = deco.decorator
             target = expr.func if isinstance(expr, cst.Call) else expr
-            names = self.qnames(target)
+            names = self.qnames(target) if self.ctx.may_resolve(target, _DECORATOR_LAST) else set()
             if names & KERNEL_DECORATORS:
                 is_kernel = True
             if names & AUTOTUNE_NAMES and isinstance(expr, cst.Call):
@@ -723,3 +731,7 @@ def analysis(ctx) -> TritonAnalysis:
 __all__ = ["TritonAnalysis", "Kernel", "Launch", "Site", "analysis", "int_value", "names_in",
            "next_pow2_at_least_64", "mentions_rocm", "CONFIG_NAMES", "EXP_NAMES", "CLAMPS",
            "HALF_DTYPES", "ZEROS", "DOT", "TL", "CDIV_NAMES"]
+
+
+
+_DECORATOR_LAST = KERNEL_DECORATORS | AUTOTUNE_NAMES

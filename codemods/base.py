@@ -12,12 +12,14 @@ carries Fixit-style ``VALID`` / ``INVALID`` cases that the test-suite runs.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata.base_provider import LazyValue
 
 from rocmport.findings import Applicability, Edit, Finding, Fix
 
@@ -58,6 +60,38 @@ class RuleContext:
         self.span_errors: List[str] = []
         self._cache: Dict[str, Any] = {}
 
+    # -- metadata, resolved lazily --------------------------------------------------------
+    def metadata(self, provider) -> Any:
+        """The mapping of a LibCST metadata provider for this file, computed on first use
+        and then shared by every rule. Most files never need one: positions are computed
+        only when something is reported, qualified names only when a rule has a candidate."""
+        return self.wrapper.resolve(provider)
+
+    def position(self, node: cst.CSTNode):
+        return self.metadata(PositionProvider)[node]
+
+    def may_resolve(self, node: cst.CSTNode, names) -> bool:
+        """Cheap, conservative gate before asking QualifiedNameProvider: can ``node`` resolve
+        to one of the qualified ``names``? Not if its last part is none of theirs, nor if a
+        dotted chain starts with a name that is none of their parts (``re.compile`` cannot be
+        ``torch.compile``) -- unless the name is bound with ``as`` (an alias could hide it)."""
+        lasts, parts = _name_parts(frozenset(names))
+        aliases = self.import_aliases()
+        if isinstance(node, cst.Name):
+            return node.value in lasts or node.value in aliases
+        if not isinstance(node, cst.Attribute):
+            return True
+        if node.attr.value not in lasts and node.attr.value not in aliases:
+            return False
+        root = node.value
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        return not isinstance(root, cst.Name) or root.value in parts or root.value in aliases
+
+    def import_aliases(self):
+        """Every name bound with ``as`` (a superset of import aliases), computed once."""
+        return self.shared("import_aliases", lambda ctx: frozenset(_AS_NAME.findall(ctx.text)))
+
     # -- shared, computed-once analyses -------------------------------------------------
     def shared(self, key: str, factory):
         """Compute ``factory(self)`` once per file and share it between rules."""
@@ -68,13 +102,13 @@ class RuleContext:
     # -- positions and edits ------------------------------------------------------------
     def span(self, node: cst.CSTNode) -> Tuple[int, int]:
         """Offsets of ``node`` in the original text, checked against the node's code."""
-        rng = self.wrapper.resolve(PositionProvider)[node]
+        rng = self.metadata(PositionProvider)[node]
         start = self.lines.offset(rng.start.line, rng.start.column)
         end = self.lines.offset(rng.end.line, rng.end.column)
         return self._verified(node, start, end, rng.start.line)
 
     def _verified(self, node: cst.CSTNode, start: int, end: int, row: int) -> Tuple[int, int]:
-        if getattr(node, "lpar", None):
+        if isinstance(node, cst.BaseExpression) and node.lpar:
             # PositionProvider's range leaves out a node's own parentheses; so does the span.
             node = node.with_changes(lpar=(), rpar=())
         code = self.module.code_for_node(node)
@@ -125,6 +159,10 @@ class SpanError(Exception):
     pass
 
 
+_UNSET = object()
+_AS_NAME = re.compile(r"\bas\s+([A-Za-z_]\w*)")
+
+
 _WS = re.compile(r"\s+")
 
 
@@ -151,11 +189,18 @@ class Rule(cst.BatchableCSTVisitor):
     VALID: ClassVar[Sequence[Case]] = ()
     INVALID: ClassVar[Sequence[Case]] = ()
 
+    # The providers a rule may ask for. The engine resolves none of them up front: each is
+    # computed the first time any rule of the file asks (see ``get_metadata``).
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
 
     def __init__(self, context: RuleContext):
         super().__init__()
         self.context = context
+
+    def get_metadata(self, key, node, default=_UNSET):  # type: ignore[override]
+        mapping = self.context.metadata(key)
+        value = mapping[node] if default is _UNSET else mapping.get(node, default)
+        return value() if isinstance(value, LazyValue) else value
 
     # -- reporting ------------------------------------------------------------------------
     def report(self, node: cst.CSTNode, message: str, *, fix: Optional[Fix] = None,
@@ -167,7 +212,7 @@ class Rule(cst.BatchableCSTVisitor):
                 end = ctx.span(end_node)[1]
         except SpanError as exc:
             # Report the finding at LibCST's position, without a fix we cannot place.
-            rng = self.get_metadata(PositionProvider, node)
+            rng = ctx.position(node)
             start = ctx.lines.offset(rng.start.line, rng.start.column)
             end = ctx.lines.offset(rng.end.line, rng.end.column)
             ctx.span_errors.append(str(exc))
@@ -287,6 +332,13 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
         base = dotted_name(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None
+
+
+@functools.lru_cache(maxsize=512)
+def _name_parts(names: frozenset):
+    """(last components, all components) of dotted qualified names."""
+    return (frozenset(n.rsplit(".", 1)[-1] for n in names),
+            frozenset(part for n in names for part in n.split(".")))
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:

@@ -16,7 +16,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport.findings import Applicability, Fix
 
-from ._torch import (COMPILE_CONFIG_NAMES, PARTIAL_NAMES, is_module_compile_method,
+from ._torch import (COMPILE_CONFIG_NAMES, COMPILE_NAMES, PARTIAL_NAMES, is_module_compile_method,
                      is_torch_compile, qualified_names)
 from .base import Case, Rule, keyword, literal_string, mentions_rocm
 
@@ -24,6 +24,7 @@ ROCM_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cud
 MODE_MAPPER = "rocmport_compile_mode"
 GRAPH_HELPER = "rocmport_cudagraph"
 _TRIGGERS = ("compile", "CompileConfig")
+_COMPILE_LAST = COMPILE_NAMES | PARTIAL_NAMES | COMPILE_CONFIG_NAMES
 
 
 def _quote(original: str) -> str:
@@ -42,7 +43,7 @@ class _CompileCalls(Rule):
         func = call.func
         if is_torch_compile(self, func) or is_module_compile_method(self, func):
             return "compile"
-        names = qualified_names(self, func)
+        names = qualified_names(self, func, _COMPILE_LAST)
         if names & PARTIAL_NAMES and call.args and call.args[0].keyword is None and call.args[0].star == "":
             if is_torch_compile(self, call.args[0].value):
                 return "partial"
@@ -62,6 +63,11 @@ class _CompileCalls(Rule):
                         yield element.value
 
     def visit_Call(self, node: cst.Call) -> None:
+        # Every rule of this family needs mode= or options= (or a ** dict): skip other calls
+        # before resolving any name.
+        if not any(a.star == "**" or (a.keyword is not None and a.keyword.value in ("mode", "options"))
+                   for a in node.args):
+            return
         kind = self.compile_call_kind(node)
         if kind is None or self.in_rocm_branch(node):
             return

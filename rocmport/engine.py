@@ -81,6 +81,9 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         for f in findings:
             f.filename = path
         return Analysis(text, findings, lines=lines)
+    deep = _too_deep(text)
+    if deep is not None:
+        return Analysis(text, _roc001(path, *deep, enabled), lines=lines)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -94,7 +97,9 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
                           gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes))
     visitors = [rule(context) for rule in triggered]
     try:
-        wrapper.visit_batched(visitors)
+        # Not wrapper.visit_batched: that would resolve every declared provider up front.
+        # Rules resolve metadata lazily through their context (Rule.get_metadata).
+        cst.visit_batched(module, visitors)
     except RecursionError:
         return Analysis(text, _roc001(path, "cannot analyse: nesting too deep", 1, 1, enabled), lines=lines)
     findings = _unsuppressed(context.findings, text, lines)
@@ -106,11 +111,35 @@ def _parser_message(exc: cst.ParserSyntaxError) -> str:
     return message
 
 
+def _too_deep(text: str) -> Optional[Tuple[str, int, int]]:
+    """(message, row, column) when ``text`` nests deeper than CPython accepts, else None.
+
+    LibCST's native parser overflows the C stack on such input (a segmentation fault that
+    no ``except`` catches: about 2,000 nested brackets, or 20,000 chained operators) or
+    takes minutes, so it must never see it; CPython's parser refuses it cheaply first."""
+    try:
+        compile(text, "<rocmport>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except RecursionError:
+        return "cannot parse: nesting too deep", 1, 1
+    except SyntaxError as exc:
+        if exc.msg and "too many nested parentheses" in exc.msg:
+            return f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1
+    except (ValueError, MemoryError):
+        pass
+    return None
+
+
 def _quick_syntax_error(text: str) -> Optional[Finding]:
     try:
         compile(text, "<rocmport>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
         return None
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except RecursionError:
+        return _roc001("-", "cannot parse: nesting too deep", 1, 1, frozenset({"ROC001"}))[0]
+    except SyntaxError as exc:
+        if exc.msg and "too many nested parentheses" in exc.msg:  # LibCST would overflow the C stack
+            return _roc001("-", f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1,
+                           frozenset({"ROC001"}))[0]
+    except (ValueError, MemoryError):
         pass
     # CPython's grammar is this interpreter's; LibCST's covers every version: it decides.
     try:
