@@ -14,7 +14,9 @@ import click
 from . import __version__, prelude
 from .config import ConfigError, Settings, load_settings, prelude_options, validate_selectors
 from .discovery import discover
+from .cache import Cache, default_cache_dir
 from .engine import FileReport, check_bytes, check_path
+from .runner import check_files
 from .findings import Finding
 from .output import FORMATTERS
 from .registry import all_rules
@@ -50,6 +52,11 @@ def _common(func):
                      help="Generated prelude: inline block or an imported module (default: auto)."),
         click.option("--prelude-profile", type=click.Choice(["safe", "tuned"]), default=None,
                      help="ROCm inductor set-up: only what prevents hangs (safe), or tuned too."),
+        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+                     help="Worker processes (default: one per CPU)."),
+        click.option("--no-cache", is_flag=True, default=False, help="Neither read nor write the cache."),
+        click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+                     help="Cache directory (default: .rocmport_cache at the project root)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -93,7 +100,8 @@ def _emit(text: str, output_file: Optional[str]) -> None:
         click.echo(text, nl=False)
 
 
-def _run(paths: Sequence[str], settings: Settings, *, fix: bool, stdin_filename: Optional[str]):
+def _run(paths: Sequence[str], settings: Settings, *, fix: bool, stdin_filename: Optional[str],
+         jobs: Optional[int] = None, no_cache: bool = False, cache_dir: Optional[str] = None):
     """Check every file; returns (reports, missing paths)."""
     if not paths:
         paths = (".",)
@@ -102,7 +110,15 @@ def _run(paths: Sequence[str], settings: Settings, *, fix: bool, stdin_filename:
         data = sys.stdin.buffer.read()
         return [check_bytes(data, name, settings, fix=fix)], []
     files, missing = discover(paths, settings)
-    return [check_path(f, settings, fix=fix) for f in files], missing
+    cache = None
+    if not no_cache:
+        cache = Cache(Path(cache_dir) if cache_dir else default_cache_dir(settings), settings)
+    if sys.stderr.isatty() and len(files) >= 50:
+        with click.progressbar(length=len(files), file=sys.stderr, label="rocmport") as bar:
+            reports = check_files(files, settings, fix=fix, jobs=jobs, cache=cache, progress=bar.update)
+    else:
+        reports = check_files(files, settings, fix=fix, jobs=jobs, cache=cache)
+    return reports, missing
 
 
 def _report_problems(reports: List[FileReport], missing: List[str]) -> bool:
@@ -128,14 +144,15 @@ def main() -> None:
 @main.command()
 @_common
 def lint(paths, select, extend_select, ignore, output_format, output_file, force_exclude, no_respect_gitignore,
-         stdin_filename, config_file, prelude_style, prelude_profile):
+         stdin_filename, config_file, prelude_style, prelude_profile, jobs, no_cache, cache_dir):
     """Report findings; change nothing."""
     try:
         settings = _settings(paths, select, extend_select, ignore, force_exclude, no_respect_gitignore,
                              config_file, prelude_style, prelude_profile, stdin_filename=stdin_filename)
     except ConfigError as exc:
         raise _usage(exc)
-    reports, missing = _run(paths, settings, fix=False, stdin_filename=stdin_filename)
+    reports, missing = _run(paths, settings, fix=False, stdin_filename=stdin_filename, jobs=jobs,
+                            no_cache=no_cache, cache_dir=cache_dir)
     findings = sorted((f for r in reports for f in r.findings), key=Finding.sort_key)
     _emit(FORMATTERS[output_format or "concise"](findings, settings.unsafe_fixes, **_format_context(reports)),
           output_file)
@@ -149,14 +166,15 @@ def lint(paths, select, extend_select, ignore, output_format, output_file, force
 @click.option("--write", is_flag=True, help="Apply the fixes in place (default: print a diff).")
 @click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes marked unsafe.")
 def fix(paths, select, extend_select, ignore, output_format, output_file, force_exclude, no_respect_gitignore,
-        stdin_filename, config_file, prelude_style, prelude_profile, write, unsafe_fixes):
+        stdin_filename, config_file, prelude_style, prelude_profile, jobs, no_cache, cache_dir, write, unsafe_fixes):
     """Show the fixes as a unified diff, or apply them with --write."""
     try:
         settings = _settings(paths, select, extend_select, ignore, force_exclude, no_respect_gitignore,
                              config_file, prelude_style, prelude_profile, unsafe_fixes, stdin_filename)
     except ConfigError as exc:
         raise _usage(exc)
-    reports, missing = _run(paths, settings, fix=True, stdin_filename=stdin_filename)
+    reports, missing = _run(paths, settings, fix=True, stdin_filename=stdin_filename, jobs=jobs,
+                            no_cache=no_cache, cache_dir=cache_dir)
     stdin_mode = "-" in paths
     changed = [r for r in reports if r.fixed is not None or r.extra_files]
     remaining = sorted((f for r in reports for f in r.findings), key=Finding.sort_key)

@@ -23,7 +23,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from codemods import env_files
-from codemods.base import Rule, RuleContext, RuleOptions
+from codemods.base import PREFILTER, Rule, RuleContext, RuleOptions
 from codemods.tool import FixFailed, UnreadableFile
 
 from . import prelude
@@ -73,7 +73,10 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
             enabled: FrozenSet[str]) -> Analysis:
     """Lint ``text`` once. Raises nothing for bad input: it becomes an ROC001 finding."""
     lines = LineIndex(text)
-    triggered = [r for r in rules if not r.TRIGGERS or any(t in text for t in r.TRIGGERS)]
+    if PREFILTER["enabled"]:
+        triggered = [r for r in rules if not r.TRIGGERS or any(t in text for t in r.TRIGGERS)]
+    else:
+        triggered = list(rules)
     if not triggered:
         # Nothing can match: only check that the file parses, with CPython's fast parser.
         error = _quick_syntax_error(text) if "ROC001" in enabled else None
@@ -119,12 +122,12 @@ def _too_deep(text: str) -> Optional[Tuple[str, int, int]]:
     takes minutes, so it must never see it; CPython's parser refuses it cheaply first."""
     try:
         compile(text, "<rocmport>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except RecursionError:
+    except (RecursionError, MemoryError):  # 3.11's parser: MemoryError on a stack overflow
         return "cannot parse: nesting too deep", 1, 1
     except SyntaxError as exc:
         if exc.msg and "too many nested parentheses" in exc.msg:
             return f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1
-    except (ValueError, MemoryError):
+    except ValueError:
         pass
     return None
 
@@ -133,13 +136,13 @@ def _quick_syntax_error(text: str) -> Optional[Finding]:
     try:
         compile(text, "<rocmport>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
         return None
-    except RecursionError:
+    except (RecursionError, MemoryError):  # LibCST would overflow the C stack: see _too_deep
         return _roc001("-", "cannot parse: nesting too deep", 1, 1, frozenset({"ROC001"}))[0]
     except SyntaxError as exc:
-        if exc.msg and "too many nested parentheses" in exc.msg:  # LibCST would overflow the C stack
+        if exc.msg and "too many nested parentheses" in exc.msg:
             return _roc001("-", f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1,
                            frozenset({"ROC001"}))[0]
-    except (ValueError, MemoryError):
+    except ValueError:
         pass
     # CPython's grammar is this interpreter's; LibCST's covers every version: it decides.
     try:

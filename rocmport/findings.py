@@ -84,3 +84,32 @@ class Finding:
 
     def sort_key(self):
         return (self.filename, self.cell or 0, self.start.row, self.start.column, self.code)
+
+
+# -- serialisation (the cache stores findings as JSON) --------------------------------------
+
+def _pos(p: Optional[Position]):
+    return None if p is None else [p.row, p.column]
+
+
+def _unpos(v) -> Optional[Position]:
+    return None if v is None else Position(v[0], v[1])
+
+
+def finding_to_data(f: Finding) -> dict:
+    fix = None
+    if f.fix is not None:
+        fix = {"a": f.fix.applicability.value, "m": f.fix.message, "r": list(f.fix.requires),
+               "e": [[e.start, e.end, e.content, _pos(e.location), _pos(e.end_location)] for e in f.fix.edits]}
+    return {"c": f.code, "n": f.name, "m": f.message, "s": _pos(f.start), "e": _pos(f.end), "f": fix,
+            "cell": f.cell, "u": f.url, "sp": list(f.span)}
+
+
+def finding_from_data(d: dict, filename: str) -> Finding:
+    fix = None
+    if d["f"] is not None:
+        x = d["f"]
+        fix = Fix(Applicability(x["a"]), x["m"],
+                  tuple(Edit(s, e, c, _unpos(l), _unpos(el)) for s, e, c, l, el in x["e"]), tuple(x["r"]))
+    return Finding(d["c"], d["n"], d["m"], _unpos(d["s"]), _unpos(d["e"]), fix, filename, d["cell"], d["u"],
+                   tuple(d["sp"]))

@@ -1,0 +1,136 @@
+"""The speed features change nothing but speed: the prefilter and name gates are
+conservative, the cache returns what a fresh run finds, worker processes agree with one."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemods.base import PREFILTER
+from rocmport.cache import Cache
+from rocmport.config import Settings
+from rocmport.engine import check_bytes
+from rocmport.output import finding_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+HAZARD = 'import torch\nf = torch.compile(g, mode="reduce-overhead")\n'
+
+
+def corpus():
+    """Every fixture and example of the project, and a sample of the installed torch
+    package (the files that mention the words the rules look for, and some that do not)."""
+    files = sorted(p for p in (ROOT / "tests" / "fixtures").rglob("*") if p.suffix in (".py", ".pyi"))
+    files += sorted((ROOT / "examples").glob("*.py"))
+    try:
+        import torch
+        torch_files = sorted(Path(torch.__file__).parent.rglob("*.py"))
+        rng = random.Random(7)
+        words = ("compile", "graph", "triton", "TORCHINDUCTOR", "cudagraph", "autotune")
+        hits = [p for p in torch_files if any(w in p.read_text(errors="replace") for w in words)]
+        files += rng.sample(hits, min(30, len(hits))) + rng.sample(torch_files, 10)
+    except ImportError:  # pragma: no cover - torch is a test dependency
+        pass
+    return files
+
+
+def _findings(path: Path, fix: bool = False):
+    report = check_bytes(path.read_bytes(), str(path), Settings(), fix=fix)
+    assert report.internal_error is None, report.internal_error
+    return [json.dumps(finding_dict(f), sort_keys=True) for f in report.findings], report.fixed
+
+
+def test_prefilter_and_name_gates_are_conservative():
+    files = corpus()
+    assert len(files) > 100
+    with_filter = [_findings(p) for p in files]
+    PREFILTER["enabled"] = False
+    try:
+        without = [_findings(p) for p in files]
+    finally:
+        PREFILTER["enabled"] = True
+    for path, a, b in zip(files, with_filter, without):
+        assert a == b, f"prefilter changed the findings of {path}"
+    assert sum(len(f) for f, _ in with_filter) > 50  # the corpus does hold findings
+
+
+def run(args, cwd):
+    return subprocess.run([sys.executable, "-m", "rocmport", *args], cwd=cwd, capture_output=True, text=True)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.rocmport]\n")
+    for i in range(12):
+        (tmp_path / f"m{i}.py").write_text(HAZARD if i % 3 else "import torch\nx = 1\n")
+    return tmp_path
+
+
+def test_cache_returns_what_a_fresh_run_finds(tree):
+    cold = run(["lint", "--output-format", "json", "."], tree)
+    cache = tree / ".rocmport_cache"
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (cache / ".gitignore").exists()
+    warm = run(["lint", "--output-format", "json", "."], tree)
+    fresh = run(["lint", "--no-cache", "--output-format", "json", "."], tree)
+    assert cold.stdout == warm.stdout == fresh.stdout and cold.returncode == warm.returncode == 1
+    assert len(json.loads(cold.stdout)) == 8
+
+
+def test_cache_is_invalidated_by_content_and_settings(tree):
+    run(["lint", "."], tree)
+    (tree / "m1.py").write_text("import torch\n")
+    out = run(["lint", "--output-format", "json", "."], tree)
+    assert "m1.py" not in out.stdout and len(json.loads(out.stdout)) == 7
+    out = run(["lint", "--output-format", "json", "--ignore", "ROC101", "."], tree)
+    assert json.loads(out.stdout) == []
+
+
+def test_no_cache_and_cache_dir(tree, tmp_path_factory):
+    run(["lint", "--no-cache", "."], tree)
+    assert not (tree / ".rocmport_cache").exists()
+    elsewhere = tmp_path_factory.mktemp("cache")
+    run(["lint", "--cache-dir", str(elsewhere), "."], tree)
+    assert (elsewhere / "CACHEDIR.TAG").exists() and not (tree / ".rocmport_cache").exists()
+
+
+def test_cache_entries_survive_corruption(tree):
+    run(["lint", "."], tree)
+    for entry in (tree / ".rocmport_cache").rglob("*.json"):
+        entry.write_text("{not json")
+    out = run(["lint", "--output-format", "json", "."], tree)
+    assert len(json.loads(out.stdout)) == 8
+
+
+def test_two_runs_sharing_a_cache(tree):
+    procs = [subprocess.Popen([sys.executable, "-m", "rocmport", "lint", "--output-format", "json", "."],
+                              cwd=tree, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate()[0] for p in procs]
+    assert outs[0] == outs[1] and len(json.loads(outs[0])) == 8
+    assert not list((tree / ".rocmport_cache").rglob(".tmp-*"))
+
+
+def test_jobs_agree(tree):
+    one = run(["lint", "--no-cache", "--jobs", "1", "--output-format", "json", "."], tree)
+    two = run(["lint", "--no-cache", "--jobs", "2", "--output-format", "json", "."], tree)
+    assert one.stdout == two.stdout
+    fix_one = run(["fix", "--no-cache", "--jobs", "1", "."], tree)
+    fix_two = run(["fix", "--no-cache", "--jobs", "2", "."], tree)
+    assert fix_one.stdout == fix_two.stdout and fix_one.stdout.count("+++ ") == 8
+
+
+def test_fix_after_a_cached_lint_still_fixes(tree):
+    run(["lint", "."], tree)
+    assert run(["fix", "--write", "."], tree).returncode == 0
+    assert "is_rocm else" in (tree / "m1.py").read_text()
+    assert run(["lint", "."], tree).returncode == 0
+
+
+def test_no_progress_bar_in_pipes(tree):
+    out = run(["lint", "."], tree)
+    assert "rocmport  [" not in out.stderr and out.stderr == ""
