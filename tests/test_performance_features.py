@@ -134,3 +134,14 @@ def test_fix_after_a_cached_lint_still_fixes(tree):
 def test_no_progress_bar_in_pipes(tree):
     out = run(["lint", "."], tree)
     assert "rocmport  [" not in out.stderr and out.stderr == ""
+
+
+def test_benchmark_script_runs_on_a_small_corpus(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--path",
+                          str(ROOT / "tests" / "fixtures" / "compile_modes"), "--json", str(tmp_path / "b.json")],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "b.json").read_text())
+    runs = [r["run"] for r in data["results"]]
+    assert runs[0].startswith("baseline") and "rocmport lint, warm" in runs and "rocmport fix (diff), cold" in runs
+    assert "vs baseline" in out.stdout and "files/s" in out.stdout
