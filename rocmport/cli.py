@@ -278,7 +278,7 @@ def rules():
     for code, r in all_rules().items():
         fix = r.FIX_APPLICABILITY.value if r.FIX_APPLICABILITY else "no fix"
         default = "" if r.DEFAULT_ENABLED else " (off by default)"
-        click.echo(f"{code}  {r.NAME:<32} {fix:<13} {r.SUMMARY}{default}")
+        click.echo(f"{code}  {r.NAME:<38} {fix:<13} {r.SUMMARY}{default}")
 
 
 @main.command("prelude")
