@@ -88,8 +88,11 @@ def assert_fix_properties(original: bytes, select=None, unsafe: bool = False,
     touched = set()
     for f in first_lint:
         touched.update(range(f.start.row, f.end.row + 1))
-    kept = [line for row, line in enumerate(split_lines(original), 1) if row not in touched]
-    out_lines = split_lines(fixed)
+    bom = b"\xef\xbb\xbf"
+    body, fixed_body = (original[3:], fixed[3:]) if original.startswith(bom) and fixed.startswith(bom) \
+        else (original, fixed)  # the BOM is checked below: it need not stay on the same line
+    kept = [line for row, line in enumerate(split_lines(body), 1) if row not in touched]
+    out_lines = split_lines(fixed_body)
     it = iter(out_lines)
     for line in kept:
         for candidate in it:
