@@ -105,9 +105,17 @@ class RuleContext:
     def span(self, node: cst.CSTNode) -> Tuple[int, int]:
         """Offsets of ``node`` in the original text, checked against the node's code."""
         rng = self.metadata(PositionProvider)[node]
-        start = self.lines.offset(rng.start.line, rng.start.column)
-        end = self.lines.offset(rng.end.line, rng.end.column)
+        start = self.lines.offset(rng.start.line, rng.start.column + self._dropped(rng.start.line))
+        end = self.lines.offset(rng.end.line, rng.end.column + self._dropped(rng.end.line))
         return self._verified(node, start, end, rng.start.line)
+
+    def _dropped(self, row: int) -> int:
+        """Form feeds in the indentation of ``row``: LibCST leaves them out of its columns."""
+        start, stop = self.lines.line_span(row)
+        if "\x0c" not in self.text[start:stop]:
+            return 0
+        indent = _INDENT.match(self.text, start, stop).group()
+        return indent.count("\x0c")
 
     def _verified(self, node: cst.CSTNode, start: int, end: int, row: int) -> Tuple[int, int]:
         if isinstance(node, cst.BaseExpression) and node.lpar:
@@ -122,7 +130,11 @@ class RuleContext:
         # CR), which shifts columns on that line. Find the node's first line there instead.
         line_start, line_end = self.lines.line_span(row)
         first = code.split("\n", 1)[0].split("\r", 1)[0]
-        found = self.text.find(first, line_start, line_end + 1) if first else -1
+        found = -1
+        if first:  # the occurrence on that line nearest to where LibCST placed it
+            hits = [m.start() for m in re.finditer(re.escape(first), self.text[line_start:line_end + 1])]
+            if hits:
+                found = line_start + min(hits, key=lambda h: abs(line_start + h - start))
         if found != -1:
             same_line = self.lines.position(end).row == row
             new_start, new_end = found, (end + found - start if same_line else end)
@@ -169,6 +181,7 @@ _AS_NAME = re.compile(r"\bas\s+([A-Za-z_]\w*)")
 
 
 _WS = re.compile(r"\s+")
+_INDENT = re.compile(r"[ \t\x0c]*")
 
 
 def _squash(text: str) -> str:

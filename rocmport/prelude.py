@@ -31,13 +31,13 @@ GRAPH_HELPER = "rocmport_cudagraph"
 DEFAULT_GATE = "is_rocm"
 PARTS = ("gate", "mode_mapper", "setup", "graph_helper")
 
+# Line starts and ends by Python's terminators (\r\n, \r, \n): re.M's ^ and $ know only \n.
 BEGIN_RE = re.compile(
-    r"^# >>> rocmport prelude v(?P<version>\d+) (?P<style>inline|import) gate=(?P<gate>[A-Za-z_]\w*)"
-    r" parts=(?P<parts>[a-z_,]*)(?: (?P<opts>[a-z0-9_=,.-]*))? >>>[ \t]*$",
-    re.M,
+    r"(?:\A|(?<=[\r\n]))# >>> rocmport prelude v(?P<version>\d+) (?P<style>inline|import) gate=(?P<gate>[A-Za-z_]\w*)"
+    r" parts=(?P<parts>[a-z_,]*)(?: (?P<opts>[a-z0-9_=,.-]*))? >>>[ \t]*(?=[\r\n]|\Z)",
 )
 END_LINE = "# <<< rocmport prelude <<<"
-END_RE = re.compile(r"^# <<< rocmport prelude <<<[ \t]*(?:\r\n|\r|\n|$)", re.M)
+END_RE = re.compile(r"(?:\A|(?<=[\r\n]))# <<< rocmport prelude <<<[ \t]*(?:\r\n|\r|\n|\Z)")
 
 # (config name, environment variable or None, ROCm value). "safe": only what prevents
 # hangs, crashes and CUDA graphs on ROCm.

@@ -62,3 +62,17 @@ def test_already_fixed_code_is_left_alone():
     once = fix(src).fixed
     assert lint(once) == []
     assert fix(once).fixed is None
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_form_feed_indentation_and_two_hazards_on_one_line(newline):
+    """LibCST leaves form feeds in a line's indentation out of its columns; both hazards on
+    the line must be fixed once each (found by the fuzzer: the second was gated again and
+    again)."""
+    src = newline.join([b"import torch", b"\x0c\x0cf = torch.compile(g, mode='reduce-overhead'); "
+                        b"h = torch.compile(g, mode='max-autotune')", b""])
+    report = assert_fix_properties(src)
+    body = report.fixed.split(b"# <<< rocmport prelude <<<")[1]
+    assert body.count(b"is_rocm") == 2
+    assert b"'default' if is_rocm else 'reduce-overhead'" in body
+    assert b"'max-autotune-no-cudagraphs' if is_rocm else 'max-autotune'" in body
