@@ -19,7 +19,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport.findings import Applicability, Fix
 
-from ._resolve import assigned_values, binding_reads, call_items, dict_items, operand, paren, string_subscript
+from ._resolve import assigned_values, operand, paren, string_subscript
 from ._torch import COMPILE_NAMES, qualified_names
 from .base import Case, Rule, keyword, literal_string, mentions_rocm
 

@@ -11,7 +11,6 @@ neither reported nor followed.
 
 from __future__ import annotations
 
-import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from rocmport.findings import Applicability, Fix

@@ -17,7 +17,7 @@ CUDA-graph implementation), so it is not treated as one.
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional, Set, Tuple
+from typing import Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider

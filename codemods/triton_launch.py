@@ -18,7 +18,7 @@ from rocmport.findings import Applicability, Fix
 
 from ._triton import (CLAMPS, CONFIG_NAMES, DOT, EXP_NAMES, HALF_DTYPES, ZEROS, Kernel, Site,
                       TritonAnalysis, analysis, int_value, names_in, next_pow2_at_least_64)
-from .base import Case, Rule, keyword, mentions_rocm
+from .base import Case, Rule, keyword
 
 WAVEFRONT = 64
 MAX_WARPS = 16

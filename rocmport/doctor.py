@@ -17,7 +17,7 @@ import platform
 import re
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 EXIT_OK, EXIT_RED_FLAG, EXIT_NO_TORCH = 0, 1, 2
 

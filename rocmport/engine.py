@@ -28,7 +28,7 @@ from codemods.tool import FixFailed, UnreadableFile
 
 from . import prelude
 from .config import Settings
-from .findings import Applicability, Edit, Finding, Position
+from .findings import Edit, Finding, Position
 from .registry import visitor_rules
 from .source import LineIndex, SourceError, SourceText, apply_edits
 
@@ -298,17 +298,13 @@ def _choose_gate(module: cst.Module, text: str, block: Optional[prelude.Block]):
         for name, assigned in bindings.items():
             if len(assigned) == 1 and means_rocm_build(assigned[0][1], torch_names):
                 if len(re.findall(rf"(?<![\w.]){re.escape(name)}\s*=[^=]", text)) == 1:
-                    return name, _stmt_marker(module, assigned[0][0])
+                    return name, ("stmt", id(assigned[0][0]))
     name = prelude.DEFAULT_GATE
     counter = 0
     while re.search(rf"\b{re.escape(name)}\b", text):
         counter += 1
         name = "_rocmport_is_rocm" if counter == 1 else f"_rocmport_is_rocm_{counter}"
     return name, None
-
-
-def _stmt_marker(module: cst.Module, stmt: cst.CSTNode):
-    return ("stmt", id(stmt))
 
 
 # ------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import libcst as cst
 
@@ -113,3 +113,18 @@ def fixture_pairs(family: str):
             continue
         expected = path.with_name(path.name[:-3] + ".expected.py")
         yield path, (expected if expected.exists() else None)
+
+
+def check_fixture_pair(path: Path, expected: Optional[Path], select=None) -> FileReport:
+    """One fixture: the fix properties always; the expected output (``{PRELUDE}`` expanded
+    with the file's own newline), or, for a near-miss without one, no finding and no change."""
+    original = path.read_bytes()
+    report = assert_fix_properties(original, select=select, path=str(path))
+    if expected is None:
+        assert not lint(original, select=select, path=str(path)), "near-miss file has findings"
+        assert report.fixed is None
+        return report
+    source = SourceText.from_bytes(expected.read_bytes())
+    want = source.to_bytes(expand_prelude(source.text, LineIndex(source.text).newline()))
+    assert report.fixed == want
+    return report

@@ -12,9 +12,8 @@ from codemods.env_vars import classify
 from rocmport.discovery import discover, file_kind
 from rocmport.engine import check_bytes, check_path
 from rocmport.registry import all_rules
-from rocmport.source import LineIndex, SourceText
 
-from .harness import FIXTURES, assert_fix_properties, codes, expand_prelude, fix, fixture_pairs, lint, settings
+from .harness import FIXTURES, assert_fix_properties, check_fixture_pair, codes, fix, fixture_pairs, lint, settings
 
 SELECT = ["ROC6"]
 ENV = FIXTURES / "env"
@@ -24,15 +23,7 @@ ALL = frozenset(all_rules())
 
 @pytest.mark.parametrize("path,expected", PAIRS, ids=[p.name for p, _ in PAIRS])
 def test_fixture(path, expected):
-    original = path.read_bytes()
-    report = assert_fix_properties(original, select=SELECT, path=str(path))
-    if expected is None:
-        assert not lint(original, select=SELECT, path=str(path)), "near-miss file has findings"
-        assert report.fixed is None
-        return
-    source = SourceText.from_bytes(expected.read_bytes())
-    want = source.to_bytes(expand_prelude(source.text, LineIndex(source.text).newline()))
-    assert report.fixed == want
+    check_fixture_pair(path, expected, select=SELECT)
 
 
 def test_every_python_spelling_is_found():

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocmport.source import LineIndex, SourceText
-
-from .harness import FIXTURES, assert_fix_properties, codes, expand_prelude, fix, fixture_pairs, lint
+from .harness import FIXTURES, check_fixture_pair, codes, fix, fixture_pairs, lint
 
 SELECT = ["ROC2"]
 PAIRS = list(fixture_pairs("config"))
@@ -15,15 +13,7 @@ PAIRS = list(fixture_pairs("config"))
 
 @pytest.mark.parametrize("path,expected", PAIRS, ids=[p.name for p, _ in PAIRS])
 def test_fixture(path, expected):
-    original = path.read_bytes()
-    report = assert_fix_properties(original, select=SELECT, path=str(path))
-    if expected is None:
-        assert not lint(original, select=SELECT, path=str(path)), "near-miss file has findings"
-        assert report.fixed is None
-        return
-    source = SourceText.from_bytes(expected.read_bytes())
-    want = source.to_bytes(expand_prelude(source.text, LineIndex(source.text).newline()))
-    assert report.fixed == want
+    check_fixture_pair(path, expected, select=SELECT)
 
 
 def test_every_spelling_is_found():
