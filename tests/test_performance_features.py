@@ -145,3 +145,29 @@ def test_benchmark_script_runs_on_a_small_corpus(tmp_path):
     runs = [r["run"] for r in data["results"]]
     assert runs[0].startswith("baseline") and "rocmport lint, warm" in runs and "rocmport fix (diff), cold" in runs
     assert "vs baseline" in out.stdout and "files/s" in out.stdout
+
+
+def test_progress_bar_on_a_terminal(tmp_path):
+    """Many files and stderr a terminal: a bar on stderr; stdout keeps only the findings."""
+    pty = pytest.importorskip("pty")
+    for i in range(60):
+        (tmp_path / f"m{i}.py").write_text(HAZARD)
+    (tmp_path / "pyproject.toml").write_text("[tool.rocmport]\n")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "rocmport", "lint", "--no-cache", "."], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    stdout, _ = proc.communicate(timeout=300)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    stderr = b"".join(chunks).decode(errors="replace")
+    assert "rocmport" in stderr and "100%" in stderr
+    assert stdout.count("ROC101") == 60 and "%" not in stdout.replace("100%", "")
