@@ -21,6 +21,7 @@ import re
 from typing import FrozenSet, Iterator, List, Optional, Tuple
 
 from rocmport.findings import Applicability, Finding, Fix, Position
+from rocmport.source import LineIndex
 
 from .env_vars import AUTOTUNE_VARS, BACKEND_VARS, CUDAGRAPH_VARS, MESSAGES, ROCM_VALUES, classify
 
@@ -475,9 +476,7 @@ def scan(path: str, text: str, enabled: FrozenSet[str], kind: Optional[str] = No
     if kind is None or not (enabled & set(NAMES)):
         return []
     lines = _NEWLINE.split(text)
-    starts = [0]
-    for match in _NEWLINE.finditer(text):
-        starts.append(match.end())
+    starts = LineIndex(text).starts
     file_codes, file_all = set(), False
     for line in lines:
         match = _FILE_NOQA.match(line)

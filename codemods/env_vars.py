@@ -21,7 +21,7 @@ from rocmport.findings import Applicability, Fix
 
 from ._resolve import assigned_values, operand, paren, string_subscript
 from ._torch import COMPILE_NAMES, qualified_names
-from .base import Case, Rule, keyword, literal_string, mentions_rocm
+from .base import Case, Rule, dotted_name, keyword, literal_string, mentions_rocm
 
 # ROC601 / ROC602: boolean variables; torch compares them with "1" (os.environ.get(X) == "1").
 AUTOTUNE_VARS = ("TORCHINDUCTOR_MAX_AUTOTUNE", "TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE",
@@ -444,14 +444,14 @@ class LateEnv(_EnvRule):
 
             def visit_Import(self, n):
                 for alias in n.names:
-                    name = _dotted(alias.name)
+                    name = dotted_name(alias.name) or ""
                     if _INDUCTOR_IMPORTERS.match(name):
                         self._add(n, f"`import {name}`")
 
             def visit_ImportFrom(self, n):
                 if n.relative or n.module is None:
                     return
-                module = _dotted(n.module)
+                module = dotted_name(n.module) or ""
                 if _INDUCTOR_IMPORTERS.match(module):
                     self._add(n, f"`from {module} import ...`")
                 elif module == "torch" and not isinstance(n.names, cst.ImportStar):
@@ -488,14 +488,6 @@ class LateEnv(_EnvRule):
                     fix=Fix(Applicability.DISPLAY_ONLY, f"Move it above line {row}"),
                 )
                 return
-
-
-def _dotted(node) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""
 
 
 RULES = [MaxAutotuneEnv, CudagraphsEnv, LateEnv, GemmBackendsEnv]

@@ -23,7 +23,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from codemods import env_files
-from codemods.base import PREFILTER, Rule, RuleContext, RuleOptions
+from codemods.base import PREFILTER, Rule, RuleContext, RuleOptions, dotted_name
 from codemods.tool import FixFailed, UnreadableFile
 
 from . import prelude
@@ -238,28 +238,20 @@ def _torch_aliases(module: cst.Module) -> Set[str]:
                     for alias in small.names:
                         if isinstance(alias.name, cst.Name) and alias.name.value == "torch":
                             names.add(alias.asname.name.value if alias.asname else "torch")
-                        elif alias.asname is None and _dotted(alias.name).startswith("torch."):
+                        elif alias.asname is None and (dotted_name(alias.name) or "").startswith("torch."):
                             names.add("torch")
     return names
-
-
-def _dotted(node) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""
 
 
 def means_rocm_build(expr: cst.BaseExpression, torch_names: Set[str]) -> bool:
     """Does ``expr`` mean exactly "this torch is a ROCm build"?"""
     def is_hip(node) -> bool:  # torch.version.hip
-        name = _dotted(node)
+        name = dotted_name(node) or ""
         return any(name == f"{t}.version.hip" for t in torch_names)
 
     def is_getattr_hip(node) -> bool:  # getattr(torch.version, "hip", None)
-        return (isinstance(node, cst.Call) and _dotted(node.func) == "getattr" and len(node.args) == 3
-                and any(_dotted(node.args[0].value) == f"{t}.version" for t in torch_names)
+        return (isinstance(node, cst.Call) and dotted_name(node.func) == "getattr" and len(node.args) == 3
+                and any(dotted_name(node.args[0].value) == f"{t}.version" for t in torch_names)
                 and isinstance(node.args[1].value, cst.SimpleString)
                 and node.args[1].value.evaluated_value == "hip"
                 and isinstance(node.args[2].value, cst.Name) and node.args[2].value.value == "None")
@@ -269,7 +261,7 @@ def means_rocm_build(expr: cst.BaseExpression, torch_names: Set[str]) -> bool:
         if (isinstance(target.operator, (cst.IsNot, cst.NotEqual)) and isinstance(target.comparator, cst.Name)
                 and target.comparator.value == "None"):
             return is_hip(expr.left) or is_getattr_hip(expr.left)
-    if isinstance(expr, cst.Call) and _dotted(expr.func) == "bool" and len(expr.args) == 1:
+    if isinstance(expr, cst.Call) and dotted_name(expr.func) == "bool" and len(expr.args) == 1:
         return is_hip(expr.args[0].value) or is_getattr_hip(expr.args[0].value)
     return False
 
@@ -341,11 +333,11 @@ def _is_anchor(stmt: cst.CSTNode, index: int) -> bool:
         if index == 0 and isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
             return True
         if isinstance(small, cst.ImportFrom) and small.module is not None:
-            name = _dotted(small.module)
+            name = dotted_name(small.module) or ""
             if name == "__future__" or name == "torch" or name.startswith("torch."):
                 return True
         if isinstance(small, cst.Import):
-            if any(_dotted(a.name) == "torch" or _dotted(a.name).startswith("torch.") for a in small.names):
+            if any(dotted_name(a.name) == "torch" or (dotted_name(a.name) or "").startswith("torch.") for a in small.names):
                 return True
     return False
 
