@@ -4,29 +4,43 @@ Three steps:
 
   python benchmarks/gpu_validate.py prepare            # here: rocmport fix each example
   python benchmarks/gpu_validate.py run --json OUT     # on the GPU machine (torch with CUDA)
-  python benchmarks/gpu_validate.py table OUT          # the Markdown table of README.md
+  python benchmarks/gpu_validate.py table OUT          # the Markdown tables of README.md
 
 `prepare` writes, under build/gpu_programs/ (git-ignored): each example as it is
 (`NAME.original.py`), after `rocmport fix` (`NAME.fixed.py`), for decode_loop also after
 `--extend-select ROC106 --unsafe-fixes` (`NAME.helper.py`), and the generated helper
 (`graph_helper.py`, the prelude with part "graph_helper"), so the GPU machine needs neither
-rocmport nor libcst.
+rocmport nor libcst: `run` uses the standard library and torch only.
 
-`run` starts one process per (program, path). Each one records every torch.compile call (a
-spy that forwards to the real one), counts CUDA-graph captures by who made them (inductor's
-CUDA-graph trees or anyone else), runs the example's setup(device) and step(state), times
-step() with CUDA events (median of repeats, after warm-up), and saves the outputs.
-- NVIDIA path: torch as installed. Original and fixed must give the same compile calls,
-  the same outputs (bitwise where deterministic) and the same speed within 3 %.
-- Simulated ROCm path: `torch.version.hip` is set before the program is imported, so the
-  program's gate and its prelude see a ROCm build, then reset to None once the imports are
-  done: inductor itself must keep generating CUDA code to run on this GPU (it reads
-  `torch.version.hip` in many places). The program must run to completion, with no inductor
-  CUDA-graph capture and no CUDA-graph mode or option in its compile calls, and give the
-  NVIDIA outputs.
+`run` records, in every program it starts, every torch.compile call (a spy that forwards to
+the real one), counts CUDA-graph captures by who made them (inductor's CUDA-graph trees or
+anyone else), runs the example's setup(device) and step(state), times step() with CUDA events
+and saves the outputs.
+- NVIDIA path, in rounds: each round is one new process that loads the original, the original
+  AGAIN (a second, independent copy of the same program: the A/A noise baseline) and the fixed
+  versions, warms them up, then times them interleaved, one step of each per repeat in a
+  shuffled order, and takes each one's median. The load order rotates from round to round.
+  The speed change of a fixed version is the median over rounds of (its median / the
+  original's median - 1); the A/A change is the same figure for the original's second copy,
+  and the A/A band is the largest |A/A change| of any round. Original and fixed must give the
+  same compile calls and the same outputs (bitwise where deterministic); speed passes when
+  the change is within 3 %, or, labelled as such, within the A/A band. manual_capture runs
+  one process per program (its original's failed capture leaves a stream context entered),
+  in rotated order each round, so its A/A is between processes.
+- Simulated ROCm path (one process per program): `torch.version.hip` is set before the
+  program is imported, so the program's gate and its prelude see a ROCm build, then reset to
+  None once the imports are done: inductor itself must keep generating CUDA code to run on
+  this GPU (it reads `torch.version.hip` in many places). The program must run to
+  completion, with no inductor CUDA-graph capture and no CUDA-graph mode or option in its
+  compile calls, and give the NVIDIA outputs.
 The launch-bound MLP of shared/docs/torch-facts.md (12 layers, batch 8, d=256, eval) is
-timed with "default", "reduce-overhead" and "default" + the helper (the generated code,
-with its ROCm switch turned on, since this machine is NVIDIA).
+timed with "default", "reduce-overhead" and "default" + the helper (the generated code, with
+its ROCm switch turned on, since this machine is NVIDIA), once per round, each round a new
+process; the figures are medians over rounds.
+
+`--budget-s` bounds the whole run: round 1 always runs, a later round of an example (or of
+the MLP) starts only if the time its last round took still fits. Every raw time is kept in
+the JSON, which is rewritten after each step.
 """
 
 from __future__ import annotations
@@ -34,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -47,12 +62,18 @@ RESULT = "@@RESULT@@"
 # An original that fails its capture leaves torch.cuda.graph's stream context entered: it
 # must not share a process with the fixed program.
 SEPARATE_PROCESSES = ("manual_capture",)
+# The second, independent copy of the original: the A/A noise baseline.
+AGAIN = "original-again"
+SPEED_BAND = 0.03
+# Fixes that change the NVIDIA path on purpose (the table says so instead of "no").
+INTENDED_SPEED_CHANGE = {"manual_capture": "fixed bug (see below)"}
+# Extra words for a row of the table.
+ROW_NOTES = {("triton_scale", "fixed/rocm"): "BLOCK_SIZE 64"}
 
 
 # ------------------------------------------------------------------------------------------
 # prepare (here, with rocmport installed)
 # ------------------------------------------------------------------------------------------
-
 def prepare(out: Path) -> None:
     from rocmport import prelude
 
@@ -148,12 +169,15 @@ def child(program: Path, path: str, save: Path, repeats: int) -> dict:
     return {"program": program.name, "path": path, "compile_calls": calls, "captures": captures,
             "gate": gate, "inductor_triton_cudagraphs": bool(inductor_config.triton.cudagraphs),
             "median_us": median_us, "min_us": min(times), "repeats": repeats,
-            "seconds": time.perf_counter() - started}
+            "times_us": [round(t, 2) for t in times], "seconds": time.perf_counter() - started}
 
 
-def pair(programs, saves, repeats: int) -> dict:
-    """NVIDIA path: the original and its fixed versions in one process, timed interleaved
-    (A B A B ...), so that drift of clocks and of the host between processes cancels."""
+def pair(programs, saves, repeats: int, seed: int = 0, warmup: int = 5) -> dict:
+    """NVIDIA path: several programs (the original, its second copy, the fixed versions) in one
+    process, timed interleaved: each repeat times one step of each, in an order shuffled anew
+    every repeat, so that drift of clocks and of the host, and the position in the order,
+    fall on all of them alike. The same file may come twice: it is loaded twice, as two
+    independent modules."""
     import importlib.util
 
     import torch
@@ -174,15 +198,21 @@ def pair(programs, saves, repeats: int) -> dict:
         loaded.append({"module": module, "state": state, "first": first.detach().cpu(),
                        "compile_calls": calls[before_calls:],
                        "captures": {k: captures[k] - before_captures[k] for k in captures},
-                       "seconds": time.perf_counter() - started, "times": []})
-    for _ in range(repeats):
-        for item in loaded:
+                       "seconds": time.perf_counter() - started, "times": [], "captures_later": 0})
+    shuffle = random.Random(seed)
+    for repeat in range(warmup + repeats):
+        order = list(loaded)
+        shuffle.shuffle(order)
+        for item in order:
+            before = sum(captures.values())
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             item["module"].step(item["state"])
             end.record()
             end.synchronize()
-            item["times"].append(start.elapsed_time(end) * 1000.0)
+            item["captures_later"] += sum(captures.values()) - before
+            if repeat >= warmup:
+                item["times"].append(start.elapsed_time(end) * 1000.0)
     results = []
     for item, save in zip(loaded, saves):
         last = item["module"].step(item["state"])
@@ -190,8 +220,10 @@ def pair(programs, saves, repeats: int) -> dict:
         torch.save({"first": item["first"], "last": last.detach().cpu()}, save)
         results.append({"path": "nvidia", "compile_calls": item["compile_calls"], "captures": item["captures"],
                         "median_us": statistics.median(item["times"]), "min_us": min(item["times"]),
-                        "repeats": repeats, "seconds": item["seconds"], "interleaved": True})
-    return {"runs": results}
+                        "captures_while_timed": item["captures_later"],
+                        "repeats": repeats, "times_us": [round(t, 2) for t in item["times"]],
+                        "seconds": item["seconds"], "interleaved": True})
+    return {"runs": results, "seed": seed, "warmup_repeats": warmup}
 
 
 # ------------------------------------------------------------------------------------------
@@ -234,7 +266,8 @@ def mlp_bench(helper_path: Path, calls_per_rep: int = 100, repeats: int = 15) ->
         with torch.no_grad():
             median_us, times = _time(torch, run_many, warmup=3, repeats=repeats)
             outputs[name] = fn(x).clone()
-        results[name] = {"us_per_call": median_us / calls_per_rep, "min_us_per_call": min(times) / calls_per_rep}
+        results[name] = {"us_per_call": median_us / calls_per_rep, "min_us_per_call": min(times) / calls_per_rep,
+                         "times_us_per_call": [round(t / calls_per_rep, 3) for t in times]}
         if name.startswith("default+helper"):
             entries = getattr(fn, "_rocmport_entries", {})
             results[name]["graphs"] = sum(isinstance(e, tuple) for e in entries.values())
@@ -258,7 +291,8 @@ def mlp_bench(helper_path: Path, calls_per_rep: int = 100, repeats: int = 15) ->
         graph.replay()
         outputs["graph replay only"] = static_y.clone()
     results["graph replay only"] = {"us_per_call": median_us / calls_per_rep,
-                                    "min_us_per_call": min(times) / calls_per_rep}
+                                    "min_us_per_call": min(times) / calls_per_rep,
+                                    "times_us_per_call": [round(t / calls_per_rep, 3) for t in times]}
     # The GPU's own time for one eager forward (launch gaps excluded) from the profiler.
     try:
         from torch.profiler import ProfilerActivity, profile
@@ -284,7 +318,7 @@ def mlp_bench(helper_path: Path, calls_per_rep: int = 100, repeats: int = 15) ->
 
 
 # ------------------------------------------------------------------------------------------
-# run: every program on both paths, then the comparisons
+# run: every program on both paths, in rounds, then the comparisons
 # ------------------------------------------------------------------------------------------
 
 def _spawn(args, timeout=240) -> dict:
@@ -295,12 +329,14 @@ def _spawn(args, timeout=240) -> dict:
         proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
                               timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
+        return {"error": f"timed out after {timeout} s", "wall_seconds": time.perf_counter() - started}
+    wall = time.perf_counter() - started
     lines = [l for l in proc.stdout.splitlines() if l.startswith(RESULT)]
     if proc.returncode != 0 or not lines:
-        return {"error": (proc.stderr or proc.stdout)[-2000:], "seconds": time.perf_counter() - started}
+        return {"error": (proc.stderr or proc.stdout)[-2000:], "wall_seconds": wall}
     result = json.loads(lines[-1][len(RESULT):])
     result["log"] = [l for l in proc.stdout.splitlines() if not l.startswith(RESULT)][-5:]
+    result["wall_seconds"] = wall
     return result
 
 
@@ -323,118 +359,292 @@ def _compare(torch, a: Path, b: Path) -> dict:
     return {"bitwise_equal": same, "max_abs_diff": diff, "allclose": close}
 
 
-def run(programs: Path, out_json: Path, repeats: int, only=None) -> dict:
+def _median(values):
+    return statistics.median(values) if values else None
+
+
+def _speed_verdict(speed: float, aa_band) -> str:
+    if abs(speed) <= SPEED_BAND:
+        return "within ±3 %"
+    if aa_band is not None and abs(speed) <= aa_band:
+        return "within A/A noise"
+    return "outside ±3 % and A/A noise"
+
+
+def _nvidia_rounds(name: str, programs: Path, work: Path, variants: list, k: int, repeats: int) -> dict:
+    """Round k of the NVIDIA path: {"order", "runs": {variant: run}, "saves": {variant: file}}."""
+    order = variants[k % len(variants):] + variants[:k % len(variants)]
+    saves = {v: work / f"{name}.{v}.nvidia.r{k}.pt" for v in variants}
+    source = {v: programs / f"{name}.{'original' if v == AGAIN else v}.py" for v in variants}
+    runs = {}
+    if name in SEPARATE_PROCESSES:
+        for v in order:
+            runs[v] = _spawn(["child", str(source[v]), "nvidia", str(saves[v]), str(repeats)])
+    else:
+        together = _spawn(["pair", "--seed", str(k), str(repeats)] + [f"{source[v]}={saves[v]}" for v in order],
+                          timeout=300)
+        for i, v in enumerate(order):
+            if "runs" in together:
+                runs[v] = {**together["runs"][i], "process_wall_seconds": together["wall_seconds"]}
+            else:
+                runs[v] = together
+    return {"order": order, "runs": runs, "saves": {v: str(p) for v, p in saves.items()}}
+
+
+def _nvidia_checks(torch, rounds: list, variants: list) -> dict:
+    """The NVIDIA-path checks over every round that ran: A/A first, then each fixed version."""
+    failed = [i for i, r in enumerate(rounds) if any("error" in r["runs"][v] for v in variants)]
+    ok_rounds = [r for i, r in enumerate(rounds) if i not in failed]
+    if not ok_rounds:
+        return {("A/A" if v == AGAIN else f"{v}/nvidia"): {"ok": False, "why": "a run failed"} for v in variants[1:]}
+    checks = {}
+
+    def compare(v):
+        base = [r["runs"]["original"] for r in ok_rounds]
+        runs = [r["runs"][v] for r in ok_rounds]
+        outputs = [_compare(torch, Path(r["saves"]["original"]), Path(r["saves"][v])) for r in ok_rounds]
+        speeds = [b["median_us"] / a["median_us"] - 1.0 for a, b in zip(base, runs)]
+        return {
+            "rounds": len(ok_rounds), "failed_rounds": failed,
+            "same_compile_calls": all(b["compile_calls"] == a["compile_calls"] for a, b in zip(base, runs)),
+            "same_captures": all(b["captures"] == a["captures"] for a, b in zip(base, runs)),
+            "original_captures_rounds": [a["captures"] for a in base], "captures_rounds": [b["captures"] for b in runs],
+            "bitwise_equal": all(o["bitwise_equal"] for o in outputs),
+            "max_abs_diff": max(o["max_abs_diff"] for o in outputs),
+            "allclose": all(o["allclose"] for o in outputs),
+            "original_median_us_rounds": [a["median_us"] for a in base],
+            "median_us_rounds": [b["median_us"] for b in runs],
+            "speed_change_rounds": speeds, "speed_change": statistics.median(speeds)}
+
+    aa = compare(AGAIN)
+    aa["band"] = max(abs(s) for s in aa["speed_change_rounds"])
+    checks["A/A"] = aa
+    for v in variants:
+        if v in ("original", AGAIN):
+            continue
+        c = compare(v)
+        c["aa_speed_change"] = aa["speed_change"]
+        c["aa_band"] = aa["band"]
+        c["speed_within_3pct"] = abs(c["speed_change"]) <= SPEED_BAND
+        c["speed_verdict"] = _speed_verdict(c["speed_change"], aa["band"])
+        c["ok"] = (c["same_compile_calls"] and c["allclose"]
+                   and c["speed_verdict"] in ("within ±3 %", "within A/A noise"))
+        checks[f"{v}/nvidia"] = c
+    return checks
+
+
+def _rocm_checks(torch, entry: dict, files: dict, variants: list, base_us) -> dict:
+    checks = {}
+    base_file = files.get("original/nvidia")
+    for variant in variants[1:]:
+        rocm = entry[f"{variant}/rocm"]
+        if base_file is None or "error" in rocm:
+            checks[f"{variant}/rocm"] = {"ok": False, "why": "a run failed"}
+            continue
+        outputs = _compare(torch, base_file, files[f"{variant}/rocm"])
+        bad = _cudagraph_calls(rocm["compile_calls"])
+        checks[f"{variant}/rocm"] = {
+            "completed": True, "inductor_captures": rocm["captures"]["inductor"],
+            "other_captures": rocm["captures"]["other"], "cudagraph_modes": bad,
+            "inductor_triton_cudagraphs": rocm["inductor_triton_cudagraphs"], **outputs,
+            "speed_vs_original_nvidia": rocm["median_us"] / base_us - 1.0 if base_us else None,
+            "ok": rocm["captures"]["inductor"] == 0 and not bad and not rocm["inductor_triton_cudagraphs"]
+            and outputs["allclose"]}
+    orig_rocm = entry.get("original/rocm", {})
+    checks["original/rocm (the hazard, for contrast)"] = {
+        "inductor_captures": orig_rocm.get("captures", {}).get("inductor"),
+        "cudagraph_modes": _cudagraph_calls(orig_rocm.get("compile_calls", [])),
+        "inductor_triton_cudagraphs": orig_rocm.get("inductor_triton_cudagraphs"),
+        "error": orig_rocm.get("error", "")[-300:] or None}
+    return checks
+
+
+def _mlp_summary(rounds: list) -> dict:
+    """Medians over the MLP rounds that ran; every round's figures are kept beside them."""
+    good = [r for r in rounds if "variants" in r]
+    if not good:
+        return {"rounds": rounds, "error": "every round failed"}
+    names = list(good[0]["variants"])
+    variants = {}
+    for name in names:
+        per = [r["variants"][name] for r in good if name in r["variants"]]
+        v = {"us_per_call": statistics.median(p["us_per_call"] for p in per),
+             "us_per_call_rounds": [p["us_per_call"] for p in per],
+             "min_us_per_call": min(p["min_us_per_call"] for p in per),
+             "bitwise_equal_to_default": all(p["bitwise_equal_to_default"] for p in per),
+             "max_abs_diff_to_default": max(p["max_abs_diff_to_default"] for p in per)}
+        if "graphs" in per[0]:
+            v["graphs_rounds"] = [p.get("graphs") for p in per]
+        kernel = [p["gpu_kernel_us_per_call"] for p in per if isinstance(p.get("gpu_kernel_us_per_call"), float)]
+        if kernel:
+            v["gpu_kernel_us_per_call"] = statistics.median(kernel)
+        variants[name] = v
+    d, ro = variants["default"]["us_per_call"], variants["reduce-overhead"]["us_per_call"]
+    for name in ("default+helper", "default+helper(no clone)"):
+        if name in variants:
+            h = variants[name]["us_per_call"]
+            variants[name]["share_of_reduce_overhead_gain"] = (d - h) / (d - ro) if d != ro else None
+            variants[name]["share_of_reduce_overhead_gain_rounds"] = [
+                r["variants"][name]["share_of_reduce_overhead_gain"] for r in good]
+    return {"model": good[0]["model"], "calls_per_rep": good[0]["calls_per_rep"], "repeats": good[0]["repeats"],
+            "rounds": len(good), "failed_rounds": len(rounds) - len(good), "variants": variants,
+            "raw_rounds": rounds}
+
+
+def run(programs: Path, out_json: Path, repeats: int, rounds: int, budget_s: float, only=None,
+        mlp_repeats: int = 30) -> dict:
     import torch
 
+    clock = time.perf_counter()
     work = Path("/tmp/gpu_validate_outputs")
     work.mkdir(parents=True, exist_ok=True)
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "cuda": torch.version.cuda, "command": " ".join([Path(sys.executable).name] + sys.argv),
-              "examples": {}}
+              "settings": {"repeats": repeats, "rounds": rounds, "budget_s": budget_s,
+                           "mlp_repeats": mlp_repeats, "speed_band": SPEED_BAND},
+              "skipped_rounds": [], "examples": {}}
+    cost: dict = {}  # seconds the last round of each example (or the MLP) took
 
     def save():
+        report["seconds"] = time.perf_counter() - clock
         out_json.parent.mkdir(parents=True, exist_ok=True)
         out_json.write_text(json.dumps(report, indent=1, default=repr) + "\n")
 
-    if only is None or "mlp" in only:  # the helper's figure first: it matters most
-        report["mlp"] = _spawn(["mlp", str(programs / "graph_helper.py")], timeout=300)
-        print("mlp", json.dumps(report["mlp"])[:2000], flush=True)
-        save()
-    for name in [n for n in (only or EXAMPLES) if n in EXAMPLES]:
-        entry, files = {}, {}
-        variants = ["original", "fixed"] + (["helper"] if (programs / f"{name}.helper.py").exists() else [])
-        for variant in variants:
-            files[f"{variant}/nvidia"] = work / f"{name}.{variant}.nvidia.pt"
-        if name in SEPARATE_PROCESSES:
-            for variant in variants:
-                key = f"{variant}/nvidia"
-                entry[key] = _spawn(["child", str(programs / f"{name}.{variant}.py"), "nvidia", str(files[key]),
-                                     str(repeats)])
-        else:
-            together = _spawn(["pair", str(repeats)] + [f"{programs / f'{name}.{v}.py'}={files[f'{v}/nvidia']}"
-                                                        for v in variants], timeout=300)
-            for i, variant in enumerate(variants):
-                entry[f"{variant}/nvidia"] = together["runs"][i] if "runs" in together else together
-        for variant in variants:
-            key = f"{variant}/rocm"
-            files[key] = work / f"{name}.{variant}.rocm.pt"
-            entry[key] = _spawn(["child", str(programs / f"{name}.{variant}.py"), "rocm", str(files[key]),
-                                 str(repeats)])
-        for key in entry:
-            print(name, key, entry[key].get("median_us", entry[key].get("error", "")[-300:]), flush=True)
-        checks = {}
-        base = entry["original/nvidia"]
-        for variant in variants[1:]:
-            nv, rocm = entry[f"{variant}/nvidia"], entry[f"{variant}/rocm"]
-            if "error" in base or "error" in nv:
-                checks[f"{variant}/nvidia"] = {"ok": False, "why": "a run failed"}
-            else:
-                outputs = _compare(torch, files["original/nvidia"], files[f"{variant}/nvidia"])
-                speed = nv["median_us"] / base["median_us"] - 1.0
-                checks[f"{variant}/nvidia"] = {
-                    "same_compile_calls": nv["compile_calls"] == base["compile_calls"],
-                    "same_captures": nv["captures"] == base["captures"],
-                    **outputs, "speed_change": speed,
-                    "ok": nv["compile_calls"] == base["compile_calls"] and outputs["allclose"] and abs(speed) <= 0.03}
-            if "error" in base or "error" in rocm:
-                checks[f"{variant}/rocm"] = {"ok": False, "why": "a run failed"}
-            else:
-                outputs = _compare(torch, files["original/nvidia"], files[f"{variant}/rocm"])
-                bad = _cudagraph_calls(rocm["compile_calls"])
-                checks[f"{variant}/rocm"] = {
-                    "completed": True, "inductor_captures": rocm["captures"]["inductor"],
-                    "other_captures": rocm["captures"]["other"], "cudagraph_modes": bad,
-                    "inductor_triton_cudagraphs": rocm["inductor_triton_cudagraphs"], **outputs,
-                    "speed_vs_original_nvidia": rocm["median_us"] / base["median_us"] - 1.0,
-                    "ok": rocm["captures"]["inductor"] == 0 and not bad and not rocm["inductor_triton_cudagraphs"]
-                    and outputs["allclose"]}
-        orig_rocm = entry.get("original/rocm", {})
-        checks["original/rocm (the hazard, for contrast)"] = {
-            "inductor_captures": orig_rocm.get("captures", {}).get("inductor"),
-            "cudagraph_modes": _cudagraph_calls(orig_rocm.get("compile_calls", [])),
-            "inductor_triton_cudagraphs": orig_rocm.get("inductor_triton_cudagraphs"),
-            "error": orig_rocm.get("error", "")[-300:] or None}
-        report["examples"][name] = {"runs": entry, "checks": checks}
-        save()
+    def fits(key: str, k: int) -> bool:
+        if k == 0 or not budget_s:
+            return True
+        if time.perf_counter() - clock + 1.2 * cost.get(key, 0.0) + 5 <= budget_s:
+            return True
+        report["skipped_rounds"].append(f"{key} round {k + 1}: over --budget-s")
+        return False
+
+    names = [n for n in (only or EXAMPLES) if n in EXAMPLES]
+    do_mlp = only is None or "mlp" in only
+    mlp_rounds: list = []
+    state = {}
+    for name in names:
+        variants = ["original", AGAIN, "fixed"] + (["helper"] if (programs / f"{name}.helper.py").exists() else [])
+        state[name] = {"variants": variants, "rounds": [], "rocm": {}, "files": {}}
+    for k in range(rounds):
+        if do_mlp and fits("mlp", k):  # the helper's figure first: it matters most
+            started = time.perf_counter()
+            mlp_rounds.append(_spawn(["mlp", str(programs / "graph_helper.py"), "--repeats", str(mlp_repeats)],
+                                     timeout=300))
+            cost["mlp"] = time.perf_counter() - started
+            report["mlp"] = _mlp_summary(mlp_rounds)
+            print("mlp round", k + 1, json.dumps({n: v["us_per_call"] for n, v in
+                                                    report["mlp"].get("variants", {}).items()}), flush=True)
+            save()
+        for name in names:
+            st = state[name]
+            variants = st["variants"]
+            if not fits(name, k):
+                continue
+            started = time.perf_counter()
+            st["rounds"].append(_nvidia_rounds(name, programs, work, variants, k, repeats))
+            cost[name] = time.perf_counter() - started  # the NVIDIA round alone: what later rounds repeat
+            if k == 0:  # the simulated ROCm path, once
+                st["files"]["original/nvidia"] = Path(st["rounds"][0]["saves"]["original"])
+                if "error" in st["rounds"][0]["runs"]["original"]:
+                    st["files"].pop("original/nvidia")
+                for variant in [v for v in variants if v != AGAIN]:
+                    key = f"{variant}/rocm"
+                    st["files"][key] = work / f"{name}.{variant}.rocm.pt"
+                    st["rocm"][key] = _spawn(["child", str(programs / f"{name}.{variant}.py"), "rocm",
+                                              str(st["files"][key]), str(repeats)])
+            for v, r in st["rounds"][-1]["runs"].items():
+                print(name, f"round {k + 1}", f"{v}/nvidia", r.get("median_us", r.get("error", "")[-300:]), flush=True)
+            if k == 0:
+                for key, r in st["rocm"].items():
+                    print(name, key, r.get("median_us", r.get("error", "")[-300:]), flush=True)
+            checks = _nvidia_checks(torch, st["rounds"], variants)
+            base = [r["runs"]["original"]["median_us"] for r in st["rounds"] if "median_us" in r["runs"]["original"]]
+            rocm_variants = [v for v in variants if v != AGAIN]
+            checks.update(_rocm_checks(torch, st["rocm"], st["files"], rocm_variants, _median(base)))
+            report["examples"][name] = {"checks": checks, "nvidia_rounds": st["rounds"], "rocm_runs": st["rocm"]}
+            save()
+    save()
     return report
 
 
 # ------------------------------------------------------------------------------------------
-# the README table
+# the README tables
 # ------------------------------------------------------------------------------------------
 
+def _pct(x: float) -> str:
+    return f"{x * 100:+.1f} %"
+
+
+def _range(values) -> str:
+    return f"{min(values) * 100:+.1f} to {max(values) * 100:+.1f}" if len(values) > 1 else ""
+
+
+MLP_NAMES = {"eager": "eager", "default": '"default"', "reduce-overhead": '"reduce-overhead"',
+             "default+helper": '"default" + `rocmport_cudagraph`',
+             "default+helper(no clone)": '"default" + `rocmport_cudagraph(clone_outputs=False)`',
+             "graph replay only": "replaying a hand-captured graph, nothing else"}
+
+
 def table(report: dict) -> str:
-    rows = ["| example | check | compile calls | outputs | speed | CUDA graphs | ok |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows = ["| example | check | compile calls | outputs | speed (median of rounds; range) "
+            "| A/A: original vs itself (median; band) | CUDA graphs | ok |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, data in report["examples"].items():
         for key, c in data["checks"].items():
-            if key.startswith("original/rocm"):
-                rows.append(f"| {name} | original, simulated ROCm (the hazard) | {', '.join(c['cudagraph_modes']) or '-'}"
-                            f" | | | inductor captures: {c['inductor_captures']} | |")
+            if key == "A/A":
                 continue
+            if key.startswith("original/rocm"):
+                if c["cudagraph_modes"] or c["inductor_captures"]:
+                    rows.append(f"| {name} | original, simulated ROCm | {', '.join(c['cudagraph_modes']) or '-'}"
+                                f" | | | | inductor {c['inductor_captures']} | the hazard |")
+                continue
+            label = key + (f" ({ROW_NOTES[(name, key)]})" if (name, key) in ROW_NOTES else "")
             if "why" in c:
-                rows.append(f"| {name} | {key} | | | | | no ({c['why']}) |")
+                rows.append(f"| {name} | {label} | | | | | | no ({c['why']}) |")
                 continue
             outputs = "bitwise equal" if c["bitwise_equal"] else f"max diff {c['max_abs_diff']:.2g}"
             if key.endswith("nvidia"):
-                speed = f"{c['speed_change'] * 100:+.1f} %"
+                rng = _range(c.get("speed_change_rounds", []))
+                speed = f"{_pct(c['speed_change'])}" + (f" ({rng}; {c['rounds']} rounds)" if rng else "")
+                aa = (f"{_pct(c['aa_speed_change'])}; ±{c['aa_band'] * 100:.1f} %" if "aa_band" in c
+                      else "not measured")
+                c.setdefault("speed_verdict", _speed_verdict(c["speed_change"], c.get("aa_band")))
                 calls = "same" if c["same_compile_calls"] else "DIFFERENT"
                 graphs = "same captures" if c["same_captures"] else "different captures"
+                if c["ok"]:
+                    ok = f"yes ({c['speed_verdict']})"
+                elif name in INTENDED_SPEED_CHANGE and c["same_compile_calls"] and c["allclose"]:
+                    ok = INTENDED_SPEED_CHANGE[name]
+                else:
+                    why = [w for w, bad in (("compile calls differ", not c["same_compile_calls"]),
+                                            ("outputs differ", not c["allclose"]),
+                                            (c["speed_verdict"], c["speed_verdict"].startswith("outside")))
+                           if bad]
+                    ok = f"no ({'; '.join(why)})"
             else:
-                speed = f"{c['speed_vs_original_nvidia'] * 100:+.1f} % vs original NVIDIA"
+                speed = f"{_pct(c['speed_vs_original_nvidia'])} vs original NVIDIA"
+                aa = ""
                 calls = "no CUDA-graph mode" if not c["cudagraph_modes"] else ", ".join(c["cudagraph_modes"])
                 graphs = f"inductor {c['inductor_captures']}, manual {c['other_captures']}"
-            rows.append(f"| {name} | {key} | {calls} | {outputs} | {speed} | {graphs} | {'yes' if c['ok'] else 'no'} |")
+                ok = "yes" if c["ok"] else "no"
+            rows.append(f"| {name} | {label} | {calls} | {outputs} | {speed} | {aa} | {graphs} | {ok} |")
     mlp = report.get("mlp", {}).get("variants")
     if mlp:
-        rows += ["", "| launch-bound MLP | us per call | vs default | share of reduce-overhead's gain | outputs |",
+        n = report["mlp"].get("rounds", 1)
+        rows += ["", f"| variant | us per call (median of {n} rounds) | rounds | "
+                     "share of reduce-overhead's gain over \"default\" | outputs vs \"default\" |",
                  "| --- | --- | --- | --- | --- |"]
-        d = mlp["default"]["us_per_call"]
         for name, v in mlp.items():
             share = v.get("share_of_reduce_overhead_gain")
-            rows.append(f"| {name} | {v['us_per_call']:.1f} | {d / v['us_per_call']:.2f}x | "
-                        f"{'' if share is None else f'{share * 100:.1f} %'} | "
-                        f"{'bitwise equal' if v['bitwise_equal_to_default'] else 'max diff %.2g' % v['max_abs_diff_to_default']} |")
+            per = v.get("us_per_call_rounds", [v["us_per_call"]])
+            share_rounds = v.get("share_of_reduce_overhead_gain_rounds") or []
+            share_text = "" if share is None else f"{share * 100:.1f} %"
+            if share_text and len(share_rounds) > 1:
+                share_text += f" (rounds: {', '.join(f'{s * 100:.1f}' for s in share_rounds)} %)"
+            outputs = ("bitwise equal" if v["bitwise_equal_to_default"]
+                       else "max diff %.2g" % v["max_abs_diff_to_default"])
+            rows.append(f"| {MLP_NAMES.get(name, name)} | {v['us_per_call']:.1f} | "
+                        f"{', '.join(f'{p:.1f}' for p in per)} | {share_text} | {outputs} |")
     return "\n".join(rows)
 
 
@@ -446,7 +656,11 @@ def main() -> None:
     p = sub.add_parser("run")
     p.add_argument("--programs", type=Path, default=PROGRAMS)
     p.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "gpu_validate.json")
-    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--repeats", type=int, default=100, help="timed steps per program per round")
+    p.add_argument("--rounds", type=int, default=3, help="NVIDIA-path rounds (new processes) per example")
+    p.add_argument("--budget-s", type=float, default=0.0,
+                   help="start no round after the first that would end past this many seconds (0: no bound)")
+    p.add_argument("--mlp-repeats", type=int, default=30)
     p.add_argument("--only", nargs="*")
     p = sub.add_parser("table")
     p.add_argument("json", type=Path)
@@ -456,15 +670,17 @@ def main() -> None:
     p.add_argument("save", type=Path)
     p.add_argument("repeats", type=int)
     p = sub.add_parser("pair")
+    p.add_argument("--seed", type=int, default=0)
     p.add_argument("repeats", type=int)
     p.add_argument("programs", nargs="+", help="PROGRAM=SAVE")
     p = sub.add_parser("mlp")
     p.add_argument("helper", type=Path)
+    p.add_argument("--repeats", type=int, default=30)
     args = parser.parse_args()
     if args.cmd == "prepare":
         prepare(args.out)
     elif args.cmd == "run":
-        report = run(args.programs, args.json, args.repeats, args.only)
+        report = run(args.programs, args.json, args.repeats, args.rounds, args.budget_s, args.only, args.mlp_repeats)
         print(table(report))
     elif args.cmd == "table":
         print(table(json.loads(args.json.read_text())))
@@ -472,10 +688,10 @@ def main() -> None:
         print(RESULT + json.dumps(child(args.program, args.path, args.save, args.repeats), default=repr))
     elif args.cmd == "pair":
         pairs = [item.split("=", 1) for item in args.programs]
-        result = pair([Path(a) for a, _ in pairs], [Path(b) for _, b in pairs], args.repeats)
+        result = pair([Path(a) for a, _ in pairs], [Path(b) for _, b in pairs], args.repeats, args.seed)
         print(RESULT + json.dumps(result, default=repr))
     elif args.cmd == "mlp":
-        print(RESULT + json.dumps(mlp_bench(args.helper)))
+        print(RESULT + json.dumps(mlp_bench(args.helper, repeats=args.repeats)))
 
 
 if __name__ == "__main__":
