@@ -605,12 +605,15 @@ def table(report: dict) -> str:
             outputs = "bitwise equal" if c["bitwise_equal"] else f"max diff {c['max_abs_diff']:.2g}"
             if key.endswith("nvidia"):
                 rng = _range(c.get("speed_change_rounds", []))
-                speed = f"{_pct(c['speed_change'])}" + (f" ({rng}; {c['rounds']} rounds)" if rng else "")
+                speed = f"{_pct(c['speed_change'])}" + (f" ({rng}; {c['rounds']} rounds)" if rng else
+                                                         " (1 round)" if c.get("rounds") == 1 else "")
                 aa = (f"{_pct(c['aa_speed_change'])}; ±{c['aa_band'] * 100:.1f} %" if "aa_band" in c
                       else "not measured")
                 c.setdefault("speed_verdict", _speed_verdict(c["speed_change"], c.get("aa_band")))
                 calls = "same" if c["same_compile_calls"] else "DIFFERENT"
-                graphs = "same captures" if c["same_captures"] else "different captures"
+                aa_check = data["checks"].get("A/A", {})
+                graphs = ("same captures" if c["same_captures"] else "different captures, A/A too"
+                          if aa_check.get("same_captures") is False else "different captures")
                 if c["ok"]:
                     ok = f"yes ({c['speed_verdict']})"
                 elif name in INTENDED_SPEED_CHANGE and c["same_compile_calls"] and c["allclose"]:
