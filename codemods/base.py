@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -25,6 +25,8 @@ from rocmport.findings import Applicability, Edit, Finding, Fix
 
 if TYPE_CHECKING:  # pragma: no cover
     from rocmport.source import LineIndex
+
+    from ._prescan import Facts
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,9 @@ class RuleContext:
     """Per-file state shared by every rule: source text, positions, names, the gate."""
 
     def __init__(self, *, path: str, text: str, module: cst.Module, wrapper: cst.MetadataWrapper,
-                 lines: "LineIndex", gate_name: str, options: RuleOptions):
+                 lines: "LineIndex", gate_name: str, options: RuleOptions, facts: "Optional[Facts]" = None):
         self.path = path
+        self.facts = facts  # CPython's view of the file's imports (None when it does not parse)
         self.text = text
         self.module = module
         self.wrapper = wrapper
@@ -72,11 +75,15 @@ class RuleContext:
 
     def may_resolve(self, node: cst.CSTNode, names) -> bool:
         """Cheap, conservative gate before asking QualifiedNameProvider: can ``node`` resolve
-        to one of the qualified ``names``? Not if its last part is none of theirs, nor if a
-        dotted chain starts with a name that is none of their parts (``re.compile`` cannot be
-        ``torch.compile``) -- unless the name is bound with ``as`` (an alias could hide it)."""
+        to one of the qualified ``names``? With the file's imports known (``facts``): only if
+        its root name is bound by an import that makes it one of them (see ``_prescan``).
+        Otherwise: not if its last part is none of theirs, nor if a dotted chain starts with a
+        name that is none of their parts (``re.compile`` cannot be ``torch.compile``) --
+        unless the name is bound with ``as`` (an alias could hide it)."""
         if not PREFILTER["enabled"]:
             return True
+        if self.facts is not None:
+            return not _possible_names(node, self.facts.bindings).isdisjoint(names)
         lasts, parts = _name_parts(frozenset(names))
         aliases = self.import_aliases()
         if isinstance(node, cst.Name):
@@ -215,6 +222,13 @@ class Rule(cst.BatchableCSTVisitor):
         super().__init__()
         self.context = context
 
+    @classmethod
+    def may_match(cls, facts: "Facts") -> bool:
+        """Second prefilter, on CPython's parse of a file that passed ``TRIGGERS``: False
+        only when the file provably holds no finding of this rule (see ``_prescan``). The
+        engine then spares the file LibCST when no enabled rule may match."""
+        return True
+
     def get_metadata(self, key, node, default=_UNSET):  # type: ignore[override]
         mapping = self.context.metadata(key)
         value = mapping[node] if default is _UNSET else mapping.get(node, default)
@@ -350,6 +364,32 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
         base = dotted_name(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None
+
+
+def _possible_names(node: cst.CSTNode, bindings) -> Set[str]:
+    """What ``node`` could resolve to under the file's import ``bindings``: its dotted name
+    as ``libcst.helpers.get_full_name_for_node`` builds it, with the first part replaced by
+    each qualified name an import binds to it (``_prescan`` gives the reasons)."""
+    rest: List[str] = []
+    while True:
+        if isinstance(node, cst.Attribute):
+            rest.append(node.attr.value)
+            node = node.value
+        elif isinstance(node, cst.Call):
+            node = node.func
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Decorator):
+            node = node.decorator
+        else:
+            break
+    if not isinstance(node, cst.Name):
+        return set()
+    bound = bindings.get(node.value)
+    if not bound:
+        return set()
+    tail = "".join("." + part for part in reversed(rest))
+    return {full + tail for full in bound}
 
 
 @functools.lru_cache(maxsize=512)

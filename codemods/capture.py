@@ -28,6 +28,13 @@ class _CaptureRule(_regions.RegionRule, Rule):
     TRIGGERS = _CAPTURE_TRIGGERS
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
 
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        # A capture region needs a call of torch.cuda.graph (in a `with`), of
+        # make_graphed_callables, or of `.capture_begin()` (``_regions._Collector``).
+        return ("capture_begin" in facts.calls
+                or any(facts.calls_to(_regions.GRAPH_CM_NAMES | _regions.GRAPHED_CALLABLES_NAMES)))
+
     def __init__(self, context):
         super().__init__(context)
         self._init_feeder(context)
@@ -297,6 +304,10 @@ class SynchronizeAnywhere(Rule):
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     TRIGGERS = ("synchronize",)
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        return any(facts.calls_to(_regions.SYNC_NAMES))
     VALID = (
         Case(_PRE + "torch.cuda.current_stream().synchronize()\n"),
         Case(_PRE + "if torch.version.hip:\n    torch.cuda.synchronize()\n"),

@@ -8,6 +8,7 @@ never adds ``options=``.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Iterator, List, Optional, Set
 
@@ -37,6 +38,23 @@ class _CompileCalls(Rule):
 
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     TRIGGERS = _TRIGGERS
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        # visit_Call below: a call with mode=, options= or ** whose callee is a ``.compile``
+        # attribute or may resolve to torch.compile, functools.partial or CompileConfig.
+        # functools.partial counts only when its first argument may be torch.compile.
+        for call in facts.keyword_calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "compile":
+                return True
+            names = facts.qualified_names(func)
+            if not names.isdisjoint(COMPILE_NAMES) or not names.isdisjoint(COMPILE_CONFIG_NAMES):
+                return True
+            if (not names.isdisjoint(PARTIAL_NAMES) and call.args and not isinstance(call.args[0], ast.Starred)
+                    and not facts.qualified_names(call.args[0]).isdisjoint(COMPILE_NAMES)):
+                return True
+        return False
 
     def compile_call_kind(self, call: cst.Call) -> Optional[str]:
         """"compile", "partial" or "config" when ``call`` hands a mode to torch.compile."""
@@ -549,6 +567,10 @@ class ModeDefault(Rule):
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     TRIGGERS = ("reduce-overhead", "max-autotune")
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        return not facts.strings.isdisjoint(ROCM_MODES)  # visit_SimpleString: the literal itself
     VALID = (
         Case('import torch\ndef f(m):\n    mode = "reduce-overhead"\n    return torch.compile(m, mode=mode)\n'),
         Case('import torch\ndef build(m, compile_mode="max-autotune"):\n    return torch.compile(m, mode=compile_mode)\n'),

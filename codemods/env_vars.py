@@ -91,6 +91,19 @@ class _EnvWrite:
 class _EnvRule(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider, ScopeProvider)
 
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        # A write names the variable as a subscript key, a dict key, a first argument
+        # (setdefault, putenv, __setitem__) or a keyword (update, dict); it writes to
+        # os.environ (or a copy of it), os.putenv, or the env= of a subprocess, os.exec*,
+        # os.spawn* or asyncio call: all resolve under os, subprocess or asyncio.
+        keys = facts.stored_keys | facts.dict_keys | facts.keywords
+        for method in ("setdefault", "__setitem__", "putenv"):
+            keys |= facts.first_strings(method)
+        if keys.isdisjoint(READ_AT_IMPORT):
+            return False
+        return any(facts.may_reference_under(module) for module in ("os", "subprocess", "asyncio"))
+
     def __init__(self, context):
         super().__init__(context)
         self._seen: Set[int] = set()

@@ -11,11 +11,14 @@ neither reported nor followed.
 
 from __future__ import annotations
 
+import ast
+
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from rocmport.findings import Applicability, Fix
 
 from . import _regions
+from ._torch import COMPILE_NAMES
 from .base import Case, Rule
 
 
@@ -23,6 +26,13 @@ class _GraphBreakRule(_regions.RegionRule, Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     TRIGGERS = ("compile",)
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        # Compiled code is a function decorated with torch.compile, or the first positional
+        # argument of a torch.compile call (``_regions.Analysis._mark_compiled``).
+        return facts.decorated_with(COMPILE_NAMES) or any(
+            call.args and not isinstance(call.args[0], ast.Starred) for call in facts.calls_to(COMPILE_NAMES))
 
     def __init__(self, context):
         super().__init__(context)

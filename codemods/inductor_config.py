@@ -16,6 +16,7 @@ CUDA-graph implementation), so it is not treated as one.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Optional, Set, Tuple
 
@@ -56,6 +57,34 @@ class _InductorSetting(Rule):
     KEYS: Tuple[str, ...] = ()
     ROCM_TEXT = "False"
     WHAT_IT_DOES = ""
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        # A setting is found in an options dict (the ``options=`` keyword, an "options" key
+        # or subscript), or written on torch._inductor.config or a local alias of it (which
+        # is itself such a reference): an assignment to an attribute named like one of the
+        # keys, ``.patch(...)``, or setattr() with the name as a string.
+        if "options" in facts.keywords or "options" in facts.strings:
+            return True
+        if not facts.may_reference_under(CONFIG):
+            return False
+
+        def configish(node: ast.AST) -> bool:  # ``config_prefix`` may accept it
+            if facts.may_be_under(node, CONFIG):
+                return True
+            while isinstance(node, ast.Attribute):
+                node = node.value
+            return isinstance(node, ast.Name) and node.id in facts.assigned_names  # a local alias
+
+        lasts = {key.rsplit(".", 1)[-1] for key in cls.KEYS}
+        suffixes = {".".join(key.split(".")[i:]) for key in cls.KEYS for i in range(key.count(".") + 1)}
+        if any(configish(target.value) for last in lasts for target in facts.assigned_attributes.get(last, ())):
+            return True
+        patches = facts.calls.get("patch", ())
+        if any(isinstance(call.func, ast.Attribute) and configish(call.func.value) for call in patches):
+            return True
+        return any(len(call.args) == 3 and configish(call.args[0]) and isinstance(call.args[1], ast.Constant)
+                   and call.args[1].value in suffixes for call in facts.calls.get("setattr", ()))
 
     def __init__(self, context):
         super().__init__(context)

@@ -16,7 +16,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport.findings import Applicability, Fix
 
-from ._triton import (CLAMPS, CONFIG_NAMES, DOT, EXP_NAMES, HALF_DTYPES, ZEROS, Kernel, Site,
+from ._triton import (CLAMPS, CONFIG_NAMES, DOT, EXP_NAMES, HALF_DTYPES, KERNEL_DECORATORS, ZEROS, Kernel, Site,
                       TritonAnalysis, analysis, int_value, names_in, next_pow2_at_least_64)
 from .base import Case, Rule, keyword
 
@@ -28,6 +28,14 @@ _TRIGGERS = ("triton",)
 class _TritonRule(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     TRIGGERS = _TRIGGERS
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        # Kernels need a triton.jit / autotune / heuristics decorator, configs a
+        # triton.Config call (``TritonAnalysis._collect``); ROC503 also reads num_warps=
+        # of any ``kernel[grid](...)`` launch.
+        return (facts.decorated_with(KERNEL_DECORATORS) or any(facts.calls_to(CONFIG_NAMES))
+                or (cls is TritonNumWarps and "num_warps" in facts.subscript_call_keywords))
 
     def visit_Module(self, node: cst.Module) -> None:
         a = analysis(self.context)
@@ -311,6 +319,7 @@ class TritonNumWarps(_TritonRule):
     CODE = "ROC503"
     NAME = "triton-num-warps-above-16"
     SUMMARY = "num_warps above 16: more than 1024 threads per workgroup on AMD."
+    TRIGGERS = ("triton", "num_warps")  # a launch of an imported kernel need not say "triton"
     WHAT = """
         `num_warps=` above 16 in a Triton launch (`kernel[grid](..., num_warps=32)`) or a
         `triton.Config(..., num_warps=32)`, given as a literal or a constant.

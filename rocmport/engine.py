@@ -22,7 +22,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from codemods import env_files
+from codemods import _prescan, env_files
 from codemods.base import PREFILTER, Rule, RuleContext, RuleOptions, dotted_name
 from codemods.tool import FixFailed, UnreadableFile
 
@@ -84,9 +84,14 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         for f in findings:
             f.filename = path
         return Analysis(text, findings, lines=lines)
-    deep = _too_deep(text)
+    tree, deep = _cpython_parse(text)
     if deep is not None:
         return Analysis(text, _roc001(path, *deep, enabled), lines=lines)
+    facts = _prescan.Facts.of(tree) if tree is not None else None
+    if facts is not None and PREFILTER["enabled"]:
+        triggered = [r for r in triggered if r.may_match(facts)]
+        if not triggered:
+            return Analysis(text, [], lines=lines)  # it parses (CPython): nothing can match
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -97,7 +102,8 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     block = prelude.find_block(text)
     gate, binding = _choose_gate(module, text, block)
     context = RuleContext(path=path, text=text, module=module, wrapper=wrapper, lines=lines,
-                          gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes))
+                          gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes),
+                          facts=facts)
     visitors = [rule(context) for rule in triggered]
     try:
         # Not wrapper.visit_batched: that would resolve every declared provider up front.
@@ -114,22 +120,20 @@ def _parser_message(exc: cst.ParserSyntaxError) -> str:
     return message
 
 
-def _too_deep(text: str) -> Optional[Tuple[str, int, int]]:
-    """(message, row, column) when ``text`` nests deeper than CPython accepts, else None.
+def _cpython_parse(text: str) -> Tuple[Optional[ast.AST], Optional[Tuple[str, int, int]]]:
+    """CPython's tree of ``text`` (None when it does not parse), and (message, row, column)
+    when it nests deeper than CPython accepts.
 
     LibCST's native parser overflows the C stack on such input (a segmentation fault that
     no ``except`` catches: about 2,000 nested brackets, or 20,000 chained operators) or
-    takes minutes, so it must never see it; CPython's parser refuses it cheaply first."""
-    try:
-        compile(text, "<rocmport>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (RecursionError, MemoryError):  # 3.11's parser: MemoryError on a stack overflow
-        return "cannot parse: nesting too deep", 1, 1
-    except SyntaxError as exc:
-        if exc.msg and "too many nested parentheses" in exc.msg:
-            return f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1
-    except ValueError:
-        pass
-    return None
+    takes minutes, so it must never see it; CPython's parser refuses it cheaply first. The
+    tree feeds the second prefilter (``codemods._prescan``)."""
+    tree, exc = _prescan.parse(text)
+    if isinstance(exc, (RecursionError, MemoryError)):  # 3.11's parser: MemoryError on a stack overflow
+        return None, ("cannot parse: nesting too deep", 1, 1)
+    if isinstance(exc, SyntaxError) and exc.msg and "too many nested parentheses" in exc.msg:
+        return None, (f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
+    return tree, None
 
 
 def _quick_syntax_error(text: str) -> Optional[Finding]:

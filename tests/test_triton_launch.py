@@ -124,7 +124,8 @@ def test_docs():
         text = rule.doc()
         assert rule.SUMMARY and rule.WHAT and rule.WHY and rule.EXAMPLE and rule.FIX_APPLICABILITY
         assert "## Fix" in text
-        assert rule.TRIGGERS == ("triton",)
+        # an imported kernel's launch need not say "triton": ROC503 also wakes on num_warps
+        assert rule.TRIGGERS == (("triton", "num_warps") if code == "ROC503" else ("triton",))
         if rule.FIX_APPLICABILITY is not Applicability.DISPLAY_ONLY:
             assert rule.FIXED_EXAMPLE
         # the documented example triggers the rule

@@ -1,0 +1,138 @@
+"""The second prefilter (``codemods._prescan`` and ``Rule.may_match``) only skips files that
+cannot hold a finding: every spelling a rule knows is still found, with the shortcuts on and
+off, and the near-misses it exists for are skipped before LibCST."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from codemods import _prescan
+from codemods.base import PREFILTER
+from rocmport.config import Settings
+from rocmport.engine import check_bytes
+from rocmport.registry import visitor_rules
+
+# (source, a code it must report): spellings that reach a rule only through an import binding,
+# a local import, a method, a decorator, a subscript or call in the chain, or a dict key.
+FOUND = [
+    ('import torch as t\nf = t.compile(g, mode="reduce-overhead")\n', "ROC101"),
+    ('from torch import compile as c\nf = c(g, mode="max-autotune")\n', "ROC102"),
+    ('def build(m):\n    import torch\n    return torch.compile(m, mode="reduce-overhead")\n', "ROC101"),
+    ('import torch\nmodel.compile(mode="reduce-overhead")\n', "ROC101"),
+    ('import functools\nimport torch\nc = functools.partial(torch.compile, mode="reduce-overhead")\n', "ROC101"),
+    ('from functools import partial as p\nfrom torch import compile\nc = p(compile, mode="reduce-overhead")\n',
+     "ROC101"),
+    ('import torch\nf = torch.compile(g, mode=MODE)\n', "ROC104"),
+    ('import torch\nf = torch.compile(g, options={"triton.cudagraphs": True})\n', "ROC103"),
+    ('MODE = "reduce-overhead"\n', "ROC105"),
+    ('import torch._inductor.config as ic\nic.triton.cudagraphs = True\n', "ROC201"),
+    ('from torch._inductor import config\nconfig.max_autotune = True\n', "ROC203"),
+    ('from torch._inductor.config import triton as t\nt.cudagraphs = True\n', "ROC201"),
+    ('import torch\ncfg = torch._inductor.config\ncfg.max_autotune = True\n', "ROC203"),
+    ('kwargs = {"options": {"max_autotune": True}}\n', "ROC203"),
+    ('import torch\nsetattr(torch._inductor.config, "triton.cudagraphs", True)\n', "ROC201"),
+    ('import builtins\nimport torch\nbuiltins.setattr(torch._inductor.config.triton, "cudagraphs", 1)\n', "ROC201"),
+    ('import torch\nwith torch._inductor.config.patch(max_autotune=True):\n    pass\n', "ROC203"),
+    ('import os\nos.environ["TORCHINDUCTOR_CUDAGRAPHS"] = "1"\n', "ROC602"),
+    ('import os\nos.environ.update(TORCHINDUCTOR_MAX_AUTOTUNE="1")\n', "ROC601"),
+    ('from os import environ as E\nE.setdefault("TORCHINDUCTOR_CUDAGRAPHS", "1")\n', "ROC602"),
+    ('import subprocess\nsubprocess.run(c, env={"TORCHINDUCTOR_MAX_AUTOTUNE": "1"})\n', "ROC601"),
+    ('import os\nimport subprocess\nenv = os.environ.copy()\nenv["TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS"] = "TRITON"\n'
+     'subprocess.run(c, env=env)\n', "ROC604"),
+    ('import os\nimport torch._dynamo\nos.environ["TORCH_COMPILE_DEBUG"] = "1"\n', "ROC603"),
+    ('import torch\nwith torch.cuda.graph(g):\n    y = x.item()\n', "ROC301"),
+    ('import torch\nfrom torch.cuda import graph as G\nwith G(g):\n    torch.cuda.synchronize()\n', "ROC301"),
+    ('import torch\nimport torch.cuda as tc\nwith tc.graph(g):\n    y = x.nonzero()\n', "ROC302"),
+    ('import torch\ng.capture_begin()\ny = x.item()\ng.capture_end()\n', "ROC301"),
+    ('import torch\ndef f(x):\n    return x.item()\ng = torch.cuda.make_graphed_callables(f, (x,))\n', "ROC301"),
+    ('import torch\n@torch.compile\ndef f(x):\n    return x.item()\n', "ROC401"),
+    ('from torch import compile as C\n@C\ndef f(x):\n    return x.item()\n', "ROC401"),
+    ('from torch import compile as C\n@C(fullgraph=True)\nasync def f(x):\n    return x.item()\n', None),
+    ('from torch import compile\ndef f(x):\n    print(x)\n    return x\nf = compile(f)\n', "ROC402"),
+    ('import torch\n@torch.compile()\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n', "ROC403"),
+    ("import triton as tr\nimport triton.language as tl\n@tr.jit\ndef k(X, BLOCK: tl.constexpr):\n"
+     "    o = tl.arange(0, BLOCK)\n    tl.store(X + o, tl.load(X + o))\n"
+     "k[(1,)](x, BLOCK=32)\n", "ROC501"),
+    ("from somewhere import kernel\nkernel[grid](x, num_warps=32)\n", "ROC503"),
+    ("from triton import jit as J\nimport triton.language as tl\n@J\ndef k(X, BLOCK: tl.constexpr):\n"
+     "    o = tl.arange(0, BLOCK)\n    tl.store(X + o, tl.load(X + o))\n"
+     "k[(1,)](x, BLOCK=32)\n", "ROC501"),
+    ("from triton import Config\nCONFIGS = [Config({'BLOCK': 64}, num_warps=32)]\n", None),
+]
+
+# Near-misses the prefilter is for: (source, the codes that must be skipped, a pattern).
+# ROC105 looks at the bare literal, so a file that holds "reduce-overhead" always reaches it.
+SKIPPED = [
+    ('import re\np = re.compile("x", re.I)\n', "ROC10[1-46]"),
+    ('import re\np = re.compile("x")\n', "ROC4"),
+    ("def f(graph):\n    return graph.nodes\n", "ROC3"),
+    ("def graph(x):\n    return x\nwith graph(g):\n    y = x.item()\n", "ROC3"),
+    ('def compile(f, mode=None):\n    return f\ng = compile(h, mode="reduce-overhead")\n', "ROC10[1-46]"),
+    ("from . import torch\n@torch.compile\ndef f(x):\n    return x.item()\n", "ROC4"),
+    ('from torch import *\nf = compile(g, mode="reduce-overhead")\n', "ROC10[1-46]"),
+    ("import numpy as np\nx = np.triton.jit\n", "ROC5"),
+    ('"""with torch.cuda.graph(g): x.item()"""\nimport torch\n', "ROC3"),
+    ('import torch\nif torch._inductor.config.max_autotune:\n    print("on")\n', "ROC2"),
+    ('import os\nflag = os.environ.get("TORCHINDUCTOR_CUDAGRAPHS") == "1"\n', "ROC6"),
+    ('import os\nos.environ["TORCHINDUCTOR_CACHE_DIR"] = "/tmp/c"\n', "ROC6"),
+    ('import argparse\np = argparse.ArgumentParser()\np.add_argument("--compile-mode", choices=["reduce-overhead"])\n', "ROC10[1-46]"),
+]
+
+
+def _findings(source: str):
+    report = check_bytes(source.encode(), "t.py", Settings())
+    assert report.internal_error is None, report.internal_error
+    return [(f.code, f.start.row, f.start.column, f.message) for f in report.findings]
+
+
+@pytest.mark.parametrize("source,code", FOUND)
+def test_every_spelling_is_still_found(source, code):
+    with_filter = _findings(source)
+    PREFILTER["enabled"] = False
+    try:
+        without = _findings(source)
+    finally:
+        PREFILTER["enabled"] = True
+    assert with_filter == without
+    if code is not None:
+        assert code in {c for c, *_ in with_filter}, with_filter
+
+
+@pytest.mark.parametrize("source,family", SKIPPED)
+def test_near_misses_are_skipped_before_libcst(source, family):
+    facts = _prescan.Facts.of(ast.parse(source))
+    rules = [r for r in visitor_rules() if re.match(family, r.CODE)
+             and (not r.TRIGGERS or any(t in source for t in r.TRIGGERS))]
+    assert rules, "the near-miss must pass the text triggers, or it tests nothing"
+    assert [r.CODE for r in rules if r.may_match(facts)] == []
+    # and the rules, run anyway, agree that there is nothing to find
+    PREFILTER["enabled"] = False
+    try:
+        assert not [c for c, *_ in _findings(source) if re.match(family, c)]
+    finally:
+        PREFILTER["enabled"] = True
+
+
+def test_qualified_names_follow_the_provider():
+    source = ("import torch\nimport torch.cuda as tc\nfrom torch.cuda import graph as G\n"
+              "from . import rel\nx = torch.cuda[0].graph\ny = tc.graph(g).replay\nz = G\nw = local.graph\n")
+    tree = ast.parse(source)
+    facts = _prescan.Facts.of(tree)
+    values = [stmt.value for stmt in tree.body if isinstance(stmt, ast.Assign)]
+    assert [facts.qualified_names(v) for v in values] == [
+        {"torch.cuda.graph"}, {"torch.cuda.graph.replay"}, {"torch.cuda.graph"}, set()]
+    assert "rel" not in facts.bindings  # relative: the provider's name starts with "."
+    assert facts.may_reference({"torch.cuda.graph"})
+    assert not facts.may_reference({"torch.cuda.make_graphed_callables"})
+    assert facts.may_reference_under("torch.cuda")
+    assert not facts.may_reference_under("torch._inductor.config")
+
+
+def test_a_file_cpython_cannot_parse_skips_the_prefilter():
+    # Python 3.12 syntax on an older interpreter, or a syntax error: LibCST decides.
+    tree, error = _prescan.parse("def f(:\n    pass\n")
+    assert tree is None and isinstance(error, SyntaxError)
+    assert _findings('import torch\nf = torch.compile(g, mode="reduce-overhead")\ndef f(:\n')[0][0] == "ROC001"
