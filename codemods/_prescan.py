@@ -13,14 +13,19 @@ anything in the file. The argument rests on how LibCST's ``QualifiedNameProvider
 the rules use to recognise ``torch.compile``, ``torch.cuda.graph``, ``triton.jit`` and the
 rest) names a node: it takes the node's dotted name the way
 ``libcst.helpers.get_full_name_for_node`` builds it (``a.b`` through attributes, the callee
-of a call, the value of a subscript) and replaces its first part with what an *import* bound
-to that name; a name bound any other way (an assignment, a parameter, ``with ... as``) gives a
-local name, never ``torch.*``, and a name bound by nothing gives none. So a node can resolve
-to a qualified name only if its root name is bound by an import somewhere in the file: this
-module computes, for any node, every name it could resolve to under any import binding of
-its root (in any scope), a superset of what the provider can return. Relative imports give
-names that start with a dot (never a rule's) and star imports bind nothing the provider
-sees; both are ignored, exactly as the provider ignores them.
+of a call, the value of a subscript) and replaces its first part with the qualified name of
+the binding in sight: what an import binds to it, or, for a name bound otherwise, its local
+name (``x`` at module level, ``A.x`` in class ``A``, ``f.<locals>.x`` in a function, which
+no rule's name resembles); a name bound by nothing gives none (or ``builtins.x``).
+``Facts.roots`` is a superset of those first parts over every binding of the file, so
+``Facts.qualified_names`` is a superset of anything the provider can return for a node,
+``builtins.*`` aside (no prefilter looks for a builtin).
+Relative imports give names that start with a dot (never a rule's) and star imports bind
+nothing the provider sees; both are left out, exactly as the provider leaves them.
+
+The same bindings, sorted by scope (``Facts.binding_kinds``), let ``RuleContext`` answer
+most qualified-name questions in the files that do reach LibCST without running the
+provider (``codemods.base._import_names``).
 
 ``codemods.base.PREFILTER["enabled"] = False`` switches every such shortcut off; a test runs
 a corpus both ways and requires the same findings.
@@ -50,12 +55,60 @@ def _last(node: ast.AST) -> str:
             return ""
 
 
+def _module_level_imports(body, out: Set[int]) -> None:
+    """Record the imports that run in the module's own scope (also under if/try/with/...)."""
+    for stmt in body:
+        kind = type(stmt)
+        if kind is ast.Import or kind is ast.ImportFrom:
+            out.add(id(stmt))
+        elif kind in _BLOCKS:
+            for attr in ("body", "orelse", "finalbody"):
+                _module_level_imports(getattr(stmt, attr, ()), out)
+            for handler in getattr(stmt, "handlers", ()):
+                _module_level_imports(handler.body, out)
+            for case in getattr(stmt, "cases", ()):
+                _module_level_imports(case.body, out)
+
+
+def _class_paths(body, prefix: str, out: Set[str]) -> None:
+    for stmt in body:
+        kind = type(stmt)
+        if kind is ast.ClassDef:
+            path = prefix + stmt.name
+            out.add(path)
+            _class_paths(stmt.body, path + ".", out)
+        elif kind in _BLOCKS:
+            for attr in ("body", "orelse", "finalbody"):
+                _class_paths(getattr(stmt, attr, ()), prefix, out)
+            for handler in getattr(stmt, "handlers", ()):
+                _class_paths(handler.body, prefix, out)
+            for case in getattr(stmt, "cases", ()):
+                _class_paths(case.body, prefix, out)
+
+
+_BLOCKS = tuple(getattr(ast, name) for name in ("If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try",
+                                                 "TryStar", "Match") if hasattr(ast, name))
+# Other nodes that bind names: (node type) -> the names.
+_OTHER_BINDERS = {
+    ast.ExceptHandler: lambda n: (n.name,) if n.name else (),
+    ast.Global: lambda n: n.names,
+    ast.Nonlocal: lambda n: n.names,
+}
+for _name, _get in (("MatchAs", lambda n: (n.name,) if n.name else ()),
+                    ("MatchStar", lambda n: (n.name,) if n.name else ()),
+                    ("MatchMapping", lambda n: (n.rest,) if n.rest else ()),
+                    ("TypeVar", lambda n: (n.name,)), ("ParamSpec", lambda n: (n.name,)),
+                    ("TypeVarTuple", lambda n: (n.name,))):
+    if hasattr(ast, _name):
+        _OTHER_BINDERS[getattr(ast, _name)] = _get
+
+
 class Facts:
     """What one CPython parse of a file says about its names, calls and writes."""
 
     __slots__ = ("bindings", "names", "attributes", "calls", "decorators", "keyword_calls", "keywords",
                  "strings", "assigned_names", "assigned_attributes", "stored_keys", "dict_keys",
-                 "subscript_call_keywords")
+                 "subscript_call_keywords", "other_bindings", "class_paths", "tree", "_kinds", "_imports")
 
     def __init__(self) -> None:
         self.bindings: Dict[str, Set[str]] = {}  # name -> qualified names that imports bind to it
@@ -71,20 +124,35 @@ class Facts:
         self.stored_keys: Set[str] = set()  # ``a["k"] = ...``: "k"
         self.dict_keys: Set[str] = set()  # ``{"k": ...}``: "k"
         self.subscript_call_keywords: Set[str] = set()  # keywords of ``x[...](...)`` calls
+        # Names bound otherwise than by an absolute import at module level: an assignment,
+        # a parameter, a def, an import in a function or class, ...
+        self.other_bindings: Set[str] = set()
+        self.class_paths: Set[str] = set()  # "A", "A.B": classes not inside a function
+        self.tree: Optional[ast.AST] = None
+        self._kinds: Optional[Dict[str, Set[str]]] = None
+        self._imports: Dict[str, Set[str]] = {}
 
     @classmethod
     def of(cls, tree: ast.AST) -> "Facts":
         facts = cls()
+        facts.tree = tree
+        _class_paths(getattr(tree, "body", ()), "", facts.class_paths)
         bindings, names, attributes, calls = facts.bindings, facts.names, facts.attributes, facts.calls
         keywords, strings = facts.keywords, facts.strings
         Name, Attribute, Call, Constant = ast.Name, ast.Attribute, ast.Call, ast.Constant
         Import, ImportFrom, Subscript = ast.Import, ast.ImportFrom, ast.Subscript
         Assign, AnnAssign, Dict = ast.Assign, ast.AnnAssign, ast.Dict
-        FunctionDef, AsyncFunctionDef = ast.FunctionDef, ast.AsyncFunctionDef
+        FunctionDef, AsyncFunctionDef, ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
+        Load, Arg = ast.Load, ast.arg
+        other = facts.other_bindings
+        top_imports: Set[int] = set()
+        _module_level_imports(getattr(tree, "body", ()), top_imports)
         for node in ast.walk(tree):
             kind = type(node)
             if kind is Name:
                 names.add(node.id)
+                if type(node.ctx) is not Load:
+                    other.add(node.id)
             elif kind is Attribute:
                 found = attributes.get(node.attr)
                 if found is None:
@@ -103,11 +171,11 @@ class Facts:
                 if node.keywords:
                     hit = False
                     for k in node.keywords:
-                        arg = k.arg
-                        if arg is None or arg == "mode" or arg == "options":
+                        word = k.arg
+                        if word is None or word == "mode" or word == "options":
                             hit = True
-                        if arg is not None:
-                            keywords.add(arg)
+                        if word is not None:
+                            keywords.add(word)
                     if hit:
                         facts.keyword_calls.append(node)
                     if func_kind is Subscript:
@@ -130,22 +198,37 @@ class Facts:
                 for key in node.keys:
                     if type(key) is Constant and type(key.value) is str:
                         facts.dict_keys.add(key.value)
+            elif kind is Arg:
+                other.add(node.arg)
             elif kind is FunctionDef or kind is AsyncFunctionDef:
+                other.add(node.name)
                 for decorator in node.decorator_list:
                     facts.decorators.setdefault(_last(decorator), []).append(decorator)
+            elif kind is ClassDef:
+                other.add(node.name)
             elif kind is Import:
+                top = id(node) in top_imports
                 for alias in node.names:
                     if alias.asname:
-                        bindings.setdefault(alias.asname, set()).add(alias.name)
+                        bound, full = alias.asname, alias.name
                     else:  # ``import a.b.c`` binds ``a``
-                        first = alias.name.split(".", 1)[0]
-                        bindings.setdefault(first, set()).add(first)
+                        bound = full = alias.name.split(".", 1)[0]
+                    bindings.setdefault(bound, set()).add(full)
+                    if not top:
+                        other.add(bound)
             elif kind is ImportFrom:
-                if node.level or not node.module:
-                    continue  # relative: the provider's names start with "."
+                top = id(node) in top_imports
                 for alias in node.names:
-                    if alias.name != "*":
-                        bindings.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+                    if alias.name == "*":
+                        continue  # binds nothing the provider sees
+                    bound = alias.asname or alias.name
+                    if node.level or not node.module:
+                        continue  # relative: the provider's names start with "."
+                    bindings.setdefault(bound, set()).add(f"{node.module}.{alias.name}")
+                    if not top:
+                        other.add(bound)
+            elif kind in _OTHER_BINDERS:
+                other.update(_OTHER_BINDERS[kind](node))
         return facts
 
     # -- what a node, or any node of the file, may resolve to ----------------------------
@@ -162,11 +245,20 @@ class Facts:
                 node = node.value
         if not isinstance(node, ast.Name):
             return set()
-        bound = self.bindings.get(node.id)
+        bound = self.roots(node.id)
         if not bound:
             return set()
         tail = "".join("." + part for part in reversed(rest))
         return {full + tail for full in bound}
+
+    def roots(self, name: str) -> Set[str]:
+        """What the provider may call the name ``name`` (a superset): what imports bind to
+        it, and, when it is bound some other way, its local name (``x`` at module level,
+        ``A.x`` in class ``A``; names in functions hold ``<locals>``, which no rule's does)."""
+        bound = self.bindings.get(name, set())
+        if name not in self.other_bindings:
+            return bound
+        return bound | {name} | {f"{path}.{name}" for path in self.class_paths}
 
     def may_be(self, node: ast.AST, names: Iterable[str]) -> bool:
         return not self.qualified_names(node).isdisjoint(names)
@@ -178,8 +270,7 @@ class Facts:
         """Could some name or attribute of the file resolve to one of ``names``?"""
         wanted = frozenset(names)
         for name in self.names:
-            bound = self.bindings.get(name)
-            if bound and not bound.isdisjoint(wanted):
+            if not self.roots(name).isdisjoint(wanted):
                 return True
         for last in {n.rsplit(".", 1)[-1] for n in wanted}:
             for node in self.attributes.get(last, ()):
@@ -190,7 +281,7 @@ class Facts:
     def may_reference_under(self, prefix: str) -> bool:
         """Could some name or attribute resolve to ``prefix`` or to something inside it?"""
         for name in self.names:
-            if any(q == prefix or q.startswith(prefix + ".") for q in self.bindings.get(name, ())):
+            if any(q == prefix or q.startswith(prefix + ".") for q in self.roots(name)):
                 return True
         return any(self.may_be_under(node, prefix) for node in self.attributes.get(prefix.rsplit(".", 1)[-1], ()))
 
@@ -199,7 +290,7 @@ class Facts:
         to one of ``wanted`` is filed: an attribute keeps the name's own last part, a bare
         name is the import binding itself (``from torch.cuda import graph as G``: "G")."""
         keys = {n.rsplit(".", 1)[-1] for n in wanted}
-        keys.update(name for name, bound in self.bindings.items() if not bound.isdisjoint(wanted))
+        keys.update(name for name in self.names if not self.roots(name).isdisjoint(wanted))
         return keys
 
     def calls_to(self, names: Iterable[str]) -> Iterator[ast.Call]:
@@ -216,6 +307,29 @@ class Facts:
         return any(self.may_be(decorator, wanted) for key in self._keys(wanted)
                    for decorator in self.decorators.get(key, ()))
 
+    def class_roots(self) -> Set[str]:
+        """The names of the outermost classes (the first part of every class path)."""
+        return {path.split(".", 1)[0] for path in self.class_paths}
+
+    def binding_kinds(self) -> Dict[str, Set[str]]:
+        """name -> how it is bound: "import" (an import run at module level), "inner import"
+        (an import in a function or class), "module" (otherwise at module level),
+        "function" (in a function, lambda or comprehension), "class" (in a class body),
+        "other" (a type parameter). Computed on first use: only files that reach LibCST
+        need it."""
+        if self._kinds is None:
+            binder = _Binder()
+            binder.visit(self.tree)
+            self._kinds = binder.kinds
+            self._imports = binder.imports
+        return self._kinds
+
+    def binding_kinds_imports(self) -> Dict[str, Set[str]]:
+        """name -> what its imports (any scope) bind to it, as the provider names it (a
+        relative import keeps its dots: ``from .a import b`` is ".a.b")."""
+        self.binding_kinds()
+        return self._imports
+
     def first_strings(self, method: str) -> Set[str]:
         """The string literals passed first to calls of ``method`` (``x.method("s", ...)``)."""
         out: Set[str] = set()
@@ -223,6 +337,159 @@ class Facts:
             if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
                 out.add(call.args[0].value)
         return out
+
+
+class _Binder(ast.NodeVisitor):
+    """Sorts every binding of the file by the scope it binds in (see ``binding_kinds``)."""
+
+    def __init__(self) -> None:
+        self.kinds: Dict[str, Set[str]] = {}
+        self.imports: Dict[str, Set[str]] = {}  # name -> what its imports bind to it
+        self.scopes: List[str] = ["module"]  # module, class, function, comprehension
+        self.declared: List[Dict[str, str]] = [{}]  # per scope: global/nonlocal declarations
+
+    def bind(self, name: str, kind: Optional[str] = None) -> None:
+        if kind is None:
+            scope = self.scopes[-1]
+            declared = self.declared[-1].get(name)
+            if declared == "global":
+                scope = "module"
+            kind = {"module": "module", "class": "class"}.get(scope, "function")
+        self.kinds.setdefault(name, set()).add(kind)
+
+    def _push(self, scope: str) -> None:
+        self.scopes.append(scope)
+        self.declared.append({})
+
+    def _pop(self) -> None:
+        self.scopes.pop()
+        self.declared.pop()
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            self.bind(node.id)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        # binds in the nearest scope that is not a comprehension
+        index = len(self.scopes) - 1
+        while self.scopes[index] == "comprehension":
+            index -= 1
+        scope = self.scopes[index]
+        self.kinds.setdefault(node.target.id, set()).add(
+            {"module": "module", "class": "class"}.get(scope, "function"))
+        self.visit(node.value)
+
+    def _function(self, node, name: Optional[str]) -> None:
+        if name is not None:
+            self.bind(name)
+        for decorator in getattr(node, "decorator_list", ()):
+            self.visit(decorator)
+        args = node.args
+        for default in list(args.defaults) + [d for d in args.kw_defaults if d is not None]:
+            self.visit(default)
+        for arg in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
+            if arg.annotation is not None:
+                self.visit(arg.annotation)
+        if getattr(node, "returns", None) is not None:
+            self.visit(node.returns)
+        if getattr(node, "type_params", None):
+            for param in node.type_params:
+                self.bind(getattr(param, "name", ""), "other")
+        self._push("function")
+        for arg in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
+            self.bind(arg.arg)
+        body = node.body if isinstance(node.body, list) else [node.body]
+        for stmt in body:
+            self.visit(stmt)
+        self._pop()
+
+    def visit_FunctionDef(self, node) -> None:
+        self._function(node, node.name)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._function(node, None)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.bind(node.name)
+        for expr in list(node.decorator_list) + list(node.bases) + [k.value for k in node.keywords]:
+            self.visit(expr)
+        for param in getattr(node, "type_params", ()) or ():
+            self.bind(getattr(param, "name", ""), "other")
+        self._push("class")
+        for stmt in node.body:
+            self.visit(stmt)
+        self._pop()
+
+    def _comprehension(self, node, elements) -> None:
+        generators = node.generators
+        self.visit(generators[0].iter)  # evaluated in the enclosing scope
+        self._push("comprehension")
+        for index, generator in enumerate(generators):
+            if index:
+                self.visit(generator.iter)
+            self.visit(generator.target)
+            for condition in generator.ifs:
+                self.visit(condition)
+        for element in elements:
+            self.visit(element)
+        self._pop()
+
+    def visit_ListComp(self, node) -> None:
+        self._comprehension(node, [node.elt])
+
+    visit_SetComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_DictComp(self, node: ast.DictComp) -> None:
+        self._comprehension(node, [node.key, node.value])
+
+    def visit_Global(self, node: ast.Global) -> None:
+        for name in node.names:
+            self.declared[-1][name] = "global"
+            self.kinds.setdefault(name, set()).add("module")
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        for name in node.names:
+            self.declared[-1][name] = "nonlocal"
+
+    def _import(self, name: str, full: str) -> None:
+        self.imports.setdefault(name, set()).add(full)
+        self.bind(name, "import" if self.scopes[-1] == "module" else "inner import")
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self._import(alias.asname, alias.name)
+            else:
+                first = alias.name.split(".", 1)[0]
+                self._import(first, first)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = "." * node.level + (node.module or "")
+        for alias in node.names:
+            if alias.name != "*":
+                full = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
+                self._import(alias.asname or alias.name, full)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self.bind(node.name)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node) -> None:
+        if node.name:
+            self.bind(node.name)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node) -> None:
+        if node.name:
+            self.bind(node.name)
+
+    def visit_MatchMapping(self, node) -> None:
+        if node.rest:
+            self.bind(node.rest)
+        self.generic_visit(node)
 
 
 def parse(text: str) -> Tuple[Optional[ast.AST], Optional[BaseException]]:

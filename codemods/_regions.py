@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-from libcst._metadata_dependent import LazyValue
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from rocmport.findings import Applicability, Fix
 
@@ -96,10 +95,6 @@ _GUARD_NAME = re.compile(r"(?:^|\.|_)(?:is_compiling|is_dynamo_compiling|is_torc
                          r"is_current_stream_capturing|is_capturing|is_exporting|is_scripting)$")
 _CAPTURE_SCALARS = re.compile(r"""capture_scalar_outputs['"]?\s*[=:,]\s*True\b""")
 _CONTAINER_DEPTH = 4
-
-
-def _unwrap(value):
-    return value() if isinstance(value, LazyValue) else value
 
 
 # ----------------------------------------------------------------------------------------
@@ -320,10 +315,6 @@ class Analysis:
 
     # -- metadata, resolved on first use (most files never need it) -----------------------
     @property
-    def _qn(self):
-        return self.ctx.metadata(QualifiedNameProvider)
-
-    @property
     def _pos(self):
         return self.ctx.metadata(PositionProvider)
 
@@ -333,7 +324,7 @@ class Analysis:
         would call it ``torch.zeros.cuda``, ignoring the call."""
         if isinstance(node, cst.Attribute) and dotted_name(node) is None:
             return set()
-        return {q.name for q in _unwrap(self._qn.get(node, ())) or ()}
+        return {q.name for q in self.ctx.qualified_names(node)}
 
     def is_decorator(self, decorator: cst.Decorator, names: Set[str]) -> bool:
         expr = decorator.decorator
@@ -775,7 +766,7 @@ class Analysis:
     def _is_module_receiver(self, node: cst.CSTNode) -> bool:
         """``np.max`` / ``math.prod``: a method name called on an imported module."""
         if isinstance(node, cst.Name):
-            return any(q.source.name == "IMPORT" for q in _unwrap(self._qn.get(node, ())) or ())
+            return any(q.source.name == "IMPORT" for q in self.ctx.qualified_names(node))
         return isinstance(node, cst.Attribute) and self._is_module_receiver(node.value)
 
     def is_bool_mask(self, expr: cst.BaseExpression, scope: Optional[Scope], base: cst.BaseExpression,

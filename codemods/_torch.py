@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Set
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider, QualifiedNameSource
+from libcst.metadata import QualifiedNameSource
 
 
 COMPILE_NAMES = frozenset({"torch.compile", "torch.compiler.compile"})
@@ -26,12 +26,11 @@ def qualified_names(rule: cst.BatchableCSTVisitor, node: cst.CSTNode, last=None)
     one of those qualified names (a cheap gate that spares most files the provider)."""
     if last is not None and not rule.context.may_resolve(node, last):
         return set()
-    return {q.name for q in rule.get_metadata(QualifiedNameProvider, node, set())}
+    return {q.name for q in rule.context.qualified_names(node)}
 
 
 def imported_names(rule: cst.BatchableCSTVisitor, node: cst.CSTNode) -> Set[str]:
-    return {q.name for q in rule.get_metadata(QualifiedNameProvider, node, set())
-            if q.source is QualifiedNameSource.IMPORT}
+    return {q.name for q in rule.context.qualified_names(node) if q.source is QualifiedNameSource.IMPORT}
 
 
 def is_torch_compile(rule, func: cst.BaseExpression) -> bool:

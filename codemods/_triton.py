@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider
 
 from .base import dotted_name, keyword, literal_string, mentions_rocm
 
@@ -161,17 +161,12 @@ class TritonAnalysis:
 
     # -- metadata, resolved on first use -------------------------------------------------
     @property
-    def _qn(self):
-        return self.ctx.metadata(QualifiedNameProvider)
-
-    @property
     def _parents(self):
         return self.ctx.metadata(ParentNodeProvider)
 
     # -- names and tree helpers ----------------------------------------------------------
     def qnames(self, node: cst.CSTNode) -> Set[str]:
-        value = _lazy(self._qn.get(node, set())) if node in self._qn else set()
-        return {q.name for q in value or ()}
+        return {q.name for q in self.ctx.qualified_names(node)}
 
     def is_(self, node: cst.CSTNode, names) -> bool:
         # Resolve names only for nodes that could end in one of ``names`` (cheap gate).

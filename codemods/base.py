@@ -12,13 +12,15 @@ carries Fixit-style ``VALID`` / ``INVALID`` cases that the test-suite runs.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, ClassVar, Collection, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import (ParentNodeProvider, PositionProvider, QualifiedName, QualifiedNameProvider,
+                             QualifiedNameSource)
 from libcst.metadata.base_provider import LazyValue
 
 from rocmport.findings import Applicability, Edit, Finding, Fix
@@ -70,6 +72,19 @@ class RuleContext:
         only when something is reported, qualified names only when a rule has a candidate."""
         return self.wrapper.resolve(provider)
 
+    def qualified_names(self, node: cst.CSTNode) -> Collection[QualifiedName]:
+        """QualifiedNameProvider's answer for ``node``. When the node's root name is bound
+        only by absolute imports at module level (or by nothing), the answer follows from
+        the import table alone and the provider (a scope analysis of the whole file, the
+        dearest metadata) is not run; otherwise it is asked. A test compares both on every
+        node of a corpus."""
+        if self.facts is not None and PREFILTER["enabled"]:
+            fast = _import_names(node, self.facts)
+            if fast is not None:
+                return fast
+        value = self.metadata(QualifiedNameProvider).get(node, ())
+        return (value() if isinstance(value, LazyValue) else value) or ()
+
     def position(self, node: cst.CSTNode):
         return self.metadata(PositionProvider)[node]
 
@@ -83,7 +98,7 @@ class RuleContext:
         if not PREFILTER["enabled"]:
             return True
         if self.facts is not None:
-            return not _possible_names(node, self.facts.bindings).isdisjoint(names)
+            return not _possible_names(node, self.facts).isdisjoint(names)
         lasts, parts = _name_parts(frozenset(names))
         aliases = self.import_aliases()
         if isinstance(node, cst.Name):
@@ -366,7 +381,61 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
-def _possible_names(node: cst.CSTNode, bindings) -> Set[str]:
+def _import_names(node: cst.CSTNode, facts: "Facts") -> Optional[Set[QualifiedName]]:
+    """QualifiedNameProvider's answer for a dotted name that is read (not a name an import
+    or a ``global`` statement binds), computed from the file's bindings (``Facts``) where
+    they decide it; None where the provider must be asked. Decided: a root bound only by
+    imports that agree (every binding in sight gives the same names), only at module level
+    (its own name), only in functions or classes (names no rule looks for: none), or by
+    nothing (a builtin, or no name). ``tests/test_prescan.py`` compares both on a corpus."""
+    rest: List[str] = []
+    while True:
+        if isinstance(node, cst.Attribute):
+            rest.append(node.attr.value)
+            node = node.value
+        elif isinstance(node, cst.Call):
+            node = node.func
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            break
+    if not isinstance(node, cst.Name):
+        if isinstance(node, (cst.Decorator, cst.FunctionDef, cst.ClassDef)):
+            return None
+        # ``(a - b).abs``: the provider spells the root "None", a builtin
+        return {QualifiedName("builtins.None", QualifiedNameSource.BUILTIN)} if rest else set()
+    name = node.value
+    if name.startswith("__"):
+        return None
+    kinds = facts.binding_kinds().get(name)
+    tail = "".join("." + part for part in reversed(rest))
+    if not kinds:  # a builtin is named without the attributes after it
+        return {QualifiedName("builtins." + name, QualifiedNameSource.BUILTIN)} if name in _BUILTINS else set()
+    if kinds <= {"import", "inner import"}:
+        imported = facts.binding_kinds_imports()[name]
+        # every import in sight gives the same name (an import inside another function
+        # than the reader's is not in sight: a NameError at run time, ignored)
+        if kinds == {"import"} or len(imported) == 1:
+            return {QualifiedName(full + tail, QualifiedNameSource.IMPORT) for full in imported}
+        return None
+    if kinds == {"module"}:
+        return {QualifiedName(name + tail, QualifiedNameSource.LOCAL)}
+    if kinds <= {"function", "class"} and name not in _BUILTINS and not _ROOT_CLASSES & facts.class_roots():
+        # Only names of a function's scope ("f.<locals>.x") or of a class ("A.x"), or none
+        # where it is not bound: no rule looks for such a name (unless a class is named
+        # like a module the rules know), so none is as good, and spares the provider.
+        return set()
+    return None
+
+
+_ROOT_CLASSES = frozenset({"torch", "triton", "os", "subprocess", "asyncio", "functools", "transformers",
+                           "builtins", "copy", "logging"})
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _possible_names(node: cst.CSTNode, facts: "Facts") -> Set[str]:
     """What ``node`` could resolve to under the file's import ``bindings``: its dotted name
     as ``libcst.helpers.get_full_name_for_node`` builds it, with the first part replaced by
     each qualified name an import binds to it (``_prescan`` gives the reasons)."""
@@ -385,7 +454,7 @@ def _possible_names(node: cst.CSTNode, bindings) -> Set[str]:
             break
     if not isinstance(node, cst.Name):
         return set()
-    bound = bindings.get(node.value)
+    bound = facts.roots(node.value)
     if not bound:
         return set()
     tail = "".join("." + part for part in reversed(rest))

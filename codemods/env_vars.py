@@ -473,7 +473,7 @@ class LateEnv(_EnvRule):
                             self._add(n, f"`from torch import {alias.name.value}`")
 
             def visit_Call(self, n):
-                if qualified_names(rule, n.func) & COMPILE_NAMES:
+                if qualified_names(rule, n.func, COMPILE_NAMES) & COMPILE_NAMES:
                     self._add(n, "a torch.compile call")
 
         node.visit(_Events())

@@ -136,3 +136,61 @@ def test_a_file_cpython_cannot_parse_skips_the_prefilter():
     tree, error = _prescan.parse("def f(:\n    pass\n")
     assert tree is None and isinstance(error, SyntaxError)
     assert _findings('import torch\nf = torch.compile(g, mode="reduce-overhead")\ndef f(:\n')[0][0] == "ROC001"
+
+
+def test_import_table_answers_like_the_provider():
+    """For every dotted name read in a corpus that the import table answers (its root bound
+    only by module-level imports, only at module level, only in functions, or by nothing),
+    the answer is QualifiedNameProvider's, less the names of function scopes."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, QualifiedNameProvider
+    from libcst.metadata.base_provider import LazyValue
+
+    from codemods.base import _import_names
+    from tests.test_performance_features import corpus
+
+    files = [p for p in corpus() if p.suffix == ".py" and p.stat().st_size < 60_000]
+    fast_answers = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        tree, _ = _prescan.parse(text)
+        try:
+            module = cst.parse_module(text)
+        except Exception:
+            continue
+        if tree is None:
+            continue
+        facts = _prescan.Facts.of(tree)
+        classes = facts.class_roots()
+        provider = MetadataWrapper(module, unsafe_skip_copy=True).resolve(QualifiedNameProvider)
+        skip = set()
+
+        class Check(cst.CSTVisitor):
+            def on_visit(self, node):
+                nonlocal fast_answers
+                if isinstance(node, (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
+                    return False  # the names these bind or declare are not reads: rules never ask
+                if isinstance(node, cst.Attribute):
+                    skip.add(id(node.attr))  # ``.sum`` of ``x.sum``: a part, not a read
+                elif isinstance(node, cst.Arg) and node.keyword is not None:
+                    skip.add(id(node.keyword))  # ``mode`` of ``mode=...``
+                if id(node) in skip:
+                    return True
+                if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and node in provider:
+                    fast = _import_names(node, facts)
+                    if fast is not None:
+                        value = provider[node]
+                        value = value() if isinstance(value, LazyValue) else value
+                        # names in a function's or comprehension's scope ("f.<locals>.x")
+                        # and in a class ("A.x"): no rule looks for one, and the table may
+                        # leave them out
+                        def relevant(names):
+                            return {q for q in names if "<" not in q.name
+                                    and not ("." in q.name and q.name.split(".", 1)[0] in classes)}
+
+                        assert relevant(fast) == relevant(value), (path, module.code_for_node(node)[:80], fast, value)
+                        fast_answers += 1
+                return True
+
+        module.visit(Check())
+    assert fast_answers > 1000, fast_answers
