@@ -388,27 +388,16 @@ def _import_names(node: cst.CSTNode, facts: "Facts") -> Optional[Set[QualifiedNa
     imports that agree (every binding in sight gives the same names), only at module level
     (its own name), only in functions or classes (names no rule looks for: none), or by
     nothing (a builtin, or no name). ``tests/test_prescan.py`` compares both on a corpus."""
-    rest: List[str] = []
-    while True:
-        if isinstance(node, cst.Attribute):
-            rest.append(node.attr.value)
-            node = node.value
-        elif isinstance(node, cst.Call):
-            node = node.func
-        elif isinstance(node, cst.Subscript):
-            node = node.value
-        else:
-            break
-    if not isinstance(node, cst.Name):
-        if isinstance(node, (cst.Decorator, cst.FunctionDef, cst.ClassDef)):
-            return None
+    if isinstance(node, (cst.Decorator, cst.FunctionDef, cst.ClassDef)):
+        return None
+    root, tail = _root_and_tail(node)
+    if not isinstance(root, cst.Name):
         # ``(a - b).abs``: the provider spells the root "None", a builtin
-        return {QualifiedName("builtins.None", QualifiedNameSource.BUILTIN)} if rest else set()
-    name = node.value
+        return {QualifiedName("builtins.None", QualifiedNameSource.BUILTIN)} if tail else set()
+    name = root.value
     if name.startswith("__"):
         return None
     kinds = facts.binding_kinds().get(name)
-    tail = "".join("." + part for part in reversed(rest))
     if not kinds:  # a builtin is named without the attributes after it
         return {QualifiedName("builtins." + name, QualifiedNameSource.BUILTIN)} if name in _BUILTINS else set()
     if kinds <= {"import", "inner import"}:
@@ -439,6 +428,18 @@ def _possible_names(node: cst.CSTNode, facts: "Facts") -> Set[str]:
     """What ``node`` could resolve to under the file's import ``bindings``: its dotted name
     as ``libcst.helpers.get_full_name_for_node`` builds it, with the first part replaced by
     each qualified name an import binds to it (``_prescan`` gives the reasons)."""
+    if isinstance(node, cst.Decorator):
+        node = node.decorator
+    root, tail = _root_and_tail(node)
+    if not isinstance(root, cst.Name):
+        return set()
+    return {full + tail for full in facts.roots(root.value)}
+
+
+def _root_and_tail(node: cst.CSTNode) -> Tuple[cst.CSTNode, str]:
+    """The root of a dotted name and the attributes after it, as
+    ``libcst.helpers.get_full_name_for_node`` reads them (through attributes, the callee of a
+    call, the value of a subscript): ``torch.cuda[0].graph(g)`` -> (``torch``, ".cuda.graph")."""
     rest: List[str] = []
     while True:
         if isinstance(node, cst.Attribute):
@@ -448,17 +449,8 @@ def _possible_names(node: cst.CSTNode, facts: "Facts") -> Set[str]:
             node = node.func
         elif isinstance(node, cst.Subscript):
             node = node.value
-        elif isinstance(node, cst.Decorator):
-            node = node.decorator
         else:
-            break
-    if not isinstance(node, cst.Name):
-        return set()
-    bound = facts.roots(node.value)
-    if not bound:
-        return set()
-    tail = "".join("." + part for part in reversed(rest))
-    return {full + tail for full in bound}
+            return node, "".join("." + part for part in reversed(rest))
 
 
 @functools.lru_cache(maxsize=512)
