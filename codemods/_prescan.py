@@ -55,21 +55,6 @@ def _last(node: ast.AST) -> str:
             return ""
 
 
-def _module_level_imports(body, out: Set[int]) -> None:
-    """Record the imports that run in the module's own scope (also under if/try/with/...)."""
-    for stmt in body:
-        kind = type(stmt)
-        if kind is ast.Import or kind is ast.ImportFrom:
-            out.add(id(stmt))
-        elif kind in _BLOCKS:
-            for attr in ("body", "orelse", "finalbody"):
-                _module_level_imports(getattr(stmt, attr, ()), out)
-            for handler in getattr(stmt, "handlers", ()):
-                _module_level_imports(handler.body, out)
-            for case in getattr(stmt, "cases", ()):
-                _module_level_imports(case.body, out)
-
-
 def _class_paths(body, prefix: str, out: Set[str]) -> None:
     for stmt in body:
         kind = type(stmt)
@@ -124,8 +109,8 @@ class Facts:
         self.stored_keys: Set[str] = set()  # ``a["k"] = ...``: "k"
         self.dict_keys: Set[str] = set()  # ``{"k": ...}``: "k"
         self.subscript_call_keywords: Set[str] = set()  # keywords of ``x[...](...)`` calls
-        # Names bound otherwise than by an absolute import at module level: an assignment,
-        # a parameter, a def, an import in a function or class, ...
+        # Names bound otherwise than by an import (in any scope): an assignment, a parameter,
+        # a def, ... (``roots`` adds their local names; ``binding_kinds`` sorts by scope)
         self.other_bindings: Set[str] = set()
         self.class_paths: Set[str] = set()  # "A", "A.B": classes not inside a function
         self.tree: Optional[ast.AST] = None
@@ -145,8 +130,6 @@ class Facts:
         FunctionDef, AsyncFunctionDef, ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
         Load, Arg = ast.Load, ast.arg
         other = facts.other_bindings
-        top_imports: Set[int] = set()
-        _module_level_imports(getattr(tree, "body", ()), top_imports)
         for node in ast.walk(tree):
             kind = type(node)
             if kind is Name:
@@ -207,26 +190,18 @@ class Facts:
             elif kind is ClassDef:
                 other.add(node.name)
             elif kind is Import:
-                top = id(node) in top_imports
                 for alias in node.names:
                     if alias.asname:
-                        bound, full = alias.asname, alias.name
+                        bindings.setdefault(alias.asname, set()).add(alias.name)
                     else:  # ``import a.b.c`` binds ``a``
-                        bound = full = alias.name.split(".", 1)[0]
-                    bindings.setdefault(bound, set()).add(full)
-                    if not top:
-                        other.add(bound)
+                        first = alias.name.split(".", 1)[0]
+                        bindings.setdefault(first, set()).add(first)
             elif kind is ImportFrom:
-                top = id(node) in top_imports
+                if node.level or not node.module:
+                    continue  # relative: the provider's names start with "."
                 for alias in node.names:
-                    if alias.name == "*":
-                        continue  # binds nothing the provider sees
-                    bound = alias.asname or alias.name
-                    if node.level or not node.module:
-                        continue  # relative: the provider's names start with "."
-                    bindings.setdefault(bound, set()).add(f"{node.module}.{alias.name}")
-                    if not top:
-                        other.add(bound)
+                    if alias.name != "*":  # a star binds nothing the provider sees
+                        bindings.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
             elif kind in _OTHER_BINDERS:
                 other.update(_OTHER_BINDERS[kind](node))
         return facts
