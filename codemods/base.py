@@ -60,6 +60,7 @@ class RuleContext:
         self.wrapper = wrapper
         self.lines = lines
         self.gate_name = gate_name
+        self.quote = '"'  # the quote the repository's formatter wants in generated strings
         self.options = options
         self.findings: List[Finding] = []
         self.span_errors: List[str] = []

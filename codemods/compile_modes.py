@@ -395,10 +395,33 @@ class NonLiteralMode(_CompileCalls):
                     leaf,
                     f"mode={shown} is decided at run time; if it is \"reduce-overhead\" or"
                     f" \"max-autotune\", inductor uses CUDA graphs, which hang or slow down on ROCm",
-                    fix=Fix(Applicability.SAFE, "Map the mode to its ROCm form at run time",
-                            (self.context.replace(leaf, f"{MODE_MAPPER}({source})"),),
-                            ("gate", "mode_mapper")),
+                    fix=self._mapped(leaf, source),
                 )
+
+    def _mapped(self, leaf: cst.BaseExpression, source: str) -> Fix:
+        """``mode=m`` -> ``mode={...}.get(m, m) if is_rocm else m``: one expression, no helper.
+        ``m`` is read twice on ROCm, so the fix is safe only where reading it has no effect
+        (a name, an attribute or a constant subscript chain)."""
+        q = getattr(self.context, "quote", '"')
+        table = ", ".join(f"{q}{k}{q}: {q}{v}{q}" for k, v in ROCM_MODES.items())
+        text = f"{{{table}}}.get({source}, {source}) if {self.context.gate_name} else {source}"
+        if not isinstance(self.parent(leaf), (cst.Arg, cst.DictElement)):
+            text = f"({text})"
+        pure = _reads_without_effects(leaf)
+        return Fix(Applicability.SAFE if pure else Applicability.UNSAFE, "Map the mode to its ROCm form at run time",
+                   (self.context.replace(leaf, text),), ("gate",))
+
+
+def _reads_without_effects(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Name):
+        return True
+    if isinstance(node, cst.Attribute):
+        return _reads_without_effects(node.value)
+    if isinstance(node, cst.Subscript):
+        return _reads_without_effects(node.value) and all(
+            isinstance(e.slice, cst.Index) and isinstance(e.slice.value, (cst.SimpleString, cst.Integer))
+            for e in node.slice)
+    return False
 
 
 class ReduceOverheadGraphHelper(_CompileCalls):

@@ -11,6 +11,7 @@ whose result would not parse.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import os
 import re
@@ -26,9 +27,9 @@ from codemods import _prescan, env_files
 from codemods.base import PREFILTER, Rule, RuleContext, RuleOptions, dotted_name
 from codemods.tool import FixFailed, UnreadableFile
 
-from . import prelude
+from . import house, placement, prelude, reformat
 from .config import Settings
-from .findings import Edit, Finding, Position
+from .findings import Applicability, Edit, Finding, Position
 from .registry import visitor_rules
 from .source import LineIndex, SourceError, SourceText, apply_edits
 
@@ -60,7 +61,7 @@ class Analysis:
     wrapper: Optional[cst.MetadataWrapper] = None
     lines: Optional[LineIndex] = None
     gate: str = prelude.DEFAULT_GATE
-    gate_binding: Optional[Tuple[int, int]] = None  # span of the file's own gate binding
+    gate_binding: Optional[Tuple[str, int]] = None  # the file's own gate binding statement
     block: Optional[prelude.Block] = None
 
 
@@ -104,6 +105,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     context = RuleContext(path=path, text=text, module=module, wrapper=wrapper, lines=lines,
                           gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes),
                           facts=facts)
+    context.quote = house.style_for(path).quote
     visitors = [rule(context) for rule in triggered]
     try:
         # Not wrapper.visit_batched: that would resolve every declared provider up front.
@@ -112,7 +114,9 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     except RecursionError:
         return Analysis(text, _roc001(path, "cannot analyse: nesting too deep", 1, 1, enabled), lines=lines)
     findings = _unsuppressed(context.findings, text, lines)
-    return Analysis(text, findings, module, wrapper, lines, gate, binding, block)
+    analysis = Analysis(text, findings, module, wrapper, lines, gate, binding, block)
+    analysis.findings = _with_gate_edits(analysis, settings)
+    return analysis
 
 
 def _parser_message(exc: cst.ParserSyntaxError) -> str:
@@ -270,6 +274,18 @@ def means_rocm_build(expr: cst.BaseExpression, torch_names: Set[str]) -> bool:
     return False
 
 
+def _code_names(text: str) -> Set[str]:
+    """Every name token of the code (strings and comments do not count)."""
+    names = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.NAME:
+                names.add(tok.string)
+    except (tokenize.TokenError, SyntaxError, IndentationError):  # pragma: no cover - it parsed
+        return {m.group(0) for m in re.finditer(r"\w+", text)}
+    return names
+
+
 def _choose_gate(module: cst.Module, text: str, block: Optional[prelude.Block]):
     """The name fixed code tests: the prelude's, the file's own binding, or a free name."""
     if block is not None:
@@ -297,7 +313,8 @@ def _choose_gate(module: cst.Module, text: str, block: Optional[prelude.Block]):
                     return name, ("stmt", id(assigned[0][0]))
     name = prelude.DEFAULT_GATE
     counter = 0
-    while re.search(rf"\b{re.escape(name)}\b", text):
+    taken = _code_names(text) if name in text else set()
+    while name in taken:
         counter += 1
         name = "_rocmport_is_rocm" if counter == 1 else f"_rocmport_is_rocm_{counter}"
     return name, None
@@ -329,50 +346,76 @@ def _statement_spans(analysis: Analysis):
         yield stmt, lines.offset(rng.start.line, rng.start.column), lines.offset(rng.end.line, rng.end.column)
 
 
-def _is_anchor(stmt: cst.CSTNode, index: int) -> bool:
-    """Docstring, __future__ import or torch import: the prelude goes after these."""
-    if not isinstance(stmt, cst.SimpleStatementLine):
+def _enclosing_functions(analysis: Analysis, offset: int) -> List[cst.FunctionDef]:
+    """The function definitions around ``offset``, outermost first."""
+    positions = analysis.wrapper.resolve(PositionProvider)
+    lines = analysis.lines
+    found: List[cst.FunctionDef] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+            rng = positions[node]
+            start = lines.offset(rng.start.line, rng.start.column)
+            end = lines.offset(rng.end.line, rng.end.column)
+            if start <= offset < end:
+                found.append(node)
+                return True
+            return False
+
+    analysis.module.visit(Finder())
+    return found
+
+
+def _gate_bound(analysis: Analysis, before: int) -> bool:
+    """Is the gate name already bound at module level before ``before``?"""
+    if analysis.block is not None:
+        return analysis.block.start < before
+    if analysis.gate_binding is None:
         return False
-    for small in stmt.body:
-        if index == 0 and isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
-            return True
-        if isinstance(small, cst.ImportFrom) and small.module is not None:
-            name = dotted_name(small.module) or ""
-            if name == "__future__" or name == "torch" or name.startswith("torch."):
-                return True
-        if isinstance(small, cst.Import):
-            if any(dotted_name(a.name) == "torch" or (dotted_name(a.name) or "").startswith("torch.") for a in small.names):
-                return True
+    for stmt, start, _end in _statement_spans(analysis):
+        if ("stmt", id(stmt)) == analysis.gate_binding:
+            return start < before
     return False
 
 
-def _insertion_point(analysis: Analysis, before: int) -> Tuple[int, bool]:
-    """Where a new prelude block goes: after the docstring, ``__future__`` and torch imports
-    that precede the first fixed statement. Returns (offset, follows an anchor)."""
+def _with_gate_edits(analysis: Analysis, settings: Settings) -> List[Finding]:
+    """Each fix that tests the gate carries the edit that binds it (JSON and SARIF fixes are
+    then complete); identical edits of several fixes are applied once."""
+    needy = [f for f in analysis.findings if f.fix is not None and f.fix.edits and "gate" in f.fix.requires
+             and "graph_helper" not in f.fix.requires]
+    if not needy:
+        return analysis.findings
+    placer = None
+    out = []
+    for f in analysis.findings:
+        if f not in needy:
+            out.append(f)
+            continue
+        before = min(e.start for e in f.fix.edits)
+        requires = tuple(r for r in f.fix.requires if r != "gate")
+        if _gate_bound(analysis, before):
+            out.append(dataclasses.replace(f, fix=dataclasses.replace(f.fix, requires=requires)))
+            continue
+        if placer is None:
+            placer = placement.Placer(analysis.module, analysis.wrapper, analysis.text, analysis.lines,
+                                      analysis.gate, quote=house.style_for(f.filename).quote)
+        plan = placer.plan(before, _enclosing_functions(analysis, before))
+        if plan.edit is None:
+            fix = dataclasses.replace(f.fix, applicability=Applicability.DISPLAY_ONLY,
+                                      message=f"{f.fix.message} (not applied: {plan.problem})")
+            out.append(dataclasses.replace(f, fix=fix))
+            continue
+        edit = analysis_edit(analysis, plan.edit)
+        out.append(dataclasses.replace(f, fix=dataclasses.replace(
+            f.fix, edits=tuple(f.fix.edits) + (edit,), requires=requires)))
+    return out
+
+
+def analysis_edit(analysis: Analysis, edit: Edit) -> Edit:
+    """``edit`` with its 1-based positions filled in, as rules' edits have them."""
     lines = analysis.lines
-    anchor_end: Optional[int] = None
-    first_start: Optional[int] = None
-    leading = True  # still inside the file's opening run of docstring and imports
-    for index, (stmt, start, end) in enumerate(_statement_spans(analysis)):
-        if first_start is None:
-            first_start = start
-        if end > before:
-            limit = lines.line_span(lines.position(start).row)[0]
-            break
-        is_import = _is_anchor(stmt, index) or (
-            isinstance(stmt, cst.SimpleStatementLine)
-            and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body))
-        leading = leading and is_import
-        if (leading and is_import) or _is_anchor(stmt, index) or ("stmt", id(stmt)) == analysis.gate_binding:
-            anchor_end = end
-    else:
-        limit = len(analysis.text)
-    if anchor_end is None:
-        start = first_start if first_start is not None else len(analysis.text)
-        return lines.line_span(lines.position(start).row)[0] if start < len(analysis.text) else start, False
-    row = lines.position(anchor_end).row
-    offset = lines.starts[row] if row < len(lines.starts) else len(analysis.text)
-    return min(offset, limit), True
+    start, end = lines.position(edit.start), lines.position(edit.end)
+    return Edit(edit.start, edit.end, edit.content, Position(start.row, start.column), Position(end.row, end.column))
 
 
 def _package_of(path: str) -> Optional[Tuple[Path, str]]:
@@ -397,38 +440,34 @@ _MAIN_RE = re.compile(r"""__name__\s*==\s*['"]__main__['"]""")
 
 def prelude_style(path: str, text: str, options: prelude.PreludeOptions):
     """"inline" or ("import", top package directory, package name)."""
-    if options.style == "inline":
-        return "inline"
+    if options.style != "module":
+        return "inline"  # the default: no new file
     package = _package_of(path)
     if package is None:
         return "inline"
-    if options.style == "auto" and _MAIN_RE.search(text):
-        return "inline"  # a script inside a package: it may run as __main__, keep it whole
     return ("import",) + package
 
 
 def _prelude_edit(analysis: Analysis, requires: Set[str], before: int, path: str,
-                  settings: Settings) -> Tuple[Optional[Edit], Dict[str, bytes]]:
+                  settings: Settings) -> Tuple[Optional[Edit], Dict[str, bytes], Optional[str]]:
+    """The marker block for the parts in ``requires`` (the graph helper): (edit, generated
+    files, problem). A block whose content rocmport did not write is never replaced."""
     options = settings.prelude
     text = analysis.text
     newline = analysis.lines.newline()
     block = analysis.block
+    if block is not None and not prelude.is_own_block(text, block, options):
+        if set(requires) <= set(block.parts):
+            return None, {}, None
+        return None, {}, (f"the rocmport block at line {analysis.lines.position(block.start).row} was edited"
+                          " by hand; it is not regenerated")
     parts = set(requires) | (set(block.parts) if block else set())
     gate = analysis.gate
     style = prelude_style(path, text, options)
     if block is not None:
         style = "inline" if block.style == "inline" else style
-    # Reuse the file's own gate binding only when it is bound before the prelude runs.
-    define_gate = True
-    if analysis.gate_binding is not None:
-        define_gate = False
-        for stmt, start, end in _statement_spans(analysis):
-            if ("stmt", id(stmt)) == analysis.gate_binding:
-                insertion = block.start if block else _insertion_point(analysis, before)[0]
-                define_gate = end > insertion
-                break
-    elif block is not None and f"{gate} = _rocmport_hip" not in text[block.start:block.end] and block.style == "inline":
-        define_gate = False
+    define_gate = not (analysis.gate_binding is not None or (
+        block is not None and block.style == "inline" and f"{gate} = _rocmport_hip" not in text[block.start:block.end]))
     extra: Dict[str, bytes] = {}
     if style == "inline":
         rendered = prelude.render_inline(gate, parts, options, define_gate=define_gate, newline=newline)
@@ -436,21 +475,24 @@ def _prelude_edit(analysis: Analysis, requires: Set[str], before: int, path: str
         _, top, package = style
         rendered = prelude.render_import(package, gate, parts, options, define_gate=define_gate, newline=newline)
         module_path = top / f"{options.module_name}.py"
-        wanted = prelude.render_module(options).encode("utf-8")
+        wanted = prelude.render_module(options, parts, header=house.license_header(top)).encode("utf-8")
         try:
             current = module_path.read_bytes()
         except OSError:
             current = None
-        if current != wanted:
+        if current is not None and not prelude.is_generated_module(current):
+            return None, {}, f"{module_path.name} exists and was not written by rocmport"
+        if current is None or not prelude.same_code(current, wanted):
             extra[str(module_path)] = wanted
     if block is not None:
-        if text[block.start:block.end] == rendered:
-            return None, extra
-        return Edit(block.start, block.end, rendered), extra
-    offset, after_anchor = _insertion_point(analysis, before)
-    blank = newline if after_anchor else ""
-    trailing = "" if text.startswith(("\n", "\r"), offset) else newline
-    return Edit(offset, offset, blank + rendered + trailing), extra
+        if prelude.same_code(text[block.start:block.end], rendered):
+            return None, extra, None
+        return Edit(block.start, block.end, rendered), extra, None
+    plan = placement.Placer(analysis.module, analysis.wrapper, text, analysis.lines, gate).plan(before)
+    if plan.edit is None:
+        return None, {}, plan.problem
+    offset = plan.edit.start
+    return Edit(offset, offset, newline + rendered), extra, None
 
 
 def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[str, Analysis, int, List[Finding], Dict[str, bytes]]:
@@ -464,37 +506,31 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[
         analysis = analyze(text, path, settings, rules, enabled)
         candidates = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
         if not candidates or analysis.module is None:
-            if analysis.block is not None and analysis.module is not None:
-                # Regenerate a block written by another rocmport version or other settings.
-                pedit, files = _prelude_edit(analysis, set(), analysis.block.start, path, settings)
-                extra.update(files)
-                if pedit is not None:
-                    updated = apply_edits(text, [pedit])
-                    if _parse_error(updated) is None:
-                        text = updated
-                        analysis = analyze(text, path, settings, rules, enabled)
             return text, analysis, applied, notes, extra
         chosen: List[Finding] = []
         taken: List[Edit] = []
         for f in sorted(candidates, key=lambda f: (f.span, f.code)):
-            if any(e.overlaps(t) for e in f.fix.edits for t in taken):
+            own = [e for e in f.fix.edits if e not in taken]
+            if any(e.overlaps(t) for e in own for t in taken):
                 continue
             chosen.append(f)
-            taken.extend(f.fix.edits)
+            taken.extend(own)
 
         def attempt(group: List[Finding]):
-            edits = [e for f in group for e in f.fix.edits]
-            requires = {r for f in group for r in f.fix.requires}
+            edits = placement.dedupe([e for f in group for e in f.fix.edits])
+            requires = {r for f in group for r in f.fix.requires} - {"gate"}
             files: Dict[str, bytes] = {}
             if requires:
-                pedit, files = _prelude_edit(analysis, requires, min(e.start for e in edits), path, settings)
+                pedit, files, problem = _prelude_edit(analysis, requires, min(e.start for e in edits), path, settings)
+                if problem is not None:
+                    return None, files, problem
                 if pedit is not None:
                     if any(pedit.overlaps(e) for e in edits):
-                        return None, files, "the prelude would overlap the fix"
+                        return None, files, "the generated block would overlap the fix"
                     edits.append(pedit)
             new_text = apply_edits(text, edits)
             error = _parse_error(new_text)
-            return (None if error else new_text), files, error
+            return (None if error else new_text), files, (f"the result would not parse ({error})" if error else None)
 
         new_text, files, error = attempt(chosen)
         if new_text is None:
@@ -503,7 +539,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[
                 t, _, reason = attempt([f])
                 if t is None:
                     failed.add(_fix_key(f))
-                    notes.append(_roc002(f, f"fix for {f.code} not applied: the result would not parse ({reason})", enabled))
+                    notes.append(_roc002(f, f"fix for {f.code} not applied: {reason}", enabled))
                 else:
                     good.append(f)
             if not good:
@@ -556,6 +592,11 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
     try:
         if fix:
             text, analysis, applied, notes, extra = fix_text(source.text, path, settings, rules, enabled)
+            if text != source.text:
+                formatted = reformat.reformat(source.text, text, house.style_for(path), path, analysis.lines.newline())
+                if formatted != text:
+                    text = formatted
+                    analysis = analyze(text, path, settings, rules, enabled)
             report.findings = analysis.findings + [n for n in notes if n is not None]
             report.fixes_applied = applied
             report.extra_files = extra

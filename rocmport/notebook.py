@@ -456,20 +456,19 @@ def _prelude_target(cells: List[CodeCell]) -> Optional[CodeCell]:
 
 
 def _insertion_offset(cell: CodeCell) -> Tuple[int, bool]:
-    """Where the prelude goes in ``cell`` (offset in its masked text, after an anchor?)."""
-    from . import engine
+    """Where the generated block goes in ``cell`` (offset in its masked text, after an anchor?)."""
+    from . import placement
 
     text = cell.masked
     try:
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError):
         return cell.magic_line_end, False
-    analysis = engine.Analysis(text=text, findings=[], module=module,
-                               wrapper=cst.MetadataWrapper(module, unsafe_skip_copy=True), lines=LineIndex(text))
-    offset, after_anchor = engine._insertion_point(analysis, len(text))
-    if offset < cell.magic_line_end:
+    plan = placement.Placer(module, cst.MetadataWrapper(module, unsafe_skip_copy=True), text, LineIndex(text),
+                            prelude.DEFAULT_GATE).plan(len(text))
+    if plan.edit is None or plan.edit.start < cell.magic_line_end:
         return cell.magic_line_end, False
-    return offset, after_anchor
+    return plan.edit.start, True
 
 
 def _block_cell(text: str, block: prelude.Block, cells: List[CodeCell], nonce: str) -> Optional[Tuple[int, int]]:
