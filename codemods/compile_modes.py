@@ -178,11 +178,11 @@ class ReduceOverheadMode(_LiteralMode):
         Case('import torch\nf = torch.compile(g, mode="reduce-overhead")\n',
              'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")\n'),
         Case("import torch as th\n\n@th.compile(mode='reduce-overhead')\ndef f(x):\n    return x\n",
-             "import torch as th\n\n{PRELUDE}\n\n@th.compile(mode='default' if is_rocm else 'reduce-overhead')\ndef f(x):\n    return x\n"),
+             'import torch as th\n\nis_rocm = getattr(th.version, "hip", None) is not None\n\n@th.compile(mode=\'default\' if is_rocm else \'reduce-overhead\')\ndef f(x):\n    return x\n'),
         Case('import functools\nimport torch\nc = functools.partial(torch.compile, mode="reduce-overhead")\n',
              'import functools\nimport torch\n\n{PRELUDE}\n\nc = functools.partial(torch.compile, mode="default" if is_rocm else "reduce-overhead")\n'),
         Case('from torch import compile as tc\nf = tc(mode="reduce-overhead")(g)\n',
-             'from torch import compile as tc\n\n{PRELUDE}\n\nf = tc(mode="default" if is_rocm else "reduce-overhead")(g)\n'),
+             'import torch\nfrom torch import compile as tc\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nf = tc(mode="default" if is_rocm else "reduce-overhead")(g)\n'),
         Case('import torch\nmodel.compile(mode="reduce-overhead")\n',
              'import torch\n\n{PRELUDE}\n\nmodel.compile(mode="default" if is_rocm else "reduce-overhead")\n'),
         Case('import torch\nf = torch.compile(g, **{"mode": "reduce-overhead"})\n',
@@ -377,7 +377,7 @@ class NonLiteralMode(_CompileCalls):
     )
     INVALID = (
         Case('import torch\ndef build(model, cfg):\n    return torch.compile(model, mode=cfg.compile_mode)\n',
-             'import torch\n\n{PRELUDE:mode_mapper}\n\ndef build(model, cfg):\n    return torch.compile(model, mode=rocmport_compile_mode(cfg.compile_mode))\n'),
+             'import torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ndef build(model, cfg):\n    return torch.compile(model, mode={"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(cfg.compile_mode, cfg.compile_mode) if is_rocm else cfg.compile_mode)\n'),
     )
 
     def check_call(self, call: cst.Call, kind: str) -> None:

@@ -314,9 +314,9 @@ class MaxAutotuneEnv(_GatedValue):
     )
     INVALID = (
         Case('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"\n',
-             'import os\n\n{PRELUDE}\n\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0" if is_rocm else "1"\n'),
+             'import os\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0" if is_rocm else "1"\n'),
         Case("from os import environ as env\nenv.setdefault('TORCHINDUCTOR_MAX_AUTOTUNE_GEMM', '1')\n",
-             "from os import environ as env\n\n{PRELUDE}\n\nenv.setdefault('TORCHINDUCTOR_MAX_AUTOTUNE_GEMM', '0' if is_rocm else '1')\n"),
+             'from os import environ as env\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nenv.setdefault(\'TORCHINDUCTOR_MAX_AUTOTUNE_GEMM\', \'0\' if is_rocm else \'1\')\n'),
         Case('import os\nimport subprocess\nsubprocess.run(["python", "t.py"], env={**os.environ, "TORCHINDUCTOR_MAX_AUTOTUNE": "1"})\n'),
     )
 
@@ -349,11 +349,11 @@ class CudagraphsEnv(_GatedValue):
     )
     INVALID = (
         Case('import os\nimport subprocess\nsubprocess.run(cmd, env={**os.environ, "TORCHINDUCTOR_CUDAGRAPHS": "1"})\n',
-             'import os\nimport subprocess\n\n{PRELUDE}\n\nsubprocess.run(cmd, env={**os.environ, "TORCHINDUCTOR_CUDAGRAPHS": "0" if is_rocm else "1"})\n'),
+             'import os\nimport subprocess\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nsubprocess.run(cmd, env={**os.environ, "TORCHINDUCTOR_CUDAGRAPHS": "0" if is_rocm else "1"})\n'),
         Case('import os as _os\n_os.putenv("TORCHINDUCTOR_CUDAGRAPHS", "1")\n',
-             'import os as _os\n\n{PRELUDE}\n\n_os.putenv("TORCHINDUCTOR_CUDAGRAPHS", "0" if is_rocm else "1")\n'),
+             'import os as _os\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\n_os.putenv("TORCHINDUCTOR_CUDAGRAPHS", "0" if is_rocm else "1")\n'),
         Case('import os\ndef launch(cmd):\n    env = os.environ.copy()\n    env["TORCHINDUCTOR_CUDAGRAPHS"] = flag\n    return env\n',
-             'import os\n\n{PRELUDE}\n\ndef launch(cmd):\n    env = os.environ.copy()\n    env["TORCHINDUCTOR_CUDAGRAPHS"] = "0" if is_rocm else flag\n    return env\n'),
+             'import os\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ndef launch(cmd):\n    env = os.environ.copy()\n    env["TORCHINDUCTOR_CUDAGRAPHS"] = "0" if is_rocm else flag\n    return env\n'),
     )
 
 
@@ -384,9 +384,9 @@ class GemmBackendsEnv(_GatedValue):
     )
     INVALID = (
         Case('import os\nos.environ.update({"TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "TRITON,ATEN"})\n',
-             'import os\n\n{PRELUDE}\n\nos.environ.update({"TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "ATEN" if is_rocm else "TRITON,ATEN"})\n'),
+             'import os\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nos.environ.update({"TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "ATEN" if is_rocm else "TRITON,ATEN"})\n'),
         Case('import os\nos.environ.update(TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS="cpp")\n',
-             'import os\n\n{PRELUDE}\n\nos.environ.update(TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS="ATEN" if is_rocm else "cpp")\n'),
+             'import os\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nos.environ.update(TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS="ATEN" if is_rocm else "cpp")\n'),
     )
 
 

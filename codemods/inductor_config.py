@@ -295,11 +295,11 @@ class TritonCudagraphs(_InductorSetting):
         Case("import torch\ntorch._inductor.config.triton.cudagraphs = True\n",
              "import torch\n\n{PRELUDE}\n\ntorch._inductor.config.triton.cudagraphs = False if is_rocm else True\n"),
         Case("from torch._inductor import config\n\nwith config.patch({\"triton.cudagraphs\": True}):\n    pass\n",
-             "from torch._inductor import config\n\n{PRELUDE}\n\nwith config.patch({\"triton.cudagraphs\": False if is_rocm else True}):\n    pass\n"),
+             'import torch\nfrom torch._inductor import config\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nwith config.patch({"triton.cudagraphs": False if is_rocm else True}):\n    pass\n'),
         Case("import torch._inductor.config as ic\n\n@ic.patch(**{\"triton.cudagraphs\": True})\ndef f():\n    pass\n",
-             "import torch._inductor.config as ic\n\n{PRELUDE}\n\n@ic.patch(**{\"triton.cudagraphs\": False if is_rocm else True})\ndef f():\n    pass\n"),
+             'import torch\nimport torch._inductor.config as ic\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\n@ic.patch(**{"triton.cudagraphs": False if is_rocm else True})\ndef f():\n    pass\n'),
         Case("def setup():\n    from torch._inductor import config\n    config.triton.cudagraphs = 1\n",
-             "{PRELUDE}\n\ndef setup():\n    from torch._inductor import config\n    config.triton.cudagraphs = False if is_rocm else 1\n"),
+             'def setup():\n    from torch._inductor import config\n    import torch\n    is_rocm = getattr(torch.version, "hip", None) is not None\n    config.triton.cudagraphs = False if is_rocm else 1\n'),
     )
 
 
@@ -339,7 +339,7 @@ class TritonCudagraphTrees(_InductorSetting):
         Case("import torch\ntorch._inductor.config.triton.cudagraph_trees = True\n",
              "import torch\n\n{PRELUDE}\n\ntorch._inductor.config.triton.cudagraph_trees = False if is_rocm else True\n"),
         Case("import torch._inductor.config as c\nsetattr(c.triton, \"cudagraph_trees\", True)\n",
-             "import torch._inductor.config as c\n\n{PRELUDE}\n\nsetattr(c.triton, \"cudagraph_trees\", False if is_rocm else True)\n"),
+             'import torch\nimport torch._inductor.config as c\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nsetattr(c.triton, "cudagraph_trees", False if is_rocm else True)\n'),
     )
 
 
@@ -426,7 +426,7 @@ class GemmBackends(_InductorSetting):
         Case("import torch\ntorch._inductor.config.max_autotune_gemm_backends = 'triton,aten'\n",
              "import torch\n\n{PRELUDE}\n\ntorch._inductor.config.max_autotune_gemm_backends = 'ATEN' if is_rocm else 'triton,aten'\n"),
         Case("from torch._inductor import config\nwith config.patch(\"max_autotune_gemm_backends\", \"ATEN,CPP\"):\n    pass\n",
-             "from torch._inductor import config\n\n{PRELUDE}\n\nwith config.patch(\"max_autotune_gemm_backends\", \"ATEN\" if is_rocm else \"ATEN,CPP\"):\n    pass\n"),
+             'import torch\nfrom torch._inductor import config\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nwith config.patch("max_autotune_gemm_backends", "ATEN" if is_rocm else "ATEN,CPP"):\n    pass\n'),
     )
 
     def hazardous(self, key: str, value: cst.BaseExpression) -> bool:
@@ -468,7 +468,7 @@ class MemoryPlanning(_InductorSetting):
     )
     INVALID = (
         Case("from torch._inductor import config\nconfig.memory_planning = True\n",
-             "from torch._inductor import config\n\n{PRELUDE}\n\nconfig.memory_planning = False if is_rocm else True\n"),
+             'import torch\nfrom torch._inductor import config\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nconfig.memory_planning = False if is_rocm else True\n'),
         Case("import torch\nf = torch.compile(g, options={\"memory_planning\": True, \"triton.cudagraphs\": True})\n",
              codes=("ROC205", "ROC103")),
     )

@@ -350,11 +350,10 @@ class TritonNumWarps(_TritonRule):
     )
     INVALID = (
         Case('import triton\ncfg = triton.Config({"BLOCK": 4096}, num_warps=32)\n',
-             'import triton\n\n{PRELUDE}\n\ncfg = triton.Config({"BLOCK": 4096}, num_warps=16 if is_rocm else 32)\n'),
+             'import torch\nimport triton\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ncfg = triton.Config({"BLOCK": 4096}, num_warps=16 if is_rocm else 32)\n'),
         Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(x, B: tl.constexpr):\n    pass\n"
              "W = 32\ndef f(x):\n    k[(1,)](x, B=1024, num_warps=W)\n",
-             "import triton\nimport triton.language as tl\n\n{PRELUDE}\n\n@triton.jit\ndef k(x, B: tl.constexpr):\n    pass\n"
-             "W = 16 if is_rocm else 32\ndef f(x):\n    k[(1,)](x, B=1024, num_warps=W)\n"),
+             'import torch\nimport triton\nimport triton.language as tl\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\n@triton.jit\ndef k(x, B: tl.constexpr):\n    pass\nW = 16 if is_rocm else 32\ndef f(x):\n    k[(1,)](x, B=1024, num_warps=W)\n'),
     )
 
     def check(self, a: TritonAnalysis) -> None:

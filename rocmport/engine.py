@@ -405,9 +405,9 @@ def _with_gate_edits(analysis: Analysis, settings: Settings) -> List[Finding]:
                                       message=f"{f.fix.message} (not applied: {plan.problem})")
             out.append(dataclasses.replace(f, fix=fix))
             continue
-        edit = analysis_edit(analysis, plan.edit)
+        added = tuple(analysis_edit(analysis, e) for e in plan.extra + (plan.edit,))
         out.append(dataclasses.replace(f, fix=dataclasses.replace(
-            f.fix, edits=tuple(f.fix.edits) + (edit,), requires=requires)))
+            f.fix, edits=tuple(f.fix.edits) + added, requires=requires)))
     return out
 
 

@@ -114,6 +114,7 @@ class GatePlan:
 
     edit: Optional[Edit]  # None: nothing to add
     problem: Optional[str] = None  # why no gate can be bound (the fix is then not applied)
+    extra: Tuple[Edit, ...] = ()  # an ``import torch`` the gate needs, in the import block
 
 
 def gate_text(gate: str, torch_name: str, quote: str = '"', maybe_missing: bool = False) -> str:
@@ -158,8 +159,9 @@ class Placer:
                 break
             name = torch_binding(stmt)
             if name:
-                torch_name, maybe_missing = name, False
-            elif _try_binds_torch(stmt):
+                if torch_name is None or maybe_missing or name == "torch":
+                    torch_name, maybe_missing = name, False
+            elif _try_binds_torch(stmt) and torch_name is None:
                 torch_name, maybe_missing = _try_binds_torch(stmt), True
             if index == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
                     and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
@@ -171,13 +173,80 @@ class Placer:
         if torch_name is not None and anchor is not None:
             offset = self._line_end(anchor)
             line = gate_text(self.gate, torch_name, self.quote, maybe_missing)
-            prefix = "" if offset == 0 or self.text[offset - 1] in "\r\n" else self.newline
-            return GatePlan(Edit(offset, offset, prefix + self.newline + line + self.newline))
+            return GatePlan(self._gate_edit(offset, line))
         for scope in reversed(scopes):  # torch imported inside the function that needs the gate
             plan = self._in_function(scope, before)
             if plan is not None:
                 return plan
+        if torch_name is None and not scopes_import_torch(scopes):
+            return self._with_import(before)
         return GatePlan(None, "the file does not import torch at module level before the fix")
+
+    def _gate_edit(self, offset: int, line: str, extra: str = "") -> Edit:
+        """The gate line at ``offset`` (a line start), a paragraph of its own."""
+        prefix = "" if offset == 0 or self.text[offset - 1] in "\r\n" else self.newline
+        rest = self.text[offset:]
+        blank_after = rest.startswith(("\n", "\r")) or not rest.strip()
+        return Edit(offset, offset, prefix + extra + self.newline + line + self.newline
+                    + ("" if blank_after else self.newline))
+
+    def _with_import(self, before: int) -> GatePlan:
+        """No torch import at all: ``import torch`` where isort puts it, the gate after the block."""
+        imports = []  # (stmt, start, end, root, is_plain)
+        anchor = None
+        for index, stmt in enumerate(self.module.body):
+            start, end = self.span(stmt)
+            if start >= before:
+                break
+            if index == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
+                    and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+                anchor = end
+                continue
+            if _is_import_line(stmt):
+                small = stmt.body[0]
+                if isinstance(small, cst.Import):
+                    imports.append((stmt, start, end, dotted(small.names[0].name) or "", True))
+                else:
+                    root = "." if small.relative else (dotted(small.module) or "").split(".")[0]
+                    imports.append((stmt, start, end, root, False))
+                anchor = end
+            elif _guarded_imports(stmt):
+                anchor = end
+            elif not _set_up_line(stmt):
+                break
+        import_line = "import torch" + self.newline
+        third = _torch_group(imports, self.lines)
+        if third:
+            at = None
+            for stmt, start, end, name, plain in third:
+                if plain and name.lower() > "torch":
+                    at = start
+                    break
+            if at is None:
+                froms = [i for i in third if not i[4]]
+                at = froms[0][1] if froms else self._line_end(third[-1][2])
+            at = self.lines.starts[self.lines.position(at).row - 1] if at < len(self.text) else at
+            import_edit = Edit(at, at, import_line)
+        elif imports:
+            head = [i for i in imports if _section(i[3].split(".")[0]) in ("future", "std")]
+            after = self._line_end(head[-1][2]) if head else self.lines.starts[self.lines.position(imports[0][1]).row - 1]
+            follows = [i for i in imports if i[1] >= after]
+            import_edit = Edit(after, after, (self.newline if head else "") + import_line
+                               + (self.newline if follows and not head else ""))
+        else:
+            import_edit = None
+        if import_edit is None:
+            offset = self._line_end(anchor) if anchor is not None else 0
+            edit = self._gate_edit(offset, gate_text(self.gate, "torch", self.quote),
+                                   extra=("" if offset == 0 else self.newline) + "import torch" + self.newline)
+            if offset == 0:
+                edit = Edit(0, 0, edit.content.lstrip("\r\n"))
+            return GatePlan(edit)
+        gate_at = self._line_end(anchor)
+        if gate_at == import_edit.start:
+            return GatePlan(Edit(gate_at, gate_at, import_edit.content + self._gate_edit(
+                gate_at, gate_text(self.gate, "torch", self.quote)).content))
+        return GatePlan(self._gate_edit(gate_at, gate_text(self.gate, "torch", self.quote)), extra=(import_edit,))
 
     def _in_function(self, func: cst.CSTNode, before: int) -> Optional[GatePlan]:
         if not isinstance(func, cst.FunctionDef) or not isinstance(func.body, cst.IndentedBlock):
@@ -187,6 +256,14 @@ class Placer:
             if start >= before:
                 return None
             name = torch_binding(stmt)
+            if name is None and imports_from_torch(stmt):
+                offset = self._line_end(end)
+                row = self.lines.position(start).row
+                indent = self.text[self.lines.starts[row - 1]:start]
+                if indent.strip():
+                    return None
+                line = gate_text(self.gate, "torch", self.quote)
+                return GatePlan(Edit(offset, offset, f"{indent}import torch{self.newline}{indent}{line}{self.newline}"))
             if name:
                 offset = self._line_end(end)
                 row = self.lines.position(start).row
@@ -197,6 +274,67 @@ class Placer:
                 line = gate_text(self.gate, name, self.quote)
                 return GatePlan(Edit(offset, offset, indent + line + self.newline))
         return None
+
+
+def imports_from_torch(stmt: cst.CSTNode) -> bool:
+    """``from torch... import x`` or ``import torch.x as y``: torch is used, not bound as ``torch``."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+            if (dotted(small.module) or "").split(".")[0] == "torch":
+                return True
+        if isinstance(small, cst.Import) and any((dotted(a.name) or "").split(".")[0] == "torch" for a in small.names):
+            return True
+    return False
+
+
+def scopes_import_torch(scopes: Sequence[cst.CSTNode]) -> bool:
+    """Does one of the functions import torch itself (it must then stay importable without it)?"""
+    for scope in scopes:
+        if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock):
+            if any(torch_binding(stmt) or imports_from_torch(stmt) for stmt in scope.body.body):
+                return True
+    return False
+
+
+def _section(root: str) -> str:
+    import sys
+
+    if root == "__future__":
+        return "future"
+    if root == ".":
+        return "local"
+    names = getattr(sys, "stdlib_module_names", None) or _STDLIB_FALLBACK
+    if root in names:
+        return "std"
+    return "third"
+
+
+_STDLIB_FALLBACK = frozenset({"abc", "argparse", "ast", "collections", "contextlib", "copy", "dataclasses",
+                              "enum", "functools", "glob", "importlib", "inspect", "io", "itertools", "json",
+                              "logging", "math", "os", "pathlib", "random", "re", "shutil", "subprocess", "sys",
+                              "tempfile", "threading", "time", "typing", "unittest", "warnings"})
+
+
+def _torch_group(imports, lines: LineIndex):
+    """The import group (a run without blank lines) ``import torch`` belongs to: the one with a
+    ``from torch`` import, else the first group of third-party imports."""
+    groups, last_row = [], None
+    root = lambda item: item[3].split(".")[0] if item[4] else item[3]  # noqa: E731
+    for item in imports:
+        row = lines.position(item[1]).row
+        if last_row is None or row > last_row + 1:
+            groups.append([])
+        groups[-1].append(item)
+        last_row = lines.position(max(item[2] - 1, item[1])).row
+    for group in groups:
+        if any(root(i) == "torch" for i in group):
+            return group
+    for group in groups:
+        if any(_section(root(i)) == "third" for i in group):
+            return group
+    return []
 
 
 def dedupe(edits: Sequence[Edit]) -> List[Edit]:

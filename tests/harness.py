@@ -13,7 +13,7 @@ from typing import List, Optional, Sequence
 
 import libcst as cst
 
-from rocmport import prelude
+from rocmport import placement, prelude
 from rocmport.config import Settings
 from rocmport.engine import FileReport, check_bytes
 from rocmport.findings import Finding
@@ -54,13 +54,16 @@ def fixed_text(src, select=None, unsafe: bool = False, **kw):
 
 
 def expand_prelude(expected: str, newline: str = "\n") -> str:
-    """Replace ``{PRELUDE}`` / ``{PRELUDE:mode_mapper}`` / ``{PRELUDE gate=x}`` with the
-    block rocmport generates, so fixtures do not repeat its text."""
+    """Replace ``{PRELUDE}`` / ``{PRELUDE gate=x}`` with the gate line rocmport adds, so
+    cases do not repeat its text (``{PRELUDE:graph_helper}``: the marker block of that part;
+    ``reuse``: the file binds the gate itself)."""
     def render(match):
         parts = (match.group("parts") or "").split(",") if match.group("parts") else []
         gate = match.group("gate") or prelude.DEFAULT_GATE
-        return prelude.render_inline(gate, parts, prelude.PreludeOptions(), define_gate=not match.group("reuse"),
-                                     newline=newline).rstrip("\r\n")
+        if "graph_helper" in parts:
+            return prelude.render_inline(gate, parts, prelude.PreludeOptions(), define_gate=not match.group("reuse"),
+                                         newline=newline).rstrip("\r\n")
+        return "" if match.group("reuse") else placement.gate_text(gate, "torch")
     return _PRELUDE_RE.sub(render, expected)
 
 
