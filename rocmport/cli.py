@@ -3,7 +3,6 @@ to the engine, and gives the findings to an output format. Nothing below it prin
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import click
 
-from . import __version__, prelude
+from . import __version__, patch, prelude
 from .config import ConfigError, Settings, load_settings, prelude_options, validate_selectors
 from .discovery import discover
 from .cache import Cache, default_cache_dir
@@ -187,16 +186,14 @@ def fix(paths, select, extend_select, ignore, output_format, output_file, force_
         if remaining:
             click.echo(FORMATTERS["concise"](remaining, settings.unsafe_fixes), err=True, nl=False)
         sys.exit(EXIT_ERROR if problems else (EXIT_FINDINGS if remaining else EXIT_OK))
+    manual = sum(1 for f in remaining if not f.code.startswith("ROC0"))
     if not write:
-        diff = "".join(_diff(r) for r in changed)
-        _emit(diff, output_file)
-        if fixed_count:
-            click.echo(f"Would fix {fixed_count} finding{'s' if fixed_count != 1 else ''} in {len(changed)} "
-                       f"file{'s' if len(changed) != 1 else ''} (run with --write to apply).", err=True)
-        if remaining:
-            click.echo(f"{len(remaining)} finding{'s' if len(remaining) != 1 else ''} would remain"
-                       " (`rocmport lint` lists them).", err=True)
+        _emit(patch.render(changed), output_file)
+        files = sum(1 for r in changed if r.fixed is not None)
+        for line in patch.summary(fixed_count, files, manual, patch.created(changed), written=False):
+            click.echo(line, err=True)
         sys.exit(EXIT_ERROR if problems else (EXIT_FINDINGS if (changed or remaining) else EXIT_OK))
+    new_files = patch.created(changed)
     written = 0
     for r in changed:
         try:
@@ -212,33 +209,9 @@ def fix(paths, select, extend_select, ignore, output_format, output_file, force_
     if remaining or output_file:
         _emit(FORMATTERS[output_format or "concise"](remaining, settings.unsafe_fixes, **_format_context(reports)),
               output_file)
-    click.echo(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''} in {written} "
-               f"file{'s' if written != 1 else ''}.", err=True)
+    for line in patch.summary(fixed_count, written, manual, new_files, written=True):
+        click.echo(line, err=True)
     sys.exit(EXIT_ERROR if problems else (EXIT_FINDINGS if remaining else EXIT_OK))
-
-
-def _diff(report: FileReport) -> str:
-    out = []
-    for extra_path, data in report.extra_files.items():
-        try:
-            old = Path(extra_path).read_bytes().decode("utf-8", "replace")
-            old_name = extra_path
-        except OSError:
-            old, old_name = "", "/dev/null"
-        out.append(_unified(old, data.decode("utf-8", "replace"), old_name, extra_path))
-    if report.fixed is not None:
-        out.append(_unified(report.original.decode("utf-8", "replace"), report.fixed.decode("utf-8", "replace"),
-                            report.path, report.path))
-    return "".join(out)
-
-
-def _unified(old: str, new: str, old_name: str, new_name: str) -> str:
-    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                 fromfile=old_name, tofile=new_name)
-    text = ""
-    for line in lines:
-        text += line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
-    return text
 
 
 def _format_context(reports: Sequence[FileReport]) -> dict:
@@ -297,10 +270,74 @@ def prelude_command(style, profile, inference_only, compile_guard, config_file):
         options = prelude_options(table, "command line", settings.prelude)
     except ConfigError as exc:
         raise _usage(exc)
+    if options.rng_patch is None:  # the RNG patch where the project may run on torch < 2.10
+        from dataclasses import replace
+
+        from .house import may_run_on_torch_before
+
+        options = replace(options, rng_patch=may_run_on_torch_before(Path.cwd(), (2, 10)))
     if style == "module":
         click.echo(prelude.render_module(options), nl=False)
     else:
         click.echo(prelude.render_inline(prelude.DEFAULT_GATE, prelude.PARTS, options), nl=False)
+
+
+@main.command("setup")
+@click.argument("entries", nargs=-1)
+@click.option("--write", is_flag=True, help="Add the set-up to the entry points (default: print a diff).")
+@click.option("--shell", is_flag=True, help="Print the set-up as shell exports (launch scripts, Dockerfile ENV).")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None)
+def setup_command(entries, write, shell, config_file):
+    """Put the process-wide ROCm set-up where a program starts.
+
+    ENTRIES are files or `module:function` console-script targets. Without any, list the
+    candidates (scripts with a __main__ guard, [project.scripts] targets)."""
+    from . import entrypoints
+
+    try:
+        settings = load_settings(Path.cwd(), Path(config_file) if config_file else None)
+    except ConfigError as exc:
+        raise _usage(exc)
+    root = Path(settings.root)
+    if shell:
+        click.echo(entrypoints.shell_exports(settings.prelude), nl=False)
+        return
+    if not entries:
+        files, _ = discover((".",), settings)
+        found = entrypoints.candidates(files, root)
+        if not found:
+            click.echo("No entry point found: name one, `rocmport setup path/to/train.py`.", err=True)
+            sys.exit(EXIT_OK)
+        click.echo("Entry points (give one or more to `rocmport setup`, or list them as"
+                   " `entry-points` in [tool.rocmport]):")
+        for name in found:
+            click.echo(f"  {name}")
+        return
+    paths = []
+    for spec in entries:
+        path = entrypoints.resolve(spec, root)
+        if path is None:
+            click.echo(f"error: {spec}: no such file or console-script module", err=True)
+            sys.exit(EXIT_ERROR)
+        paths.append(str(path))
+    rel = tuple(os.path.relpath(os.path.abspath(p), os.path.abspath(settings.root)).replace(os.sep, "/")
+                for p in paths)
+    only = settings.with_overrides(entry_points=rel, select=("ROC001",), extend_select=(), ignore=())
+    reports = []
+    for path in paths:
+        with open(path, "rb") as handle:
+            reports.append(check_bytes(handle.read(), path, only, fix=True))
+    changed = [r for r in reports if r.fixed is not None]
+    if not write:
+        _emit(patch.render(changed), None)
+    else:
+        for r in changed:
+            write_atomic(r.path, r.fixed)
+    verb = "Added" if write else "Would add"
+    for r in changed:
+        click.echo(f"{verb} the ROCm set-up to {r.path}", err=True)
+    if not changed:
+        click.echo("The entry points have the set-up already.", err=True)
 
 
 @main.command()

@@ -26,7 +26,7 @@ class ConfigError(Exception):
 
 RULE_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude",
              "extend-exclude", "prelude", "unsafe-fixes", "respect-gitignore", "force-exclude",
-             "cache-dir"}
+             "cache-dir", "entry-points"}
 PRELUDE_KEYS = {"style": ("auto", "inline", "module"), "profile": ("safe", "tuned"),
                 "inference-only": bool, "compile-guard": bool, "rng-patch": bool,
                 "inductor-setup": bool, "module-name": str}
@@ -45,11 +45,20 @@ class Settings:
     respect_gitignore: bool = True
     force_exclude: bool = False
     cache_dir: Optional[str] = None
+    # files (globs relative to the root) where a program starts: `fix` gives them the
+    # process-wide ROCm set-up; nothing else ever gets it
+    entry_points: Tuple[str, ...] = ()
     root: str = "."  # directory of the configuration file (or the working directory)
     config_file: Optional[str] = None
 
     def with_overrides(self, **changes) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def is_entry_point(self, path: str) -> bool:
+        if not self.entry_points or path in ("", "-"):
+            return False
+        rel = _relative(path, self.root)
+        return any(_glob_match(rel, pattern) for pattern in self.entry_points)
 
     # -- rule selection --------------------------------------------------------------------
     def enabled_codes(self, path: Optional[str] = None) -> FrozenSet[str]:
@@ -187,7 +196,7 @@ def settings_from_table(table: dict, path: Path) -> Settings:
             kwargs[key.replace("-", "_")] = values
     if "extend_ignore" in kwargs:
         kwargs["ignore"] = tuple(kwargs.get("ignore", ())) + tuple(kwargs.pop("extend_ignore"))  # type: ignore
-    for key in ("exclude", "extend-exclude"):
+    for key in ("exclude", "extend-exclude", "entry-points"):
         if key in table:
             kwargs[key.replace("-", "_")] = _string_list(table[key], key, where)
     if "per-file-ignores" in table:

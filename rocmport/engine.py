@@ -29,7 +29,7 @@ from codemods.tool import FixFailed, UnreadableFile
 
 from . import house, placement, prelude, reformat
 from .config import Settings
-from .findings import Applicability, Edit, Finding, Position
+from .findings import Applicability, Edit, Finding, Fix, Position
 from .registry import visitor_rules
 from .source import LineIndex, SourceError, SourceText, apply_edits
 
@@ -116,6 +116,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     findings = _unsuppressed(context.findings, text, lines)
     analysis = Analysis(text, findings, module, wrapper, lines, gate, binding, block)
     analysis.findings = _with_gate_edits(analysis, settings)
+    analysis.findings = _graph_tests(analysis, path)
     return analysis
 
 
@@ -381,8 +382,7 @@ def _gate_bound(analysis: Analysis, before: int) -> bool:
 def _with_gate_edits(analysis: Analysis, settings: Settings) -> List[Finding]:
     """Each fix that tests the gate carries the edit that binds it (JSON and SARIF fixes are
     then complete); identical edits of several fixes are applied once."""
-    needy = [f for f in analysis.findings if f.fix is not None and f.fix.edits and "gate" in f.fix.requires
-             and "graph_helper" not in f.fix.requires]
+    needy = [f for f in analysis.findings if f.fix is not None and f.fix.edits and "gate" in f.fix.requires]
     if not needy:
         return analysis.findings
     placer = None
@@ -408,6 +408,36 @@ def _with_gate_edits(analysis: Analysis, settings: Settings) -> List[Finding]:
         added = tuple(analysis_edit(analysis, e) for e in plan.extra + (plan.edit,))
         out.append(dataclasses.replace(f, fix=dataclasses.replace(
             f.fix, edits=tuple(f.fix.edits) + added, requires=requires)))
+    return out
+
+
+_GRAPH_SUBJECT_RE = re.compile(r"(?i)cuda_?graphs?|cudagraphs?|reduce_overhead|graph_capture")
+_TEST_FILE_RE = re.compile(r"(?:^|[\\/])(?:test_[^\\/]*|[^\\/]*_test)\.py$")
+# Fixes that turn CUDA graphs off: in a test of CUDA graphs they would make it test nothing.
+_GRAPH_OFF_PREFIXES = ("ROC1", "ROC2", "ROC6")
+
+
+def _graph_tests(analysis: Analysis, path: str) -> List[Finding]:
+    """In a test whose subject is CUDA graphs (by file or test name), a fix that turns them off
+    on ROCm would leave a test that passes while testing no graph: offer the skip instead."""
+    if not _TEST_FILE_RE.search(path.replace("\\", "/")):
+        return analysis.findings
+    whole_file = _GRAPH_SUBJECT_RE.search(os.path.basename(path)) is not None
+    out = []
+    for f in analysis.findings:
+        if f.fix is None or not f.fix.edits or not f.code.startswith(_GRAPH_OFF_PREFIXES):
+            out.append(f)
+            continue
+        about_graphs = whole_file or any(
+            _GRAPH_SUBJECT_RE.search(func.name.value) for func in _enclosing_functions(analysis, f.span[0]))
+        if not about_graphs:
+            out.append(f)
+            continue
+        fix = Fix(Applicability.DISPLAY_ONLY,
+                  "This test is about CUDA graphs: skip it on ROCm instead, e.g."
+                  " `@pytest.mark.skipif(torch.version.hip is not None, reason=\"CUDA graphs are"
+                  " not used on ROCm\")`")
+        out.append(dataclasses.replace(f, fix=fix))
     return out
 
 
@@ -448,8 +478,20 @@ def prelude_style(path: str, text: str, options: prelude.PreludeOptions):
     return ("import",) + package
 
 
+def _module_torch_name(analysis: Analysis, before: int) -> Optional[str]:
+    """The name a module-level ``import torch`` binds before ``before`` (None: none)."""
+    found = None
+    for stmt, start, _end in _statement_spans(analysis):
+        if start >= before:
+            break
+        name = placement.torch_binding(stmt)
+        if name and (found is None or name == "torch"):
+            found = name
+    return found
+
+
 def _prelude_edit(analysis: Analysis, requires: Set[str], before: int, path: str,
-                  settings: Settings) -> Tuple[Optional[Edit], Dict[str, bytes], Optional[str]]:
+                  settings: Settings, inline: bool = False) -> Tuple[Optional[Edit], Dict[str, bytes], Optional[str]]:
     """The marker block for the parts in ``requires`` (the graph helper): (edit, generated
     files, problem). A block whose content rocmport did not write is never replaced."""
     options = settings.prelude
@@ -463,14 +505,18 @@ def _prelude_edit(analysis: Analysis, requires: Set[str], before: int, path: str
                           " by hand; it is not regenerated")
     parts = set(requires) | (set(block.parts) if block else set())
     gate = analysis.gate
-    style = prelude_style(path, text, options)
+    style = "inline" if inline else prelude_style(path, text, options)
     if block is not None:
         style = "inline" if block.style == "inline" else style
-    define_gate = not (analysis.gate_binding is not None or (
-        block is not None and block.style == "inline" and f"{gate} = _rocmport_hip" not in text[block.start:block.end]))
+    # the gate is the file's own line (placement): a block only keeps one it had
+    define_gate = block is not None and block.style == "inline" and f"{gate} = _rocmport_hip" in text[block.start:block.end]
     extra: Dict[str, bytes] = {}
     if style == "inline":
-        rendered = prelude.render_inline(gate, parts, options, define_gate=define_gate, newline=newline)
+        at = block.start if block else placement.Placer(analysis.module, analysis.wrapper, text, analysis.lines,
+                                                        gate).after_imports(before)
+        torch_name = _module_torch_name(analysis, at)
+        rendered = prelude.render_inline(gate, parts, options, define_gate=define_gate, newline=newline,
+                                         torch_name=torch_name)
     else:
         _, top, package = style
         rendered = prelude.render_import(package, gate, parts, options, define_gate=define_gate, newline=newline)
@@ -488,11 +534,49 @@ def _prelude_edit(analysis: Analysis, requires: Set[str], before: int, path: str
         if prelude.same_code(text[block.start:block.end], rendered):
             return None, extra, None
         return Edit(block.start, block.end, rendered), extra, None
-    plan = placement.Placer(analysis.module, analysis.wrapper, text, analysis.lines, gate).plan(before)
-    if plan.edit is None:
-        return None, {}, plan.problem
-    offset = plan.edit.start
-    return Edit(offset, offset, newline + rendered), extra, None
+    offset = placement.Placer(analysis.module, analysis.wrapper, text, analysis.lines, gate).after_imports(before)
+    rest = text[offset:]
+    after = "" if rest.startswith(("\n", "\r")) or not rest.strip() else newline
+    return Edit(offset, offset, (newline if offset else "") + rendered + after), extra, None
+
+
+def resolved_prelude(settings: Settings, path: str) -> Settings:
+    """``settings`` with the RNG patch decided: on where the project may run on torch < 2.10
+    (its declared requirement, read by ``house``), unless the configuration says."""
+    options = settings.prelude
+    if options.rng_patch is not None:
+        return settings
+    directory = Path.cwd() if path in ("", "-") else Path(os.path.abspath(path)).parent
+    rng = house.may_run_on_torch_before(directory, (2, 10))
+    return settings.with_overrides(prelude=dataclasses.replace(options, rng_patch=rng))
+
+
+def _with_setup(text: str, path: str, settings: Settings, rules, enabled, extra: Dict[str, bytes]):
+    """An entry point's text with the set-up block (gate and process-wide set-up) added or
+    brought up to date; unchanged when the block is there or was edited by hand."""
+    tree, deep = _cpython_parse(text)
+    if tree is None or deep is not None:
+        return text, extra
+    try:
+        module = cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return text, extra
+    block = prelude.find_block(text)
+    gate, binding = _choose_gate(module, text, block)
+    analysis = Analysis(text, [], module, cst.MetadataWrapper(module, unsafe_skip_copy=True), LineIndex(text),
+                        gate, binding, block)
+    settings = resolved_prelude(settings, path)
+    pedit, files, problem = _prelude_edit(analysis, {"setup"}, len(text), path, settings, inline=True)
+    if problem is not None or pedit is None:
+        return text, extra
+    updated = apply_edits(text, [pedit])
+    if _parse_error(updated) is not None:
+        return text, extra
+    return updated, {**extra, **files}
+
+
+def _binds_gate(content: str, gate: str) -> bool:
+    return re.search(rf"(?m)^[ \t]*{re.escape(gate)} = ", content) is not None
 
 
 def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[str, Analysis, int, List[Finding], Dict[str, bytes]]:
@@ -525,6 +609,15 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[
                 if problem is not None:
                     return None, files, problem
                 if pedit is not None:
+                    # the gate line and a new block at one point: the gate first, then the block
+                    for i, e in enumerate(edits):
+                        if e.start == e.end == pedit.start and _binds_gate(e.content, analysis.gate):
+                            newline = analysis.lines.newline()
+                            edits[i] = Edit(e.start, e.end, e.content.rstrip("\r\n") + newline * 2
+                                            + pedit.content.lstrip("\r\n"))
+                            pedit = None
+                            break
+                if pedit is not None:
                     if any(pedit.overlaps(e) for e in edits):
                         return None, files, "the generated block would overlap the fix"
                     edits.append(pedit)
@@ -546,10 +639,9 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[
                 continue
             chosen = good
             new_text, files, error = attempt(chosen)
-            if new_text is None:  # pragma: no cover - each parsed alone but not together
-                for f in chosen:
-                    failed.add(_fix_key(f))
-                continue
+            if new_text is None:  # each applies alone, not together: one now, the rest next pass
+                chosen = good[:1]
+                new_text, files, error = attempt(chosen)
         text = new_text
         applied += len(chosen)
         extra.update(files)
@@ -592,6 +684,9 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
     try:
         if fix:
             text, analysis, applied, notes, extra = fix_text(source.text, path, settings, rules, enabled)
+            if settings.is_entry_point(path):
+                text, extra = _with_setup(text, path, settings, rules, enabled, extra)
+                analysis = analyze(text, path, settings, rules, enabled)
             if text != source.text:
                 formatted = reformat.reformat(source.text, text, house.style_for(path), path, analysis.lines.newline())
                 if formatted != text:

@@ -103,6 +103,8 @@ def _set_up_line(stmt: cst.CSTNode) -> bool:
                 return False
         elif isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
             continue
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Name) and set(small.value.value) == {"_"}:
+            continue  # a notebook's IPython line, masked (rocmport.notebook)
         else:
             return False
     return True
@@ -181,6 +183,29 @@ class Placer:
         if torch_name is None and not scopes_import_torch(scopes):
             return self._with_import(before)
         return GatePlan(None, "the file does not import torch at module level before the fix")
+
+    def after_imports(self, before: int) -> int:
+        """The line start just after the file's import block and its gate line (after its
+        docstring when it has no import) and before ``before``."""
+        anchor = 0
+        for index, stmt in enumerate(self.module.body):
+            start, end = self.span(stmt)
+            if start >= before:
+                break
+            if index == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
+                    and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+                anchor = self._line_end(end)
+                continue
+            if _is_import_line(stmt) or _guarded_imports(stmt) or self._binds_gate(stmt):
+                anchor = self._line_end(end)
+            elif not _set_up_line(stmt):
+                break
+        return anchor
+
+    def _binds_gate(self, stmt: cst.CSTNode) -> bool:
+        return isinstance(stmt, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == self.gate
+                                                  for t in small.targets) for small in stmt.body)
 
     def _gate_edit(self, offset: int, line: str, extra: str = "") -> Edit:
         """The gate line at ``offset`` (a line start), a paragraph of its own."""

@@ -69,7 +69,7 @@ class PreludeOptions:
     profile: str = "safe"  # safe | tuned
     inference_only: bool = False
     compile_guard: bool = False
-    rng_patch: bool = True
+    rng_patch: Optional[bool] = None  # None: only where the project may run on torch < 2.10
     inductor_setup: bool = True
     module_name: str = "_rocmport"
 
@@ -80,7 +80,7 @@ class PreludeOptions:
             bits.append("inference")
         if self.compile_guard:
             bits.append("guard")
-        if not self.rng_patch:
+        if self.rng_patch is False:
             bits.append("norng")
         if not self.inductor_setup:
             bits.append("nosetup")
@@ -145,7 +145,7 @@ def settings_for(options: PreludeOptions):
 def _body(gate: Optional[str], parts: FrozenSet[str], options: PreludeOptions) -> str:
     """The Python code of the prelude (without markers); ``gate`` None: not defined here."""
     out = [
-        "import torch as _rocmport_torch",
+        _IMPORT_LINE,
         "",
         '_rocmport_hip = getattr(_rocmport_torch.version, "hip", None) is not None',
     ]
@@ -339,11 +339,19 @@ def _compile_guard_code() -> list:
     ]
 
 
+_IMPORT_LINE = "import torch as _rocmport_torch"
+
+
 def render_inline(gate: str, parts: Iterable[str], options: PreludeOptions, *,
-                  define_gate: bool = True, newline: str = "\n") -> str:
-    """The marker-delimited block for a file (``define_gate`` False: reuse the file's own)."""
+                  define_gate: bool = True, newline: str = "\n", torch_name: Optional[str] = None) -> str:
+    """The marker-delimited block for a file (``define_gate`` False: reuse the file's own).
+    ``torch_name``: the name the file binds torch to before the block; the block then uses it
+    instead of importing torch itself, so it holds no import that isort would sort across its
+    markers."""
     parts = normalise_parts(parts, options)
     body = _body(gate if define_gate else None, parts, options)
+    if torch_name is not None:
+        body = body.replace(_IMPORT_LINE, f"_rocmport_torch = {torch_name}", 1)
     text = f"{_header('inline', gate, parts, options)}\n{_BANNER}\n{body}{END_LINE}\n"
     return text.replace("\n", newline) if newline != "\n" else text
 
@@ -402,7 +410,7 @@ def _tag_options(opts: str, base: PreludeOptions) -> PreludeOptions:
     bits = set(opts.split(",")) if opts else set()
     profile = "tuned" if "profile=tuned" in bits else "safe"
     return replace(base, profile=profile, inference_only="inference" in bits, compile_guard="guard" in bits,
-                   rng_patch="norng" not in bits, inductor_setup="nosetup" not in bits)
+                   rng_patch=("norng" not in bits) and base.rng_patch is not False, inductor_setup="nosetup" not in bits)
 
 
 def is_own_block(text: str, block: Block, options: PreludeOptions) -> bool:
@@ -421,8 +429,11 @@ def is_own_block(text: str, block: Block, options: PreludeOptions) -> bool:
     if block.version != VERSION:
         return False
     opts = _tag_options(block.opts, options)
+    match = re.search(r"(?m)^_rocmport_torch = (?P<name>[A-Za-z_]\w*)[ \t]*$", content)
+    torch_name = match.group("name") if match else None
     for define_gate in (True, False):
-        if same_code(content, render_inline(block.gate, block.parts, opts, define_gate=define_gate)):
+        if same_code(content, render_inline(block.gate, block.parts, opts, define_gate=define_gate,
+                                            torch_name=torch_name)):
             return True
     return False
 

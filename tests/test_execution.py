@@ -50,12 +50,10 @@ def test_rocm_path_takes_the_rocm_forms(fixed_file, original_nvidia):
     assert modes == expected
     options = [c["options"] for c in rocm["calls"] if c.get("options")]
     assert options == [{"triton.cudagraphs": False, "epilogue_fusion": True}]
-    # the prelude's ROCm set-up: process-wide environment defaults, recompile limit
-    assert rocm["env"] == {"TORCHINDUCTOR_CUDAGRAPHS": "0", "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "ATEN",
-                           "TORCHINDUCTOR_MEMORY_PLANNING": "0"}
-    assert rocm["config"]["max_autotune_gemm_backends"] == "ATEN"
-    assert rocm["config"]["triton.cudagraphs"] is False
-    assert rocm["config"]["recompile_limit"] == 128
+    # a fixed module sets nothing process-wide on import: set-up is `rocmport setup`'s, in an
+    # entry point (tests/test_mergeable_fixes.py), never a side effect of a fix
+    assert rocm["env"] == {}
+    assert rocm["config"]["recompile_limit"] == original_nvidia["config"]["recompile_limit"]
     assert rocm["warnings"] == []
 
 

@@ -44,7 +44,8 @@ def test_off_by_default_and_unsafe():
     found = [f for f in lint(src, select=SELECT) if f.code == "ROC106"]
     assert [f.start.row for f in found] == [11, 20, 21, 22, 26]
     assert all(f.fix.applicability is Applicability.UNSAFE for f in found)
-    assert all(f.fix.requires == ("gate", "graph_helper") for f in found)
+    assert all(f.fix.requires == ("graph_helper",) for f in found)  # the gate line is one of the edits
+    assert all(any("is_rocm = getattr(torch.version" in e.content for e in f.fix.edits) for f in found)
     # without --unsafe-fixes only ROC101 applies
     safe = fix(src, select=SELECT).fixed.decode()
     assert "rocmport_cudagraph(torch.compile(step, mode=\"default\" if" not in safe
@@ -87,10 +88,15 @@ def test_module_style_imports_the_helper(tmp_path):
     (package / "__init__.py").write_text("")
     path = package / "model.py"
     path.write_text('import torch\nf = torch.compile(g, mode="reduce-overhead")\n')
-    report = fix(path.read_bytes(), select=SELECT, unsafe=True, path=str(path))
-    assert "from pkg._rocmport import is_rocm, rocmport_cudagraph" in report.fixed.decode()
+    # no new file by default: the helper is inline; `style = "module"` shares one per package
+    assert not fix(path.read_bytes(), select=SELECT, unsafe=True, path=str(path)).extra_files
+    report = fix(path.read_bytes(), select=SELECT, unsafe=True, path=str(path),
+                 prelude=prelude.PreludeOptions(style="module"))
+    text = report.fixed.decode()
+    assert "from pkg._rocmport import rocmport_cudagraph  # noqa: F401" in text
+    assert 'is_rocm = getattr(torch.version, "hip", None) is not None' in text
     (module,) = report.extra_files.values()
-    assert b"def rocmport_cudagraph(" in module
+    assert b"def rocmport_cudagraph(" in module and b"_rocmport_setup" not in module
 
 
 # ------------------------------------------------------------------------------------------
