@@ -38,6 +38,15 @@ timed with "default", "reduce-overhead" and "default" + the helper (the generate
 its ROCm switch turned on, since this machine is NVIDIA), once per round, each round a new
 process; the figures are medians over rounds.
 
+Two more measurements (issue 16), each on the GPU machine after `prepare`:
+  python benchmarks/gpu_validate.py transformer       # the helper where graphs matter
+  python benchmarks/gpu_validate.py capture-fixture   # ROC307's fixture, as written and fixed
+`transformer` times a launch-bound stack of 8 pre-norm transformer blocks (LayerNorm, causal
+SDPA attention, GELU MLP; fp32 with TF32; small batch) as the MLP is timed, one process per
+round; a configuration whose reduce-overhead is not 2x faster than "default" is replaced by
+the next of TRANSFORMER_CONFIGS. `capture-fixture` runs tests/fixtures/capture/warmup_stream.py
+and its fixed form, one process each, and compares their replays bitwise.
+
 `--budget-s` bounds the whole run: round 1 always runs, a later round of an example (or of
 the MLP) starts only if the time its last round took still fits. Every raw time is kept in
 the JSON, which is rewritten after each step.
