@@ -273,3 +273,77 @@ def test_roc307_example_manual_capture_gets_stream():
     example = Path(__file__).resolve().parents[1] / "examples" / "manual_capture.py"
     out = fixed_text(example.read_text(), select=["ROC307"])
     assert "with torch.cuda.graph(graph, stream=side):" in out
+
+
+def _load(path, name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_roc307_fixed_fixture_computes_the_same(monkeypatch):
+    """The fixture as written and as fixed, run on CPU with recording fakes of the CUDA
+    stream and graph API (the real run on an H100: benchmarks/results/capture_fixture.json).
+    The same values come out; the fixed one warms up and captures on one side stream."""
+    torch = pytest.importorskip("torch")
+    from . import test_graph_helper as fakes
+
+    active, log = [fakes.CURRENT], []
+
+    @__import__("contextlib").contextmanager
+    def stream(s):
+        active.append(s)
+        try:
+            yield
+        finally:
+            active.pop()
+
+    @__import__("contextlib").contextmanager
+    def graph(g, pool=None, stream=None):
+        log.append(("capture", stream))
+        recorder = fakes._Recorder()
+        active.append(stream or "torch.cuda.graph's own stream")
+        try:
+            with recorder:
+                yield
+        finally:
+            active.pop()
+        g.ops = recorder.ops
+
+    class Stream(fakes.FakeStream):
+        def __init__(self, device=None):
+            super().__init__(device, name="side")
+            log.append(("stream", self))
+
+        def wait_stream(self, other):
+            log.append(("wait", self, other))
+
+    fakes.CURRENT.wait_stream = lambda other: log.append(("wait", fakes.CURRENT, other))
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", fakes.FakeGraph)
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "stream", stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: active[-1])
+    results = {}
+    forward, seen = torch.nn.Sequential.forward, []
+    monkeypatch.setattr(torch.nn.Sequential, "forward", lambda self, x: (seen.append(active[-1]), forward(self, x))[1])
+    try:
+        for label, name in (("original", "warmup_stream.py"), ("fixed", "warmup_stream.expected.py")):
+            module = _load(FIXTURES / "capture" / name, f"roc307_{label}")
+            del log[:], seen[:]
+            results[label] = (module.run("cpu"), list(seen), list(log))
+    finally:
+        del fakes.CURRENT.wait_stream
+    (orig_out, orig_eager), orig_seen, orig_log = results["original"]
+    (fixed_out, fixed_eager), fixed_seen, fixed_log = results["fixed"]
+    assert torch.equal(orig_out, fixed_out) and torch.equal(orig_eager, fixed_eager)
+    assert torch.allclose(fixed_out[-1], fixed_eager)  # the replays are real: they follow the inputs
+    own = "torch.cuda.graph's own stream"
+    assert orig_log == [("capture", None)] and orig_seen == [fakes.CURRENT] * 3 + [own, fakes.CURRENT]
+    side = fixed_log[0][1]
+    assert fixed_log == [("stream", side), ("wait", side, fakes.CURRENT), ("wait", fakes.CURRENT, side),
+                         ("capture", side)]
+    assert fixed_seen == [side] * 4 + [fakes.CURRENT]  # 3 warm-ups and the capture on one stream; eager
