@@ -355,8 +355,9 @@ class CaptureStreamWarmup(_CaptureRule):
           not entered before the capture in the same function. A stream entered in a function
           the capture calls is not reported: the warm-up calls of that function entered it too.
 
-        Not reported: `stream=s` given (the warm-up is assumed to run on `s`), mentions in
-        strings and comments, and `tf.Graph()` or `networkx` look-alikes.
+        Not reported: `stream=s` given (the warm-up is assumed to run on `s`) or possibly given
+        (`**options`), mentions in strings and comments, and `tf.Graph()` or `networkx`
+        look-alikes.
         """
     WHY = """
         From torch 2.12, ROCm's hipBLASLt handles are cached per (device, stream) and created
@@ -416,6 +417,8 @@ class CaptureStreamWarmup(_CaptureRule):
         Case(_PRE + "# with torch.cuda.graph(g): y = m(x)\ns = 'g.capture_begin()'\n"),
         Case(_PRE + "import tensorflow as tf\ndef f(m, x):\n    with tf.Graph().as_default():\n        y = m(x)\n"),
         Case(_PRE + "def f(s, m, x):\n    with torch.cuda.stream(s):\n        y = m(x)\n    t = torch.cuda.Stream()\n"),
+        Case(_PRE + "def f(g, m, x, **options):\n    for _ in range(3):\n        m(x)\n"
+             "    with torch.cuda.graph(g, **options):\n        y = m(x)\n"),
         Case(_PRE + "class M(torch.nn.Module):\n    def forward(self, x):\n        with torch.cuda.stream(self.aux):\n"
              "            return x @ x\ndef f(g, s, m, x):\n    with torch.cuda.stream(s):\n        m(x)\n"
              "    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n"),
@@ -490,6 +493,8 @@ def _check_graph_with(rule, found, node: cst.With) -> None:
     if call is None:
         return
     line = found.line(call)
+    if any(a.star == "**" for a in call.args):
+        return  # `**options` may hold stream=
     arg = _stream_arg(call)
     if arg is not None:
         value = arg.value
@@ -509,7 +514,7 @@ def _check_graph_with(rule, found, node: cst.With) -> None:
 def _graph_fix(rule, found, node: cst.With, call: cst.Call) -> Tuple[Optional[Fix], Optional[cst.CSTNode]]:
     """The fix, and the warm-up loop it moves (None when it moves none)."""
     ctx = rule.context
-    if any(a.star == "**" for a in call.args) or not call.args:
+    if not call.args:
         return None, None
     between: List[cst.CSTNode] = []
     warmup, stmt = None, node
