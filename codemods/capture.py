@@ -395,8 +395,9 @@ class CaptureStreamWarmup(_CaptureRule):
           `stream=s` is added to the graph call;
         - it is a `for` or `while` loop (the warm-up), and the graph call is spelled
           `<torch.cuda>.graph(...)`: the loop moves into `with torch.cuda.stream(side_stream):`
-          (re-indented by one level; loops with multi-line strings or backslash continuations
-          are left alone), after `side_stream = torch.cuda.Stream()` and
+          (re-indented by one level; loops with multi-line strings, backslash continuations,
+          or a `return`, `yield` or `raise`, which would skip the closing wait, are left
+          alone), after `side_stream = torch.cuda.Stream()` and
           `side_stream.wait_stream(torch.cuda.current_stream())`, followed by
           `torch.cuda.current_stream().wait_stream(side_stream)`, and `stream=side_stream` is
           added to the graph call (a free name is chosen when `side_stream` is taken).
@@ -553,7 +554,7 @@ def _graph_fix(rule, found, node: cst.With, call: cst.Call) -> Tuple[Optional[Fi
         return None, None
     if not isinstance(call.func, cst.Attribute) or found.qnames(call.func.value) != {"torch.cuda"}:
         return None, None
-    if _mentions_stream(found, warmup):
+    if _mentions_stream(found, warmup) or _leaves_early(warmup):
         return None, None
     cuda = found.code(call.func.value)
     start, end = ctx.span(warmup)
@@ -605,6 +606,19 @@ def _mentions_stream(found, node: cst.CSTNode) -> bool:
             return True
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("wait_stream", "capture_begin"):
             return True
+    return False
+
+
+def _leaves_early(loop: cst.CSTNode) -> bool:
+    """A `return`, `yield` or `raise` in the loop would skip the closing `wait_stream`: the
+    caller could then read the warm-up's results on its stream before they are ready."""
+    stack = [loop]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Return, cst.Yield, cst.Raise, cst.Await)):
+            return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
     return False
 
 

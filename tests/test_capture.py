@@ -260,7 +260,10 @@ def test_roc307_with_the_sync_move_of_roc301():
 def test_roc307_leaves_loops_that_touch_streams():
     for warm in ("    for _ in range(3):\n        torch.cuda.current_stream().wait_stream(s)\n",
                  "    for _ in range(3):\n        m(x); g.capture_begin()\n",
-                 "    for _ in range(3):\n        m(x)\n    else:\n        m(x)\n"):
+                 "    for _ in range(3):\n        m(x)\n    else:\n        m(x)\n",
+                 "    for _ in range(3):\n        if m(x):\n            return x\n",
+                 "    while True:\n        y = m(x)\n        if y.isnan().any():\n            raise ValueError(y)\n"
+                 "        break\n"):
         src = f"import torch\ndef f(g, m, x, s):\n{warm}    with torch.cuda.graph(g):\n        y = m(x)\n"
         findings = lint(src, select=["ROC307"])
         assert any("torch.cuda.graph's own stream" in f.message for f in findings)
