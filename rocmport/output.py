@@ -184,24 +184,27 @@ def _snippet(f: Finding, lines: List[str]) -> List[str]:
 
 
 def _fix_diff(f: Finding, text: str) -> List[str]:
-    """The finding's own edits as a small diff of the lines they touch."""
+    """The finding's own edits (its gate line included) as a small diff of the lines they
+    touch, one hunk per place, ``...`` between hunks."""
+    import difflib
+
     edits = list(f.fix.edits) if f.fix is not None else []
     if not edits or any(e.end > len(text) or e.start < 0 for e in edits):
         return []
-    index = LineIndex(text)
-    first = min(index.position(e.start).row for e in edits)
-    last = max(index.position(max(e.end - 1, e.start)).row for e in edits)
-    lo = index.line_span(first)[0]
-    hi = max(index.line_span(last)[1], max(e.end for e in edits))
-    old = text[lo:hi]
     try:
-        new = apply_edits(old, [Edit(e.start - lo, e.end - lo, e.content) for e in edits])
+        new = apply_edits(text, edits)
     except Exception:  # overlapping edits: nothing sensible to show
         return []
-    old_lines, new_lines = _lines(old), _lines(new)
-    if len(old_lines) > 1 and len(new_lines) > 1 and old_lines[-1] == new_lines[-1] == "":
-        old_lines, new_lines = old_lines[:-1], new_lines[:-1]
-    return [f"- {line}".rstrip() for line in old_lines] + [f"+ {line}".rstrip() for line in new_lines]
+    out: List[str] = []
+    for line in difflib.unified_diff(_lines(text), _lines(new), n=0, lineterm=""):
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@"):
+            if out:
+                out.append("...")
+            continue
+        out.append(f"{line[0]} {line[1:]}".rstrip())
+    return out
 
 
 def full(findings: Sequence[Finding], unsafe_fixes: bool, *, read_source: Optional[SourceReader] = None,

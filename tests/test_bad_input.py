@@ -150,10 +150,10 @@ def test_mixed_line_endings(project):
     assert out_lines(result)[0] == f"mixed.py:3:27: {ROC101}"
     assert run("fix", "--write", "mixed.py", cwd=project).exit_code == 0
     fixed = (project / "mixed.py").read_bytes()
-    # every original terminator is where it was; the prelude uses the first one (CRLF)
+    # every original terminator is where it was; the gate line uses the first one (CRLF)
     assert fixed.startswith(b"import torch\r\n")
     assert fixed.endswith(b"x = 1\r" + FIXED_LINE.encode() + b"\ny = 2\r\n")
-    assert b"# <<< rocmport prelude <<<\r\n" in fixed
+    assert b'is_rocm = getattr(torch.version, "hip", None) is not None\r\n' in fixed
 
 
 def test_tabs_and_form_feeds(project):

@@ -46,10 +46,10 @@ def test_family_command_fixes_only_its_family(tmp_path):
     text = path.read_text()
     assert 'mode="default" if is_rocm else "reduce-overhead"' in text
     assert "inductor_config.triton.cudagraphs = True\n" in text  # ROC2xx is another family's
-    assert prelude.find_block(text) is not None
-    # every byte outside the fix and the prelude is kept
-    block = prelude.find_block(text)
-    assert (text[:block.start] + text[block.end:]).replace("\n\n\n", "\n\n") == SOURCE.replace(
+    gate = 'is_rocm = getattr(torch.version, "hip", None) is not None\n'
+    assert text.count(gate) == 1 and prelude.find_block(text) is None
+    # every byte outside the fix and the gate line is kept
+    assert text.replace("\n" + gate, "") == SOURCE.replace(
         '"reduce-overhead")', '"default" if is_rocm else "reduce-overhead")')
 
     run = codemod("-x", "codemods.inductor_config.Command", str(path))

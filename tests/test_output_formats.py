@@ -229,13 +229,13 @@ def test_sarif_insertion_fix_has_an_empty_deleted_region(sarif_validator):
     f = Finding("ROC104", "compile-mode-not-literal", "m", Position(1, 5), Position(1, 9), filename="a.py",
                 fix=Fix(Applicability.UNSAFE, "wrap", (Edit(4, 4, "w(", Position(1, 5), Position(1, 5)),
                                                       Edit(8, 8, ")", Position(1, 9), Position(1, 9))),
-                        requires=("mode_mapper",)))
+                        requires=("graph_helper",)))
     doc = sarif_document([f], False, root=Path.cwd())
     assert_valid(sarif_validator, doc)
     (fix,) = doc["runs"][0]["results"][0]["fixes"]
     regions = [r["deletedRegion"] for r in fix["artifactChanges"][0]["replacements"]]
     assert regions[0] == {"startLine": 1, "startColumn": 5, "endLine": 1, "endColumn": 5}
-    assert "prelude" in fix["description"]["text"]
+    assert "graph_helper" in fix["description"]["text"]
     assert fix["properties"] == {"applicability": "unsafe", "appliedByDefault": False}
 
 
