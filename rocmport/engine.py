@@ -368,15 +368,24 @@ def _enclosing_functions(analysis: Analysis, offset: int) -> List[cst.FunctionDe
 
 
 def _gate_bound(analysis: Analysis, before: int) -> bool:
-    """Is the gate name already bound at module level before ``before``?"""
-    if analysis.block is not None:
-        return analysis.block.start < before
-    if analysis.gate_binding is None:
-        return False
+    """Is the gate name already bound at module level before ``before`` (by the file's own
+    test, a gate line, or a block that defines it)?"""
+    gate = analysis.gate
     for stmt, start, _end in _statement_spans(analysis):
+        if start >= before:
+            return False
         if ("stmt", id(stmt)) == analysis.gate_binding:
-            return start < before
+            return True
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(small, (cst.Assign, cst.AnnAssign)) and gate in _assigned_names(small)
+                for small in stmt.body):
+            return True
     return False
+
+
+def _assigned_names(small: cst.BaseSmallStatement) -> Set[str]:
+    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+    return {t.value for t in targets if isinstance(t, cst.Name)}
 
 
 def _with_gate_edits(analysis: Analysis, settings: Settings) -> List[Finding]:

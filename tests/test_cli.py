@@ -62,7 +62,7 @@ def test_fix_shows_a_diff_and_writes_nothing(project):
     path.write_text(HAZARD)
     result = run("fix", "bad.py", cwd=project)
     assert result.exit_code == 1
-    assert "--- bad.py" in result.output and '+f = torch.compile(g, mode="default" if is_rocm else' in result.output
+    assert "--- a/bad.py\n+++ b/bad.py" in result.output and '+f = torch.compile(g, mode="default" if is_rocm else' in result.output
     assert path.read_text() == HAZARD
 
 
