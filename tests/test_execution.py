@@ -143,14 +143,15 @@ if restore is not None:
 
 
 def test_rng_patch_is_skipped_on_torch_2_13(tmp_path):
-    out = run_file(_prelude_module(tmp_path), rocm=True, post=RNG_POST)
+    # emitted (rng-patch = true), it still does nothing on torch >= 2.10
+    out = run_file(_prelude_module(tmp_path, prelude.PreludeOptions(rng_patch=True)), rocm=True, post=RNG_POST)
     assert out["extra"] == {"wrapped": False, "again": False, "get_wraps": False}
 
 
 def test_rng_patch_installs_once_and_restores_on_older_torch(tmp_path):
     path = tmp_path / "old.py"
     path.write_text('import torch\ntorch.__version__ = "2.8.0+rocm6.3"\n'
-                    + prelude.render_inline("is_rocm", prelude.PARTS, prelude.PreludeOptions()))
+                    + prelude.render_inline("is_rocm", prelude.PARTS, prelude.PreludeOptions(rng_patch=True)))
     out = run_file(path, rocm=True, post=RNG_POST)
     assert out["extra"] == {"wrapped": True, "again": False, "get_wraps": True, "restored": True}
 
