@@ -328,10 +328,3 @@ class SynchronizeAnywhere(Rule):
 
 RULES = [CaptureHostSync, CaptureDynamicShape, CaptureRngState, CaptureCompileWithoutWarmup,
          CapturePageableCopy, SynchronizeAnywhere]
-
-
-from . import _libcst_command  # noqa: E402 (`python -m libcst.tool codemod capture.Command`)
-
-
-class Command(_libcst_command.RocmportCommand):
-    DESCRIPTION = "rocmport ROC3xx: CUDA-graph capture hazards."
