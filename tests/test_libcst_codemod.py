@@ -47,6 +47,7 @@ def test_every_rule_family_is_listed():
     assert families - {"tool", "env_files"} == set(FAMILIES)
 
 
+@pytest.mark.slow
 def test_family_command_fixes_only_its_family(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(SOURCE)
@@ -72,6 +73,7 @@ def test_family_command_fixes_only_its_family(tmp_path):
     assert path.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_unified_diff_writes_nothing(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(SOURCE)
