@@ -36,6 +36,9 @@ GRAPHED_CALLABLES_NAMES = frozenset({"torch.cuda.make_graphed_callables",
 DISABLE_NAMES = frozenset({"torch.compiler.disable", "torch._dynamo.disable",
                            "torch._dynamo.eval_frame.disable", "torch._disable_dynamo"})
 SYNC_NAMES = frozenset({"torch.cuda.synchronize"})
+# ROC307: a stream made, or entered, in captured code.
+STREAM_NEW_NAMES = frozenset({"torch.cuda.Stream", "torch.cuda.streams.Stream"})
+STREAM_CM_NAMES = frozenset({"torch.cuda.stream"})
 # What the collection phase looks for (qualified names are resolved only for nodes that may be these).
 _COLLECT_LAST = GRAPH_CM_NAMES | GRAPHED_CALLABLES_NAMES | DISABLE_NAMES | COMPILE_NAMES
 RNG_NAMES = {
@@ -908,6 +911,9 @@ class Analysis:
         if names & SYNC_NAMES:
             events.append(Event("sync", node, "torch.cuda.synchronize()"))
             return
+        if names & (STREAM_NEW_NAMES | STREAM_CM_NAMES):
+            _stream_event(self, node, names, events)
+            return
         for name in names:
             if name in RNG_NAMES:
                 events.append(Event("rng", node, name))
@@ -1150,6 +1156,8 @@ class Analysis:
         elif kind == "pin":
             self._add("ROC305", node, f"`.pin_memory()` allocates pinned host memory (cudaHostAlloc) {where},"
                       " which is not permitted during capture: allocate pinned buffers before the capture")
+        elif kind in ("stream-new", "stream-enter"):
+            _emit_stream(self, region, event, chain, where)
 
     def _compiled_in_capture(self, region: Region, nodes, scope, where: str, chain: Tuple[Scope, ...] = ()) -> None:
         """ROC304: compiled callables called in the region without a warm-up call before it."""
@@ -1230,6 +1238,46 @@ class Analysis:
             return None
         return Fix(Applicability.SAFE, "Move `torch.cuda.synchronize()` to just after the capture block",
                    (ctx.edit(line_start, stmt_start, indent),))
+
+
+def _stream_event(analysis: "Analysis", node: cst.Call, names: Set[str], events: List[Event]) -> None:
+    """ROC307's events: ``torch.cuda.Stream()`` made, ``torch.cuda.stream(s)`` entered."""
+    if names & STREAM_NEW_NAMES:
+        events.append(Event("stream-new", node, analysis.short(node)))
+    elif node.args and node.args[0].keyword is None and not node.args[0].star:
+        events.append(Event("stream-enter", node, analysis.code(node.args[0].value)))
+
+
+def _entered_before(analysis: "Analysis", region: Region, stream: str) -> bool:
+    """Was ``torch.cuda.stream(<stream>)`` entered before the region, in its function?"""
+    if region.scope is None:
+        return False
+    body = region.scope.node.body
+    nodes = body if isinstance(body, (list, tuple)) else (
+        body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else (body,))
+    for call in analysis._calls_in(nodes):
+        if (analysis.offset(call) < region.start and call.args and call.args[0].keyword is None
+                and analysis.code(call.args[0].value) == stream
+                and analysis.ctx.may_resolve(call.func, STREAM_CM_NAMES)
+                and analysis.qnames(call.func) & STREAM_CM_NAMES):
+            return True
+    return False
+
+
+def _emit_stream(analysis: "Analysis", region: Region, event: Event, chain, where: str) -> None:
+    """ROC307 in captured code. A stream made there is new at every call, so no warm-up can
+    have run on it. A stream entered in the capture's own block must have been entered (and
+    used) before the capture; one entered in a function the capture calls is not reported:
+    the warm-up calls of that function entered it too."""
+    hipblaslt = ("from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during"
+                 " capture fails or hangs (pytorch#179053, #179892)")
+    if event.kind == "stream-new":
+        analysis._add("ROC307", event.node, f"`{event.detail}` makes a new stream {where}: no warm-up ran on it;"
+                      f" {hipblaslt}: make the stream before the capture and run the same work on it once")
+    elif not chain and region.nodes and not _entered_before(analysis, region, event.detail):
+        analysis._add("ROC307", event.node, f"stream `{event.detail}` is entered {where} but no warm-up ran on it"
+                      f" before the capture; {hipblaslt}: run the same work in `with torch.cuda.stream("
+                      f"{event.detail}):` once before the capture")
 
 
 def _exits(block: cst.BaseSuite) -> bool:
@@ -1387,8 +1435,12 @@ class RegionRule:
         fed = self.context._cache.get(SHARED_KEY + ".feeder")
         if fed is not None and fed.owner is not None:
             fed.done = True
+        self.add_hazards(analysis(self.context))
         for hazard in analysis(self.context).hazards.get(self.CODE, ()):
             self.report_hazard(hazard)
+
+    def add_hazards(self, found: Analysis) -> None:
+        """A rule's own hazards that need no region walk (ROC307's capture streams)."""
 
     def report_hazard(self, hazard: Hazard) -> None:  # pragma: no cover - overridden
         raise NotImplementedError

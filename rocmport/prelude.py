@@ -393,6 +393,12 @@ def rocmport_cudagraph(fn=None, *, clone_outputs=True, max_signatures=8, warmup=
     and replays it; later calls copy their tensors in and replay. Each call runs ``fn``'s
     GPU work once.
 
+    The warm-up calls and the capture run on one side stream per device, the one passed to
+    ``torch.cuda.graph(..., stream=)`` (PyTorch's recommended pattern): libraries that keep
+    a handle per stream (hipBLASLt from torch 2.12 on ROCm) create it during the warm-up,
+    not during the capture, where creating it fails or hangs. The side stream waits for the
+    current stream before a warm-up call and the current stream waits for it after.
+
     Outputs live in the graph's static output buffers, which the next replay overwrites:
     they are cloned before they are returned unless ``clone_outputs=False`` (then use or
     copy them before the next call with the same signature).
@@ -433,6 +439,7 @@ class _RocmportGraphed:
         # signature -> plain calls so far (int), a captured graph (tuple), or None: plain
         self._rocmport_entries = {}
         self._rocmport_warned = False
+        self._rocmport_streams = {}  # device -> the side stream of warm-ups and captures
 
     def __getattr__(self, name):
         wrapped = self.__dict__.get("__wrapped__")
@@ -476,10 +483,27 @@ class _RocmportGraphed:
         graph.replay()
         return _rocmport_clone(static_out) if self._rocmport_clone else static_out
 
+    def _rocmport_stream(self, device):
+        """The side stream of ``device``, made on first use."""
+        stream = self._rocmport_streams.get(device)
+        if stream is None:
+            stream = self._rocmport_streams[device] = _rocmport_torch.cuda.Stream(device=device)
+        return stream
+
     def _rocmport_warm(self, key, args, kwargs, tensors):
         torch = _rocmport_torch
         versions = [_rocmport_version(t) for t in tensors]
-        out = self.__wrapped__(*args, **kwargs)
+        # On the side stream that the capture will use. Its allocations are only reused by
+        # later work on that stream, which always starts by waiting for the current stream:
+        # outputs handed back need no record_stream.
+        side = self._rocmport_stream(tensors[0].device)
+        current = torch.cuda.current_stream(tensors[0].device)
+        side.wait_stream(current)
+        try:
+            with torch.cuda.stream(side):
+                out = self.__wrapped__(*args, **kwargs)
+        finally:
+            current.wait_stream(side)
         mutated = any(_rocmport_version(t) != v for t, v in zip(tensors, versions))
         if mutated or (torch.is_grad_enabled() and _rocmport_requires_grad(out)):
             self._rocmport_entries[key] = None  # in-place input updates or autograd: no graph
@@ -502,8 +526,9 @@ class _RocmportGraphed:
                 else:
                     static_kwargs[slot] = static
             graph = torch.cuda.CUDAGraph()
+            side = self._rocmport_stream(tensors[0].device)
             with torch.cuda.device(tensors[0].device):
-                with torch.cuda.graph(graph):
+                with torch.cuda.graph(graph, stream=side):
                     static_out = self.__wrapped__(*static_args, **static_kwargs)
         except Exception as exc:
             self._rocmport_entries[key] = None

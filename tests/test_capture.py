@@ -18,12 +18,18 @@ EXPECTED = {
                             (40, "ROC305"), (41, "ROC305"), (43, "ROC305"), (45, "ROC305")],
     "sync_last.py": [(7, "ROC301")],
     "sync_tabs.py": [(8, "ROC301"), (16, "ROC301")],
+    "warmup_stream.py": [(20, "ROC307")],
+    "warmup_cases.py": [(20, "ROC307"), (26, "ROC307"), (36, "ROC307"), (42, "ROC307"), (51, "ROC307"),
+                        (61, "ROC307"), (71, "ROC307"), (77, "ROC307"), (86, "ROC307"), (96, "ROC307"),
+                        (100, "ROC307"), (113, "ROC307")],
 }
+# ROC307's fixtures are checked with ROC307 alone (the other fixtures predate it).
+SELECT = {"warmup_stream.py": ["ROC307"], "warmup_cases.py": ["ROC307"]}
 
 
-def _found(name, select=CAPTURE):
+def _found(name, select=None):
     data = (FIXTURES / "capture" / name).read_bytes()
-    return sorted((f.start.row, f.code) for f in lint(data, select=select))
+    return sorted((f.start.row, f.code) for f in lint(data, select=select or SELECT.get(name, CAPTURE)))
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -39,7 +45,7 @@ def test_every_fixture_is_listed():
 @pytest.mark.parametrize("source,expected", list(fixture_pairs("capture")), ids=lambda p: getattr(p, "name", "none"))
 def test_fixture_fix(source, expected):
     data = source.read_bytes()
-    report = assert_fix_properties(data, select=CAPTURE)
+    report = assert_fix_properties(data, select=SELECT.get(source.name, CAPTURE))
     if expected is None:
         assert report.fixed is None
     else:
@@ -184,3 +190,163 @@ def test_hazard_reported_once_for_two_regions():
 def test_noqa():
     src = "import torch\ndef f(g, x):\n    with torch.cuda.graph(g):\n        x.item()  # noqa: ROC301\n"
     assert lint(src, select=CAPTURE) == []
+
+
+# ------------------------------------------------------------------------------------------
+# ROC307: capture streams
+# ------------------------------------------------------------------------------------------
+
+HIPBLASLT = ("from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture"
+             " fails or hangs (pytorch#179053, #179892)")
+LOOP_SRC = ("import torch\n\n\ndef capture(g, m, x):\n    for _ in range(3):  # warm up\n        y = m(x)\n"
+            "    g2 = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(g):\n        y = m(x)\n    return y\n")
+LOOP_OUT = ("import torch\n\n\ndef capture(g, m, x):\n    side_stream = torch.cuda.Stream()\n"
+            "    side_stream.wait_stream(torch.cuda.current_stream())\n    with torch.cuda.stream(side_stream):\n"
+            "        for _ in range(3):  # warm up\n            y = m(x)\n"
+            "    torch.cuda.current_stream().wait_stream(side_stream)\n    g2 = torch.cuda.CUDAGraph()\n"
+            "    with torch.cuda.graph(g, stream=side_stream):\n        y = m(x)\n    return y\n")
+
+
+def test_roc307_messages():
+    messages = {f.start.row: f.message for f in lint((FIXTURES / "capture" / "warmup_cases.py").read_bytes(),
+                                                       select=["ROC307"])}
+    assert messages[26] == ("the capture at line 28 runs on torch.cuda.graph's own stream, not the one the warm-up"
+                            f" ran on; {HIPBLASLT}: warm up on a side stream and pass it as `stream=`")
+    assert messages[77].startswith("`g.capture_begin()` (line 77) captures on the current stream")
+    assert messages[86].startswith("`g.capture_begin()` (line 86) captures on stream `t`, on which nothing ran")
+    assert "without pytorch#187745" in messages[96]
+    assert messages[100].startswith("`torch.cuda.Stream()` makes a new stream inside the capture begun at line 110,"
+                                    " via branch(): no warm-up ran on it;")
+    assert messages[113].startswith("stream `fresh` is entered inside the capture begun at line 110 but no warm-up")
+
+
+def test_roc307_fix_spans_the_warm_up_and_the_capture():
+    findings = lint((FIXTURES / "capture" / "warmup_cases.py").read_bytes(), select=["ROC307"])
+    safe = {f.start.row: f.end.row for f in findings if f.fixable}
+    assert safe == {20: 20, 26: 28}  # the loop moved: reported from the loop to the capture
+
+
+@pytest.mark.parametrize("variant", ["lf", "crlf", "bom-crlf", "cr", "tabs"])
+def test_roc307_fix_keeps_bytes(variant):
+    src, out = LOOP_SRC, LOOP_OUT
+    if variant == "tabs":
+        src, out = src.replace("    ", "\t"), out.replace("    ", "\t")
+    newline = {"crlf": "\r\n", "bom-crlf": "\r\n", "cr": "\r"}.get(variant, "\n")
+    bom = b"\xef\xbb\xbf" if variant.startswith("bom") else b""
+    report = assert_fix_properties(bom + src.replace("\n", newline).encode(), select=["ROC307"])
+    assert report.fixed == bom + out.replace("\n", newline).encode()
+
+
+def test_roc307_module_level_and_a_taken_name():
+    src = ("import torch\nside_stream = None\ng = torch.cuda.CUDAGraph()\nfor i in range(2):\n    y = x @ w\n"
+           "with torch.cuda.graph(g):\n    y = x @ w\n")
+    out = ("import torch\nside_stream = None\ng = torch.cuda.CUDAGraph()\nside_stream_2 = torch.cuda.Stream()\n"
+           "side_stream_2.wait_stream(torch.cuda.current_stream())\nwith torch.cuda.stream(side_stream_2):\n"
+           "    for i in range(2):\n        y = x @ w\ntorch.cuda.current_stream().wait_stream(side_stream_2)\n"
+           "with torch.cuda.graph(g, stream=side_stream_2):\n    y = x @ w\n")
+    assert fixed_text(src, select=["ROC307"]) == out
+    assert_fix_properties(src.encode(), select=["ROC307"])
+
+
+def test_roc307_with_the_sync_move_of_roc301():
+    src = LOOP_SRC.replace("        y = m(x)\n    return y", "        y = m(x)\n        torch.cuda.synchronize()\n"
+                           "    return y")
+    out = LOOP_OUT.replace("        y = m(x)\n    return y", "        y = m(x)\n    torch.cuda.synchronize()\n"
+                           "    return y")
+    report = assert_fix_properties(src.encode(), select=CAPTURE + ["ROC307"])
+    assert report.fixed == out.encode()
+
+
+def test_roc307_leaves_loops_that_touch_streams():
+    for warm in ("    for _ in range(3):\n        torch.cuda.current_stream().wait_stream(s)\n",
+                 "    for _ in range(3):\n        m(x); g.capture_begin()\n",
+                 "    for _ in range(3):\n        m(x)\n    else:\n        m(x)\n",
+                 "    for _ in range(3):\n        if m(x):\n            return x\n",
+                 "    while True:\n        y = m(x)\n        if y.isnan().any():\n            raise ValueError(y)\n"
+                 "        break\n"):
+        src = f"import torch\ndef f(g, m, x, s):\n{warm}    with torch.cuda.graph(g):\n        y = m(x)\n"
+        findings = lint(src, select=["ROC307"])
+        assert any("torch.cuda.graph's own stream" in f.message for f in findings)
+        assert not any(f.fixable for f in findings)
+
+
+def test_roc307_example_manual_capture_gets_stream():
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "manual_capture.py"
+    out = fixed_text(example.read_text(), select=["ROC307"])
+    assert "with torch.cuda.graph(graph, stream=side):" in out
+
+
+def _load(path, name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_roc307_fixed_fixture_computes_the_same(monkeypatch):
+    """The fixture as written and as fixed, run on CPU with recording fakes of the CUDA
+    stream and graph API (the real run on an H100: benchmarks/results/capture_fixture.json).
+    The same values come out; the fixed one warms up and captures on one side stream."""
+    torch = pytest.importorskip("torch")
+    from . import test_graph_helper as fakes
+
+    active, log = [fakes.CURRENT], []
+
+    @__import__("contextlib").contextmanager
+    def stream(s):
+        active.append(s)
+        try:
+            yield
+        finally:
+            active.pop()
+
+    @__import__("contextlib").contextmanager
+    def graph(g, pool=None, stream=None):
+        log.append(("capture", stream))
+        recorder = fakes._Recorder()
+        active.append(stream or "torch.cuda.graph's own stream")
+        try:
+            with recorder:
+                yield
+        finally:
+            active.pop()
+        g.ops = recorder.ops
+
+    class Stream(fakes.FakeStream):
+        def __init__(self, device=None):
+            super().__init__(device, name="side")
+            log.append(("stream", self))
+
+        def wait_stream(self, other):
+            log.append(("wait", self, other))
+
+    fakes.CURRENT.wait_stream = lambda other: log.append(("wait", fakes.CURRENT, other))
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", fakes.FakeGraph)
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "stream", stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: active[-1])
+    results = {}
+    forward, seen = torch.nn.Sequential.forward, []
+    monkeypatch.setattr(torch.nn.Sequential, "forward", lambda self, x: (seen.append(active[-1]), forward(self, x))[1])
+    try:
+        for label, name in (("original", "warmup_stream.py"), ("fixed", "warmup_stream.expected.py")):
+            module = _load(FIXTURES / "capture" / name, f"roc307_{label}")
+            del log[:], seen[:]
+            results[label] = (module.run("cpu"), list(seen), list(log))
+    finally:
+        del fakes.CURRENT.wait_stream
+    (orig_out, orig_eager), orig_seen, orig_log = results["original"]
+    (fixed_out, fixed_eager), fixed_seen, fixed_log = results["fixed"]
+    assert torch.equal(orig_out, fixed_out) and torch.equal(orig_eager, fixed_eager)
+    assert torch.allclose(fixed_out[-1], fixed_eager)  # the replays are real: they follow the inputs
+    own = "torch.cuda.graph's own stream"
+    assert orig_log == [("capture", None)] and orig_seen == [fakes.CURRENT] * 3 + [own, fakes.CURRENT]
+    side = fixed_log[0][1]
+    assert fixed_log == [("stream", side), ("wait", side, fakes.CURRENT), ("wait", fakes.CURRENT, side),
+                         ("capture", side)]
+    assert fixed_seen == [side] * 4 + [fakes.CURRENT]  # 3 warm-ups and the capture on one stream; eager

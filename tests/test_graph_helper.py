@@ -145,6 +145,7 @@ class FakeGraph:
 
     captures = 0
     capturing = False
+    streams = []
 
     def __init__(self):
         self.ops = None
@@ -169,14 +170,48 @@ class _Recorder(torch.overrides.TorchFunctionMode):
         return out
 
 
+class FakeStream:
+    """Records what it waited for; ``ACTIVE[-1]`` is the stream work is issued on."""
+
+    made = []
+
+    def __init__(self, device=None, name="side"):
+        self.device, self.name, self.waits = device, name, []
+        if name == "side":
+            FakeStream.made.append(self)
+
+    def wait_stream(self, other):
+        self.waits.append(other)
+
+    def __repr__(self):
+        return f"FakeStream({self.name})"
+
+
+CURRENT = FakeStream(name="current")
+ACTIVE = [CURRENT]
+
+
+@contextlib.contextmanager
+def fake_stream(stream):
+    ACTIVE.append(stream)
+    try:
+        yield
+    finally:
+        ACTIVE.pop()
+
+
 @contextlib.contextmanager
 def fake_graph(graph, *args, **kwargs):
-    assert not args and not kwargs, "torch.cuda.graph must be called without extra arguments"
+    # stream= (since torch 1.10) is the one keyword the helper may pass: 2.13's new ones
+    # would fail on older torch (shared/docs/torch-facts.md)
+    assert not args and set(kwargs) == {"stream"}, "torch.cuda.graph must be called with stream= alone"
+    assert isinstance(kwargs["stream"], FakeStream) and kwargs["stream"] is not CURRENT
     FakeGraph.captures += 1
     FakeGraph.capturing = True
+    FakeGraph.streams.append(kwargs["stream"])
     recorder = _Recorder()
     try:
-        with recorder:
+        with recorder, fake_stream(kwargs["stream"]):
             yield
     finally:
         FakeGraph.capturing = False
@@ -191,18 +226,25 @@ def helper(monkeypatch):
                                                                                   rng_patch=False)), namespace)
     namespace["_rocmport_hip"] = True
     FakeGraph.captures = 0
+    FakeGraph.streams = []
+    FakeStream.made = []
+    CURRENT.waits = []
     monkeypatch.setattr(torch.cuda, "CUDAGraph", FakeGraph)
     monkeypatch.setattr(torch.cuda, "graph", fake_graph)
+    monkeypatch.setattr(torch.cuda, "Stream", FakeStream)
+    monkeypatch.setattr(torch.cuda, "stream", fake_stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: ACTIVE[-1])
     monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
     return namespace["rocmport_cudagraph"]
 
 
 class Counted:
     def __init__(self, fn):
-        self.fn, self.calls = fn, 0
+        self.fn, self.calls, self.streams = fn, 0, []
 
     def __call__(self, *args, **kwargs):
         self.calls += 1
+        self.streams.append(ACTIVE[-1])
         return self.fn(*args, **kwargs)
 
 
@@ -383,3 +425,36 @@ def test_keyword_tensors_modules_methods_and_attributes(helper):
     assert FakeGraph.captures == 1
     wrapped = helper(net)
     assert wrapped.lin is net.lin and wrapped.training is True
+
+
+def test_warm_up_and_capture_run_on_one_side_stream(helper):
+    """PyTorch's pattern (hipBLASLt makes a handle per stream from torch 2.12: the capture
+    stream must have run the GEMMs before the capture): warm up on a side stream, then
+    capture on it with ``stream=``; the streams wait for each other around the warm-up."""
+    fn = Counted(mlp)
+    graphed = helper(fn, warmup=2)
+    w = gpu(4, 4)
+    with torch.no_grad():
+        for _ in range(5):
+            x = gpu(2, 4)
+            assert torch.equal(graphed(x, w), mlp(x, w))
+        for _ in range(4):  # a second signature: the same stream
+            x = gpu(3, 4)
+            assert torch.equal(graphed(x, w), mlp(x, w))
+    (side,) = FakeStream.made
+    assert fn.streams == [side] * 6  # 2 warm-ups and a capture per signature; replays run nothing
+    assert FakeGraph.streams == [side, side]
+    assert side.waits == [CURRENT] * 4  # before each warm-up call
+    assert CURRENT.waits == [side] * 4  # after each warm-up call
+    assert ACTIVE == [CURRENT]
+
+
+def test_a_failing_warm_up_leaves_the_streams_joined(helper):
+    def broken(x):
+        raise ValueError("bad input")
+
+    graphed = helper(broken)
+    with pytest.raises(ValueError, match="bad input"):
+        graphed(gpu(3))
+    (side,) = FakeStream.made
+    assert CURRENT.waits == [side] and ACTIVE == [CURRENT]
