@@ -33,11 +33,32 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(frozen=True)
 class Case:
-    """A Fixit-style example: ``code`` and, for invalid cases, the fixed result."""
+    """A Fixit-style example: ``code`` and, for invalid cases, the fixed result.
+
+    ``code`` and ``expected`` are dedented, and a first empty line dropped, so a case may be
+    written as an indented triple-quoted block inside the class, as the docs are.
+    For an invalid case, ``line`` and ``column`` (1-based, as rocmport prints them) and
+    ``message``, where given, are those of the rule's first finding.
+    """
 
     code: str
     expected: Optional[str] = None  # fixed output (None: no fix, or display-only)
     codes: Tuple[str, ...] = ()  # codes expected (defaults to the rule's own)
+    line: Optional[int] = None
+    column: Optional[int] = None
+    message: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", _case_text(self.code))
+        if self.expected is not None:
+            object.__setattr__(self, "expected", _case_text(self.expected))
+
+
+def _case_text(text: str) -> str:
+    import textwrap
+
+    text = textwrap.dedent(text)
+    return text[1:] if text.startswith("\n") else text
 
 
 @dataclass

@@ -663,10 +663,3 @@ def _check_capture_begin(rule, found, scope, call: cst.Call) -> None:
 
 RULES = [CaptureHostSync, CaptureDynamicShape, CaptureRngState, CaptureCompileWithoutWarmup,
          CapturePageableCopy, SynchronizeAnywhere, CaptureStreamWarmup]
-
-
-from . import _libcst_command  # noqa: E402 (`python -m libcst.tool codemod capture.Command`)
-
-
-class Command(_libcst_command.RocmportCommand):
-    DESCRIPTION = "rocmport ROC3xx: CUDA-graph capture hazards."

@@ -664,10 +664,3 @@ class ModeDefault(Rule):
 
 RULES = [ReduceOverheadMode, MaxAutotuneMode, CudagraphsOption, NonLiteralMode, ModeDefault,
          ReduceOverheadGraphHelper]
-
-
-from . import _libcst_command  # noqa: E402 (`python -m libcst.tool codemod compile_modes.Command`)
-
-
-class Command(_libcst_command.RocmportCommand):
-    DESCRIPTION = "rocmport ROC1xx: torch.compile modes that use CUDA graphs."

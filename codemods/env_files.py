@@ -16,10 +16,11 @@ variable. Comments are not findings. rocmport never rewrites these files.
 
 from __future__ import annotations
 
-import os
 import re
 from typing import FrozenSet, Iterator, List, Optional, Tuple
 
+from rocmport import suppression
+from rocmport.filekinds import env_kind as kind_for  # the one file-kind decision
 from rocmport.findings import Applicability, Finding, Fix, Position
 from rocmport.source import LineIndex
 
@@ -35,35 +36,11 @@ _IF_UNKNOWN = {
     "ROC602": 'if it is "1", it turns on inductor\'s CUDA graphs, which hang or slow down on ROCm',
     "ROC604": 'if it includes TRITON or CPP, the GEMM templates are slow or fail on ROCm; use "ATEN" there',
 }
-_SHEBANG_SHELL = re.compile(rb"^#![^\r\n]*\b(?:ba|z|k|da|a)?sh\b")
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*))?", re.I)
-_FILE_NOQA = re.compile(r"^\s*#\s*rocmport\s*:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*))?\s*$", re.I)
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 # (row, start column, end column (0-based, exclusive, in code points), variable, value or None)
 Hit = Tuple[int, int, int, str, Optional[str]]
-
-
-def kind_for(path: str, data: bytes = b"") -> Optional[str]:
-    """"shell", "dockerfile", "yaml" or "dotenv" for a file these rules scan, else None
-    (Python files, notebooks and everything else). ``data``: the file's first bytes, for
-    the ``#!`` line of a script without a suffix."""
-    name = os.path.basename(path.replace("\\", "/")).lower()
-    if name.endswith((".py", ".pyi", ".ipynb", ".pyw")):
-        return None
-    if name in ("dockerfile", "containerfile") or name.endswith((".dockerfile", ".containerfile")) \
-            or name.startswith(("dockerfile.", "containerfile.")):
-        return "dockerfile"
-    if name.endswith((".sh", ".bash", ".zsh")):
-        return "shell"
-    if name.endswith((".yml", ".yaml")):
-        return "yaml"
-    if name == ".env" or name.startswith(".env.") or name.endswith(".env"):
-        return "dotenv"
-    if data.startswith(b"#!") and _SHEBANG_SHELL.match(data[:256]):
-        return "shell"
-    return None
 
 
 # ------------------------------------------------------------------------------------------
@@ -477,15 +454,8 @@ def scan(path: str, text: str, enabled: FrozenSet[str], kind: Optional[str] = No
         return []
     lines = _NEWLINE.split(text)
     starts = LineIndex(text).starts
-    file_codes, file_all = set(), False
-    for line in lines:
-        match = _FILE_NOQA.match(line)
-        if match:
-            if match.group("codes"):
-                file_codes.update(c.upper() for c in re.split(r"[\s,]+", match.group("codes")) if c)
-            else:
-                file_all = True
-    if file_all:
+    suppressed = suppression.for_lines(lines, kind)  # line and file noqa comments
+    if suppressed.whole_file:
         return []
     findings: List[Finding] = []
     seen = set()
@@ -493,13 +463,11 @@ def scan(path: str, text: str, enabled: FrozenSet[str], kind: Optional[str] = No
         row, start, end, var, value = hit
         end_row, end_col = (end if isinstance(end, tuple) else (row, end))
         code = classify(var, value)
-        if code is None or code not in enabled or any(code.startswith(c) for c in file_codes):
+        if code is None or code not in enabled or suppressed.suppresses(code, row):
             continue
         if (row, start, code) in seen:
             continue
         seen.add((row, start, code))
-        if kind != "dockerfile" and _suppressed(lines[row - 1], code):
-            continue
         message = MESSAGES[code].format(var=var)
         if value is None:
             message = f"{var} is set to a value only known at run time: {_IF_UNKNOWN[code]}"
@@ -514,10 +482,3 @@ def scan(path: str, text: str, enabled: FrozenSet[str], kind: Optional[str] = No
         ))
     return findings
 
-
-def _suppressed(line: str, code: str) -> bool:
-    match = _NOQA.search(line)
-    if not match:
-        return False
-    codes = match.group("codes")
-    return not codes or any(code.startswith(c.upper()) for c in re.split(r"[\s,]+", codes) if c)

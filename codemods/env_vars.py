@@ -504,10 +504,3 @@ class LateEnv(_EnvRule):
 
 
 RULES = [MaxAutotuneEnv, CudagraphsEnv, LateEnv, GemmBackendsEnv]
-
-
-from . import _libcst_command  # noqa: E402 (`python -m libcst.tool codemod env_vars.Command`)
-
-
-class Command(_libcst_command.RocmportCommand):
-    DESCRIPTION = "rocmport ROC6xx: environment variables."

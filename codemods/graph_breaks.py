@@ -174,10 +174,3 @@ class CompiledTensorBranch(_GraphBreakRule):
 
 
 RULES = [CompiledScalarRead, CompiledPrint, CompiledTensorBranch]
-
-
-from . import _libcst_command  # noqa: E402 (`python -m libcst.tool codemod graph_breaks.Command`)
-
-
-class Command(_libcst_command.RocmportCommand):
-    DESCRIPTION = "rocmport ROC4xx: graph breaks inside compiled code."

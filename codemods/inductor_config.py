@@ -475,10 +475,3 @@ class MemoryPlanning(_InductorSetting):
 
 
 RULES = [TritonCudagraphs, TritonCudagraphTrees, MaxAutotune, GemmBackends, MemoryPlanning]
-
-
-from . import _libcst_command  # noqa: E402 (`python -m libcst.tool codemod inductor_config.Command`)
-
-
-class Command(_libcst_command.RocmportCommand):
-    DESCRIPTION = "rocmport ROC2xx: inductor and dynamo configuration."

@@ -632,10 +632,3 @@ class TritonUnclampedExp(_TritonRule):
 
 
 RULES = [TritonBlockSize, TritonSmallTile, TritonNumWarps, TritonHalfAccumulator, TritonUnclampedExp]
-
-
-from . import _libcst_command  # noqa: E402 (`python -m libcst.tool codemod triton_launch.Command`)
-
-
-class Command(_libcst_command.RocmportCommand):
-    DESCRIPTION = "rocmport ROC5xx: Triton launch and tile parameters."

@@ -10,7 +10,9 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pathspec
 
+from . import filekinds
 from .config import Settings
+from .filekinds import HEAD_BYTES
 
 # ruff's default excludes, without "build" (build/ often holds real sources).
 DEFAULT_EXCLUDES = (
@@ -19,27 +21,20 @@ DEFAULT_EXCLUDES = (
     ".tox", ".venv", ".vscode", "__pypackages__", "_build", "buck-out", "dist", "node_modules",
     "site-packages", "venv",
 )
-PYTHON_SUFFIXES = (".py", ".pyi")
 
 
 def file_kind(path: Path) -> Optional[str]:
     """"python" (or "notebook", "shell", "dockerfile", "yaml", "dotenv") for files rocmport
-    checks when it walks a directory, else None."""
-    if path.suffix in PYTHON_SUFFIXES:
-        return "python"
-    if path.suffix == ".ipynb":
-        return "notebook"
-    # Shell scripts, Dockerfiles, YAML and .env files, for the ROC6xx environment rules.
-    from codemods.env_files import kind_for
-
+    checks when it walks a directory, else None: rocmport.filekinds decides, from the name
+    and, for a file without a suffix, its ``#!`` line."""
     head = b""
     if not path.suffix:
         try:
             with open(path, "rb") as handle:
-                head = handle.read(256)  # a "#!" line naming a shell
+                head = handle.read(HEAD_BYTES)  # a "#!" line naming a shell
         except OSError:
             head = b""
-    return kind_for(str(path), head)
+    return filekinds.file_kind(str(path), head)
 
 
 class _Excluder:

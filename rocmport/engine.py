@@ -27,8 +27,9 @@ from codemods import _prescan, env_files
 from codemods.base import PREFILTER, Rule, RuleContext, RuleOptions, dotted_name
 from codemods.tool import FixFailed, UnreadableFile
 
-from . import house, placement, prelude, reformat
+from . import house, placement, prelude, reformat, suppression
 from .config import Settings
+from .filekinds import ENV_KINDS, HEAD_BYTES, file_kind
 from .findings import Applicability, Edit, Finding, Fix, Position
 from .registry import visitor_rules
 from .source import LineIndex, SourceError, SourceText, apply_edits
@@ -183,55 +184,14 @@ def _roc001(path: str, message: str, row: int, column: int, enabled) -> List[Fin
 
 
 # ------------------------------------------------------------------------------------------
-# Suppression: "# noqa", "# noqa: ROC101", and file-level "# rocmport: noqa[: ROC5]"
+# Suppression: line and file noqa comments, read by rocmport.suppression (the same parser as
+# for shell, YAML and .env files)
 # ------------------------------------------------------------------------------------------
 
-_NOQA_RE = re.compile(r"#\s*noqa(?::[\s]*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
-_FILE_NOQA_RE = re.compile(r"^#\s*rocmport\s*:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*))?\s*$", re.I)
-
-
-def _comments(text: str):
-    """(row, column, comment text, alone on its line) for every comment in ``text``."""
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.COMMENT:
-                row, col = tok.start
-                yield row, col, tok.string, tok.line[:col].strip() == ""
-    except (tokenize.TokenError, SyntaxError, IndentationError):  # pragma: no cover - parsed OK
-        return
-
-
 def _unsuppressed(findings: List[Finding], text: str, lines: LineIndex) -> List[Finding]:
-    if not findings or "noqa" not in text:
+    if not findings:
         return findings
-    line_codes: Dict[int, Optional[Set[str]]] = {}
-    file_codes: Optional[Set[str]] = set()
-    file_all = False
-    for row, _col, comment, alone in _comments(text):
-        if alone:
-            match = _FILE_NOQA_RE.match(comment)
-            if match:
-                if match.group("codes"):
-                    file_codes.update(c.upper() for c in re.split(r"[\s,]+", match.group("codes")) if c)
-                else:
-                    file_all = True
-                continue
-        match = _NOQA_RE.search(comment)
-        if match:
-            codes = match.group("codes")
-            line_codes[row] = None if not codes else {c.upper() for c in re.split(r"[\s,]+", codes) if c}
-    if file_all:
-        return []
-    kept = []
-    for f in findings:
-        if any(f.code.startswith(c) for c in file_codes):
-            continue
-        if f.start.row in line_codes:
-            codes = line_codes[f.start.row]
-            if codes is None or any(f.code.startswith(c) for c in codes):
-                continue
-        kept.append(f)
-    return kept
+    return suppression.for_python(text).filter(findings)
 
 
 # ------------------------------------------------------------------------------------------
@@ -672,16 +632,16 @@ def _roc002(f: Finding, message: str, enabled) -> Finding:
 
 def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False) -> FileReport:
     """Lint (or fix) the bytes of one file. Never raises for bad input."""
-    if path.endswith(".ipynb"):  # Jupyter notebooks: code cells, magics masked
+    kind = file_kind(path, data[:HEAD_BYTES])  # None: a file named on the command line, read as Python
+    if kind == "notebook":  # Jupyter notebooks: code cells, magics masked
         from .notebook import check_notebook
 
         return check_notebook(data, path, settings, fix=fix)
     report = FileReport(path=path, original=data)
     enabled, rules = select_rules(settings, path)
-    env_kind = env_files.kind_for(path, data[:256])
-    if env_kind is not None:  # shell, Dockerfile, YAML, .env: ROC6xx only, display-only
+    if kind in ENV_KINDS:  # shell, Dockerfile, YAML, .env: ROC6xx only, display-only
         try:
-            report.findings = env_files.scan(path, data.decode("utf-8", "replace"), enabled, env_kind)
+            report.findings = env_files.scan(path, data.decode("utf-8", "replace"), enabled, kind)
         except Exception as exc:  # pragma: no cover - a bug in the scanner
             report.internal_error = f"{type(exc).__name__}: {exc}"
         return report

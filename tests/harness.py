@@ -131,3 +131,44 @@ def check_fixture_pair(path: Path, expected: Optional[Path], select=None) -> Fil
     want = source.to_bytes(expand_prelude(source.text, LineIndex(source.text).newline()))
     assert report.fixed == want
     return report
+
+
+def check_case(code: str, case, kind: str) -> None:
+    """One Fixit-style case of rule ``code``: a valid case gives no finding of the rule; an
+    invalid one gives one (at ``case.line``/``case.column`` with ``case.message`` where the
+    case says), fixes to ``case.expected`` where given, and keeps the fix properties."""
+    found = [f for f in lint(case.code, select=[code]) if f.code == code]
+    if kind == "valid":
+        assert not found, f"{code} should not fire on:\n{case.code}\n{found}"
+        return
+    assert found, f"{code} should fire on:\n{case.code}"
+    first = found[0]
+    if case.line is not None:
+        assert first.start.row == case.line, f"{code}: line {first.start.row}, the case says {case.line}"
+    if case.column is not None:
+        assert first.start.column == case.column, f"{code}: column {first.start.column}, the case says {case.column}"
+    if case.message is not None:
+        assert first.message == case.message, f"{code}: message {first.message!r}, the case says {case.message!r}"
+    if case.expected is not None:
+        assert fixed_text(case.code, select=[code]) == expand_prelude(case.expected)
+    assert_fix_properties(case.code.encode(), select=[code])
+
+
+# The imports a rule's documentation example takes for granted.
+EXAMPLE_IMPORTS = ("import os\nimport time\n\nimport torch\nimport torch._inductor.config\nimport triton\n"
+                   "import triton.language as tl\n\n")
+
+
+def doc_example(text: str) -> str:
+    """A rule's EXAMPLE or FIXED_EXAMPLE as a module: its imports, then the dedented code."""
+    import textwrap
+
+    return EXAMPLE_IMPORTS + textwrap.dedent(text).strip("\n") + "\n"
+
+
+def without_prelude(text: str) -> str:
+    """``text`` without the prelude block and without empty lines."""
+    block = prelude.find_block(text)
+    if block is not None:
+        text = text[:block.start] + text[block.end:]
+    return "\n".join(line for line in text.splitlines() if line.strip()) + "\n"

@@ -14,6 +14,9 @@ from rocmport import prelude
 from .harness import fix
 from .torch_runner import run_file
 
+# every test here runs real torch in subprocesses (seconds each): part of the full run, not of -m "not slow"
+pytestmark = pytest.mark.slow
+
 FIXTURE = Path(__file__).parent / "fixtures" / "compile_modes" / "spellings.py"
 POST = "from types import SimpleNamespace\nbuild(SimpleNamespace(compile_mode='max-autotune'))\n"
 DEFAULTS = {"triton.cudagraphs": False, "max_autotune_gemm_backends": "ATEN,TRITON,CPP",

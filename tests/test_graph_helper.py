@@ -57,6 +57,7 @@ def test_fixture_with_roc101():
     assert_fix_properties(SPELLINGS.read_bytes(), select=SELECT, path=str(SPELLINGS))
 
 
+@pytest.mark.slow
 def test_alone_or_after_roc101_gives_the_same_result():
     src = SPELLINGS.read_bytes()
     both = fix(src, select=SELECT, unsafe=True).fixed
@@ -109,6 +110,7 @@ RESULT = {"decode_is_step": decode is step, "wrapper": type(decode).__name__,
 """
 
 
+@pytest.mark.slow
 def test_fixed_program_nvidia_unchanged_rocm_wrapped(tmp_path):
     from .torch_runner import run_file
 

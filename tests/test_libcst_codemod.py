@@ -1,6 +1,7 @@
-"""Each rule family as a LibCST codemod: ``python -m libcst.tool codemod <family>.Command PATH``
-(resolved through the repository's ``.libcst.codemod.yaml``) and the fully dotted
-``-x codemods.<family>.Command`` form, run for real in a subprocess."""
+"""Each rule family as a LibCST codemod: ``python -m libcst.tool codemod
+libcst_commands.<Family> PATH`` (resolved through the repository's ``.libcst.codemod.yaml``)
+and the fully dotted ``-x rocmport.libcst_commands.<Family>`` form, run for real in a
+subprocess."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods._libcst_command import RocmportCommand
+from rocmport.libcst_commands import COMMANDS, RocmportCommand
 from rocmport import prelude
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,14 +35,23 @@ def codemod(*args):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_has_a_command(family):
     module = importlib.import_module(f"codemods.{family}")
-    assert issubclass(module.Command, RocmportCommand)
-    assert set(module.Command.family_codes()) == {r.CODE for r in module.RULES}
+    assert issubclass(COMMANDS[family], RocmportCommand)
+    assert set(COMMANDS[family].family_codes()) == {r.CODE for r in module.RULES}
 
 
+def test_every_rule_family_is_listed():
+    from rocmport.registry import all_rules
+
+    assert set(FAMILIES) == set(COMMANDS)
+    families = {rule.__module__.rpartition(".")[2] for rule in all_rules().values()}
+    assert families - {"tool", "env_files"} == set(FAMILIES)
+
+
+@pytest.mark.slow
 def test_family_command_fixes_only_its_family(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(SOURCE)
-    run = codemod("compile_modes.Command", str(path))
+    run = codemod("libcst_commands.CompileModes", str(path))
     assert run.returncode == 0, run.stderr
     text = path.read_text()
     assert 'mode="default" if is_rocm else "reduce-overhead"' in text
@@ -52,21 +62,22 @@ def test_family_command_fixes_only_its_family(tmp_path):
     assert text.replace("\n" + gate, "") == SOURCE.replace(
         '"reduce-overhead")', '"default" if is_rocm else "reduce-overhead")')
 
-    run = codemod("-x", "codemods.inductor_config.Command", str(path))
+    run = codemod("-x", "rocmport.libcst_commands.InductorConfig", str(path))
     assert run.returncode == 0, run.stderr
     assert "inductor_config.triton.cudagraphs = False if is_rocm else True\n" in path.read_text()
 
     # nothing left to do: the file is skipped and stays byte for byte the same
     before = path.read_bytes()
-    run = codemod("compile_modes.Command", str(path))
+    run = codemod("libcst_commands.CompileModes", str(path))
     assert run.returncode == 0 and "Skipped 1 files" in run.stderr
     assert path.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_unified_diff_writes_nothing(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(SOURCE)
-    run = codemod("compile_modes.Command", "-u", "1", str(path))
+    run = codemod("libcst_commands.CompileModes", "-u", "1", str(path))
     assert run.returncode == 0, run.stderr
     assert '+model = torch.compile(torch.nn.Linear(2, 2), mode="default" if is_rocm else "reduce-overhead")' \
         in run.stdout

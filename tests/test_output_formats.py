@@ -20,7 +20,7 @@ from rocmport.registry import all_rules
 
 HAZARD = 'import torch\nf = torch.compile(g, mode="reduce-overhead")\n'
 DISPLAY_ONLY = '\n\nclass Config:\n    compile_mode: str = "reduce-overhead"\n'  # ROC105: never fixed
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "sarif-schema-2.1.0.json"
+SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
 
 
 def run(*args, cwd=None, input=None):
@@ -43,9 +43,8 @@ def project(tmp_path):
 
 @pytest.fixture(scope="module")
 def sarif_validator():
-    if not SCHEMA_PATH.is_file():
-        pytest.skip(f"SARIF schema not found at {SCHEMA_PATH} (the shared/ directory beside the repository)")
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema  # the `test` extra installs it: no skip
+
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
@@ -239,9 +238,20 @@ def test_sarif_insertion_fix_has_an_empty_deleted_region(sarif_validator):
     assert fix["properties"] == {"applicability": "unsafe", "appliedByDefault": False}
 
 
-def test_sarif_schema_path_is_beside_the_repository():
-    # /work/main/tests/.. -> repository; its parent holds shared/ (here and in CI's clean clone)
-    assert SCHEMA_PATH.parent.parent.parent == Path(__file__).resolve().parents[1].parent
+def test_the_vendored_schema_is_sarif_2_1_0_and_rejects_bad_documents(sarif_validator):
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    assert schema["id"].endswith("/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json")
+    assert schema["properties"]["version"]["enum"] == ["2.1.0"]
+    good = sarif_document([], False, root=Path.cwd())
+    assert_valid(sarif_validator, good)
+    # the validator can fail: a wrong version, a result without a message, a negative line
+    assert not sarif_validator.is_valid({**good, "version": "2.0.0"})
+    run = json.loads(json.dumps(good["runs"][0]))
+    run["results"] = [{"ruleId": "ROC101"}]
+    assert not sarif_validator.is_valid({**good, "runs": [run]})
+    run["results"] = [{"message": {"text": "x"}, "locations": [{"physicalLocation": {
+        "artifactLocation": {"uri": "a.py"}, "region": {"startLine": 0}}}]}]
+    assert not sarif_validator.is_valid({**good, "runs": [run]})
 
 
 # ---------------------------------------------------------------------------------------- --output-file

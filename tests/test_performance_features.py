@@ -45,6 +45,7 @@ def _findings(path: Path, fix: bool = False):
     return [json.dumps(finding_dict(f), sort_keys=True) for f in report.findings], report.fixed
 
 
+@pytest.mark.slow
 def test_prefilter_and_name_gates_are_conservative():
     files = corpus()
     assert len(files) > 100
@@ -115,6 +116,7 @@ def test_two_runs_sharing_a_cache(tree):
     assert not list((tree / ".rocmport_cache").rglob(".tmp-*"))
 
 
+@pytest.mark.slow
 def test_jobs_agree(tree):
     one = run(["lint", "--no-cache", "--jobs", "1", "--output-format", "json", "."], tree)
     two = run(["lint", "--no-cache", "--jobs", "2", "--output-format", "json", "."], tree)
@@ -124,6 +126,7 @@ def test_jobs_agree(tree):
     assert fix_one.stdout == fix_two.stdout and fix_one.stdout.count("+++ ") == 8
 
 
+@pytest.mark.slow
 def test_fix_after_a_cached_lint_still_fixes(tree):
     run(["lint", "."], tree)
     assert run(["fix", "--write", "."], tree).returncode == 0
@@ -136,6 +139,7 @@ def test_no_progress_bar_in_pipes(tree):
     assert "rocmport  [" not in out.stderr and out.stderr == ""
 
 
+@pytest.mark.slow
 def test_benchmark_script_runs_on_a_small_corpus(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--path",
                           str(ROOT / "tests" / "fixtures" / "compile_modes"), "--json", str(tmp_path / "b.json")],

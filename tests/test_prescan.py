@@ -138,6 +138,7 @@ def test_a_file_cpython_cannot_parse_skips_the_prefilter():
     assert _findings('import torch\nf = torch.compile(g, mode="reduce-overhead")\ndef f(:\n')[0][0] == "ROC001"
 
 
+@pytest.mark.slow
 def test_import_table_answers_like_the_provider():
     """For every dotted name read in a corpus that the import table answers (its root bound
     only by module-level imports, only at module level, only in functions, or by nothing),

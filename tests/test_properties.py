@@ -39,6 +39,7 @@ def test_generated_modules_with_hazards_spliced_in(data, prelude):
     _assert_ok(data, prelude)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_snippet_is_found_and_fixed_alone(family):
     """The snippets really exercise their family: each is found (and fixes hold)."""
@@ -50,6 +51,7 @@ def test_every_family_snippet_is_found_and_fixed_alone(family):
         _assert_ok(wrap(snippets[0], "\t" if name == "if" else "    ").encode(), "slim")
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.sampled_from([code for _, code in SNIPPETS]), min_size=2, max_size=6),
        st.sampled_from(["\n", "\r\n", "\r"]), st.booleans())

@@ -3,6 +3,7 @@ rule's section is exactly what `rocmport rule CODE` prints."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,63 @@ def test_generator_script_check_mode(tmp_path):
 def test_unknown_rule_is_a_usage_error():
     result = CliRunner().invoke(main, ["rule", "ROC999"])
     assert result.exit_code == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# README and docs/: short, current, self-contained
+# ---------------------------------------------------------------------------------------------
+
+PAGES = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_FENCE = re.compile(r"^```toml\n(.*?)^```", re.S | re.M)
+
+
+def _anchors(text: str):
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+def test_readme_is_short_and_keeps_the_two_commands():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    # the one-command set-up and the one-command test run that .ci/run executes
+    assert ".venv/bin/pip install -q -e . && .venv/bin/rocmport lint examples/" in text
+    test_command = '.venv/bin/pip install -q -e ".[test]" && .venv/bin/python -m pytest -q'
+    assert test_command in text
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert '.venv/bin/pip install -q -e ".[test]"' in ci and ".venv/bin/python -m pytest -q" in ci
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_links_stay_inside_the_repository_and_resolve(page):
+    text = page.read_text(encoding="utf-8")
+    assert "shared/docs" not in text and "../shared" not in text, "a reference outside the repository"
+    assert not re.search(r"^#+ .*\b(issue|#)\s*\d+", text, re.M | re.I), "a tracker number in a heading"
+    for target in _LINK.findall(text):
+        if re.match(r"[a-z]+:", target):
+            continue  # a web address
+        path, _, anchor = target.partition("#")
+        resolved = (page.parent / path).resolve() if path else page
+        assert resolved.is_relative_to(REPO) and resolved.exists(), f"{page.name}: broken link {target}"
+        if anchor and resolved.suffix == ".md":
+            assert anchor in _anchors(resolved.read_text(encoding="utf-8")), f"{page.name}: no #{anchor} in {path}"
+
+
+@pytest.mark.parametrize("page", [REPO / "README.md", REPO / "docs" / "usage.md"], ids=lambda p: p.name)
+def test_configuration_examples_load(page, tmp_path):
+    from rocmport.config import load_settings
+
+    blocks = _FENCE.findall(page.read_text(encoding="utf-8"))
+    assert blocks
+    for block in blocks:
+        (tmp_path / "pyproject.toml").write_text(block, encoding="utf-8")
+        load_settings(tmp_path)  # raises ConfigError on an unknown key or a bad value
+
+
+def test_usage_lists_every_command_option():
+    text = (REPO / "docs" / "usage.md").read_text(encoding="utf-8")
+    for command in ("lint", "fix", "prelude", "doctor"):
+        for param in main.commands[command].params:
+            for opt in param.opts:
+                if opt.startswith("--") and opt != "--help":
+                    assert f"`{opt}" in text or f"{opt}`" in text or f" {opt}" in text, (command, opt)

@@ -61,6 +61,7 @@ def tmp_leftovers(root: Path):
     return sorted(p for p in root.rglob(".rocmport-*"))
 
 
+@pytest.mark.slow
 def test_sigkill_mid_write_leaves_every_file_whole(tmp_path):
     files = make_tree(tmp_path, 24)
     fixed = {p: expected_fixed(p, data) for p, data in files.items()}
@@ -108,6 +109,7 @@ def test_stale_temporary_files_are_never_taken_for_sources(tmp_path):
         assert path.read_bytes() == expected_fixed(path, original)
 
 
+@pytest.mark.slow
 def test_two_concurrent_fix_write_runs_fix_every_file_exactly_once(tmp_path):
     files = make_tree(tmp_path, 20, packages=True)
     procs = [subprocess.Popen([CONSOLE, "fix", "--write", "."], cwd=tmp_path, stdout=subprocess.PIPE,
@@ -141,6 +143,7 @@ MARKER_CODE = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", ["console", "module"])
 def test_rocmport_never_imports_or_runs_what_it_reads(tmp_path, entry):
     """Files whose import (or run as a script) would leave a marker on disk leave none."""
