@@ -360,18 +360,23 @@ class NonLiteralMode(_CompileCalls):
         self.model = torch.compile(self.model, mode=config.compile_mode)
         """
     FIXED_EXAMPLE = """
-        self.model = torch.compile(self.model, mode=rocmport_compile_mode(config.compile_mode))
+        self.model = torch.compile(self.model, mode={"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(config.compile_mode, config.compile_mode) if is_rocm else config.compile_mode)
         """
     FIX = """
-        Safe. The expression is wrapped in `rocmport_compile_mode(...)`, a function of the
-        generated prelude that returns its argument unchanged on NVIDIA and maps
-        "reduce-overhead" to "default" and "max-autotune" to "max-autotune-no-cudagraphs" on
-        ROCm. The expression is evaluated exactly once, as before.
+        The mode is mapped inline, one expression and no helper:
+        `{"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(m, m)
+        if is_rocm else m`. On NVIDIA the expression is evaluated once, as before, and passed
+        unchanged. Safe where reading the expression has no effect (a name, an attribute, a
+        constant subscript), since ROCm reads it twice; unsafe for anything else (a call).
+        Where the repository formats with ruff or black, the statement is wrapped as its
+        formatter wraps it.
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
         Case('import torch\nf = torch.compile(g, mode=None)\n'),
         Case('import torch\nf = torch.compile(g, mode=rocmport_compile_mode(cfg.mode))\n'),
+        Case('import torch\nis_rocm = torch.version.hip is not None\n'
+             'f = torch.compile(g, mode={"reduce-overhead": "default"}.get(m, m) if is_rocm else m)\n'),
         Case('import torch\nf = torch.compile(g, mode="default" if fast else "max-autotune-no-cudagraphs")\n'),
         Case('import torch\nf = torch.compile(g, mode=m) if not is_rocm else g\n'),
     )

@@ -166,9 +166,12 @@ def doc_example(text: str) -> str:
     return EXAMPLE_IMPORTS + textwrap.dedent(text).strip("\n") + "\n"
 
 
+_GATE_LINE_RE = re.compile(r"^[ \t]*\w+ = getattr\((?:getattr\()?\w+(?:\.version)?, .*\) is not None$")
+
+
 def without_prelude(text: str) -> str:
-    """``text`` without the prelude block and without empty lines."""
+    """``text`` without the prelude block, the gate line and empty lines."""
     block = prelude.find_block(text)
     if block is not None:
         text = text[:block.start] + text[block.end:]
-    return "\n".join(line for line in text.splitlines() if line.strip()) + "\n"
+    return "\n".join(line for line in text.splitlines() if line.strip() and not _GATE_LINE_RE.match(line)) + "\n"

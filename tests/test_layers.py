@@ -28,11 +28,13 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("rules", ("codemods.*",)),
     # configuration, the registry, discovery, the engine and its cache and worker pool
     ("engine", ("rocmport.config", "rocmport.registry", "rocmport.discovery", "rocmport.engine",
-                "rocmport.cache", "rocmport.runner")),
+                "rocmport.cache", "rocmport.runner", "rocmport.house", "rocmport.placement",
+                "rocmport.reformat")),
     # command line, output formats, rule docs, doctor, flake8, notebooks, LibCST commands
     ("faces", ("rocmport.cli", "rocmport.__main__", "rocmport.output", "rocmport.docs",
                "rocmport.doctor", "rocmport.flake8_plugin", "rocmport.notebook",
-               "rocmport.libcst_commands", "rocmport.server", "rocmport.lsp")),
+               "rocmport.libcst_commands", "rocmport.server", "rocmport.lsp", "rocmport.patch",
+               "rocmport.entrypoints")),
 ]
 
 # Arrows that are known to point up, each with the reason and what removes it. The test

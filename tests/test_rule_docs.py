@@ -118,7 +118,7 @@ def test_configuration_examples_load(page, tmp_path):
 
 def test_usage_lists_every_command_option():
     text = (REPO / "docs" / "usage.md").read_text(encoding="utf-8")
-    for command in ("lint", "fix", "prelude", "doctor"):
+    for command in ("lint", "fix", "prelude", "doctor", "setup"):
         for param in main.commands[command].params:
             for opt in param.opts:
                 if opt.startswith("--") and opt != "--help":
