@@ -1025,7 +1025,7 @@ class TritonDotTf32(_TritonRule):
     CODE = "ROC510"
     NAME = "triton-dot-tf32"
     SUMMARY = 'tl.dot(..., input_precision="tf32"): a compile error on AMD GPUs other than gfx942.'
-    TRIGGERS = ("tf32", "TF32")
+    TRIGGERS = ("dot",)
     WHAT = """
         `tl.dot(..., input_precision="tf32")` or `"tf32x3"` (a string literal, any case) in a
         Triton kernel or `@triton.jit` helper. `allow_tf32=True` is not a finding: from Triton
@@ -1255,7 +1255,7 @@ class TritonWarpSize32(_TritonRule):
     CODE = "ROC512"
     NAME = "triton-warp-size-32"
     SUMMARY = "A warp size of 32 in arithmetic: AMD's CDNA wavefronts have 64 lanes."
-    TRIGGERS = ("warp", "WARP")
+    TRIGGERS = ("warp", "WARP", "Warp")
     WHAT = """
         `num_warps * 32` or `32 * num_warps` (also `config.num_warps * 32`), and a warp-size
         constant set to 32: `WARP_SIZE = 32`, `WARP_SIZE = tl.constexpr(32)`,

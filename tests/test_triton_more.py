@@ -245,3 +245,37 @@ def test_tf32_fix_compiles_for_gfx90a_and_keeps_the_nvidia_ir(tmp_path):
         assert not result["original_cuda"][kernel].startswith("error")
         assert result["nvidia_cuda"][kernel] == result["original_cuda"][kernel]
         assert "tf32" in result["nvidia_cuda"][kernel]
+
+
+# ------------------------------------------------------------------------------------------
+# The prefilters (TRIGGERS, may_match, name gates) skip nothing these rules would report
+# ------------------------------------------------------------------------------------------
+
+def _prefilter_sources():
+    from rocmport.registry import all_rules
+
+    for code in NEW + ["ROC605", "ROC606"]:
+        rule = all_rules()[code]
+        for i, case in enumerate(rule.INVALID + rule.VALID):
+            yield pytest.param(case.code, id=f"{code}-{i}")
+    for path, _ in fixture_pairs("triton/amd"):
+        yield pytest.param(path.read_text(), id=path.name)
+    yield pytest.param("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice as ld\n"
+                       "@triton.jit\ndef k(p):\n    tl.store(p, ld.cbrt(tl.dot(p, p, input_precision='TF32')))\n"
+                       "WarpSize = 32\n", id="spellings")
+
+
+@pytest.mark.parametrize("source", list(_prefilter_sources()))
+def test_prefilter_changes_no_finding(source):
+    from codemods.base import PREFILTER
+
+    def findings():
+        return [(f.code, f.start.row, f.start.column, f.message) for f in lint(source)]
+
+    with_filter = findings()
+    PREFILTER["enabled"] = False
+    try:
+        without = findings()
+    finally:
+        PREFILTER["enabled"] = True
+    assert with_filter == without
