@@ -532,12 +532,15 @@ def scan(path: str, text: str, enabled: FrozenSet[str], kind: Optional[str] = No
             fix=Fix(Applicability.DISPLAY_ONLY, hint), filename=path,
             span=(starts[row - 1] + start, starts[end_row - 1] + end_col),
         ))
-    _pair_findings(kind, lines, text, pairs, add)
+    _pair_findings(path, kind, lines, text, pairs, add)
     findings.sort(key=lambda f: (f.start.row, f.start.column, f.code))
     return findings
 
 
-def _pair_findings(kind: str, lines: List[str], text: str, hits: List[Hit], add) -> None:
+_NVIDIA_FILE = re.compile(r"(?i)(?:^|[/_.-])(?:nv|nvidia|cuda)(?:[_.-][^/]*)?$")
+
+
+def _pair_findings(path: str, kind: str, lines: List[str], text: str, hits: List[Hit], add) -> None:
     """ROC605 (both visibility variables set in one environment) and ROC606
     (TORCH_CUDA_ARCH_LIST without PYTORCH_ROCM_ARCH); messages from the rules themselves."""
     groups = {}
@@ -552,8 +555,8 @@ def _pair_findings(kind: str, lines: List[str], text: str, hits: List[Hit], add)
                 earlier, later = sorted((cuda[0], hip[0]), key=lambda h: (h[0], h[1]))
                 add(VisibleDevicesBoth.CODE, later[0], later[1], later[2],
                     VisibleDevicesBoth.message(later[3], earlier[3], earlier[0]), VisibleDevicesBoth.HINT)
-    arch = [h for h in hits if h[3] == ARCH_LIST_VAR]
-    if arch and ROCM_ARCH_VAR not in text:
+    arch = [h for h in hits if h[3] == ARCH_LIST_VAR and h[4] != ""]
+    if arch and ROCM_ARCH_VAR not in text and not _NVIDIA_FILE.search(path.replace("\\", "/")):
         row, start, end, var, _ = arch[0]
         add(ArchListWithoutRocmArch.CODE, row, start, end, ArchListWithoutRocmArch.message(var),
             ArchListWithoutRocmArch.HINT)

@@ -556,9 +556,10 @@ class VisibleDevicesBoth(_PairRule):
     WHAT = """
         A file that sets both `CUDA_VISIBLE_DEVICES` and `HIP_VISIBLE_DEVICES` (the same value
         included), reported at the later of the two. Python: the spellings of ROC601 (this
-        process' `os.environ`, `os.putenv`, environments built for child processes); two
-        writes in the two arms of one ROCm test (`if is_rocm: HIP... else: CUDA...`) and files
-        that also remove one of them (`os.environ.pop`, `del`, `unset`) are not findings.
+        process' `os.environ`, `os.putenv`, environments built for child processes), both in
+        one function or both at module level; two writes in the two arms of one ROCm test
+        (`if is_rocm: HIP... else: CUDA...`) and files that also remove one of them
+        (`os.environ.pop`, `del`, `unset`) are not findings.
         Shell scripts, Dockerfiles, `.env` files: anywhere in the file; YAML: in the same map
         or list (one `env:` block, one `run:` script).
         """
@@ -594,6 +595,8 @@ class VisibleDevicesBoth(_PairRule):
         Case('import os\n# os.environ["HIP_VISIBLE_DEVICES"] = "0"\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'
              'doc = "never set HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES together"\n'),
         Case('settings = {}\nsettings["CUDA_VISIBLE_DEVICES"] = "0"\nsettings["HIP_VISIBLE_DEVICES"] = "0"\n'),
+        Case('import os\ndef use_xpu():\n    os.environ["CUDA_VISIBLE_DEVICES"] = ""\n'
+             'def use_gpus(ids):\n    os.environ["HIP_VISIBLE_DEVICES"] = ids\n'),
     )
     INVALID = (
         Case(EXAMPLE.replace("\n        ", "\n").strip() + "\n"),
@@ -619,12 +622,21 @@ class VisibleDevicesBoth(_PairRule):
         hip = [w for w in self._writes if w.var == "HIP_VISIBLE_DEVICES"]
         for first in cuda:
             for second in hip:
-                if self._exclusive(first.key_node, second.key_node):
+                if self._scope(first.anchor) is not self._scope(second.anchor) \
+                        or self._exclusive(first.key_node, second.key_node):
                     continue
                 earlier, later = sorted((first, second), key=lambda w: self.context.span(w.key_node)[0])
                 self.report(later.key_node, self.message(later.var, earlier.var, self.row(earlier)),
                             fix=Fix(Applicability.DISPLAY_ONLY, self.HINT))
                 return
+
+    def _scope(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The function the write runs in (None: module level): writes in different functions
+        are different code paths (an XPU set-up and a ROCm one), not one environment."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                return ancestor
+        return None
 
     def _exclusive(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
         """``a`` and ``b`` sit in the two arms of one ROCm test."""
@@ -653,9 +665,12 @@ class ArchListWithoutRocmArch(_PairRule):
     VARS = (ARCH_LIST_VAR,)
     SUMMARY = "TORCH_CUDA_ARCH_LIST set for an extension build, PYTORCH_ROCM_ARCH not."
     WHAT = """
-        A file that sets `TORCH_CUDA_ARCH_LIST` (the Python spellings of ROC601, shell scripts,
-        Dockerfiles, YAML, `.env` files) and never mentions `PYTORCH_ROCM_ARCH`. Reported at
-        the first setting.
+        A file that sets `TORCH_CUDA_ARCH_LIST` to a non-empty value (the Python spellings of
+        ROC601, shell scripts, Dockerfiles, YAML, `.env` files) and never mentions
+        `PYTORCH_ROCM_ARCH`. Reported at the first setting. Not findings: settings in either
+        arm of a ROCm test (`if HIP_BUILD: ... else: os.environ["TORCH_CUDA_ARCH_LIST"] =
+        ...`), and files whose name says they are for NVIDIA only (`nv-build.yml`,
+        `Dockerfile.cuda`, `build_nvidia.sh`).
         """
     WHY = """
         `torch.utils.cpp_extension` builds ROCm extensions for the targets in
@@ -678,6 +693,9 @@ class ArchListWithoutRocmArch(_PairRule):
         Case('import os\nos.environ.setdefault("PYTORCH_ROCM_ARCH", "gfx90a")\n'
              'os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0"\n'),
         Case('import os\narchs = os.environ.get("TORCH_CUDA_ARCH_LIST", "")\n'),
+        Case('import os\nimport torch\nHIP_BUILD = bool(torch.version.hip)\nif not HIP_BUILD:\n'
+             '    os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0"\n'),
+        Case('import os\nos.environ["TORCH_CUDA_ARCH_LIST"] = ""\n'),
         Case('import os\n# os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0"\n'),
     )
     INVALID = (
@@ -695,9 +713,14 @@ class ArchListWithoutRocmArch(_PairRule):
                 " PYTORCH_ROCM_ARCH too")
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        if not self._writes or ROCM_ARCH_VAR in self.context.text:
+        if ROCM_ARCH_VAR in self.context.text:
             return
-        first = min(self._writes, key=lambda w: self.context.span(w.key_node)[0])
+        # a branch on ROCm (its NVIDIA arm included) already tells the platforms apart; an
+        # empty value clears the list rather than choosing architectures
+        writes = [w for w in self._writes if _py_value(w.value) != "" and not self.in_rocm_branch(w.key_node)]
+        if not writes:
+            return
+        first = min(writes, key=lambda w: self.context.span(w.key_node)[0])
         self.report(first.key_node, self.message(first.var), fix=Fix(Applicability.DISPLAY_ONLY, self.HINT))
 
 

@@ -66,6 +66,13 @@ def test_file_near_misses():
     assert [(f.start.row, f.code) for f in found] == [(4, "ROC605")]
     assert [f.code for f in scan("a.sh", "export CUDA_VISIBLE_DEVICES=0 HIP_VISIBLE_DEVICES=0\n",
                                  frozenset({"ROC601"}))] == []
+    # TORCH_CUDA_ARCH_LIST: cleared, or in a file for NVIDIA only
+    assert scan("a.sh", 'export TORCH_CUDA_ARCH_LIST=""\n', ALL) == []
+    for name in (".github/workflows/nv-build.yml", "docker/Dockerfile.cuda", "build_nvidia.sh"):
+        text = ("steps:\n  - run: TORCH_CUDA_ARCH_LIST=9.0 pip install .\n" if name.endswith("yml")
+                else "ENV TORCH_CUDA_ARCH_LIST=9.0\n" if "Dockerfile" in name else "export TORCH_CUDA_ARCH_LIST=9.0\n")
+        assert scan(name, text, ALL) == [], name
+        assert [f.code for f in scan(name.replace("nv", "gpu").replace("cuda", "gpu"), text, ALL)] == ["ROC606"]
 
 
 def test_removes():
