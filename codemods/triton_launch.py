@@ -17,10 +17,9 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport.findings import Applicability, Fix
 
-from ._triton import (AMD_ONLY_OPTIONS, CLAMPS, CONFIG_NAMES, CUDA_LIBDEVICE, DOT, EXP_NAMES, GENERIC_LIBDEVICE,
-                      HALF_DTYPES, INLINE_ASM, KERNEL_DECORATORS, LIBDEVICE_PORTABLE, LIBDEVICE_WITHOUT_HIP,
-                      LIBDEVICE_WITHOUT_HIP_NAMES, TL, ZEROS, Kernel, Site, TritonAnalysis, analysis, int_value,
-                      names_in, next_pow2_at_least_64)
+from ._triton import (AMD_ONLY_OPTIONS, CLAMPS, CONFIG_NAMES, CUDA_LIBDEVICE, DOT, EXP_NAMES, HALF_DTYPES, INLINE_ASM,
+                      KERNEL_DECORATORS, LIBDEVICE_PORTABLE, LIBDEVICE_WITHOUT_HIP_NAMES, TL, ZEROS, Kernel, Site,
+                      TritonAnalysis, analysis, int_value, names_in, next_pow2_at_least_64)
 from .base import _ROCM_WORD, Case, Rule, dotted_name, keyword, literal_string
 
 WAVEFRONT = 64
