@@ -782,8 +782,10 @@ class TritonCudaLibdevice(_TritonNameRule):
         An import of `triton.language.extra.cuda.libdevice` (`from triton.language.extra.cuda
         import libdevice`, `import triton.language.extra.cuda.libdevice as ld`, `from
         triton.language.extra.cuda.libdevice import fast_expf`) or a use of it through
-        attributes (`tl.extra.cuda.libdevice.exp(x)`). Imports in a ROCm-only branch are not
-        findings; neither is the backend-neutral `triton.language.extra.libdevice`.
+        attributes (`tl.extra.cuda.libdevice.exp(x)`). Not findings: imports in a ROCm-only
+        branch, fallbacks (in an `except` handler, or in the other arm of an `if` that imports
+        the backend-neutral module), and the backend-neutral `triton.language.extra.libdevice`
+        itself.
         """
     WHY = """
         The module wraps NVIDIA's libdevice (`__nv_*` functions): kernels that call it do not
@@ -809,6 +811,10 @@ class TritonCudaLibdevice(_TritonNameRule):
         Case('import triton\n"""Uses triton.language.extra.cuda.libdevice on NVIDIA."""\n'
              "# from triton.language.extra.cuda import libdevice\n"),
         Case("import triton\nfrom mypkg.cuda import libdevice\n"),
+        Case("try:\n    from triton.language.extra import libdevice\nexcept ImportError:\n"
+             "    from triton.language.extra.cuda import libdevice\n"),
+        Case("import triton\nif triton.__version__ >= '3.0':\n    from triton.language.extra import libdevice\n"
+             "else:\n    from triton.language.extra.cuda import libdevice\n"),
     )
     INVALID = (
         Case("from triton.language.extra.cuda import libdevice\n"),
@@ -816,6 +822,9 @@ class TritonCudaLibdevice(_TritonNameRule):
         Case("import triton.language as tl\nimport triton\n@triton.jit\ndef k(p):\n"
              "    tl.store(p, tl.extra.cuda.libdevice.tanh(tl.load(p)))\n"),
         Case("from triton.language.extra.cuda.libdevice import fast_expf\n"),
+        # tried first, the CUDA module is what ROCm gets too (Triton wheels ship both)
+        Case("try:\n    from triton.language.extra.cuda import libdevice\nexcept ImportError:\n"
+             "    from triton.language.extra import libdevice\n"),
     )
 
     def __init__(self, context):
@@ -823,12 +832,26 @@ class TritonCudaLibdevice(_TritonNameRule):
         self._in_import = 0
 
     def _flag(self, node: cst.CSTNode, how: str) -> None:
-        if self.foreign(node):
+        if self.foreign(node) or self._fallback(node):
             return
         self.report(node, f"{how} NVIDIA's libdevice (triton.language.extra.cuda.libdevice), which AMD GPUs do not"
                           " have: the kernels that call it fail to compile on ROCm; import"
                           " `from triton.language.extra import libdevice` (Triton >= 3.0 maps it per backend)",
                     fix=Fix(Applicability.DISPLAY_ONLY, "Use triton.language.extra.libdevice"))
+
+    def _fallback(self, node: cst.CSTNode) -> bool:
+        """An import that runs only when the backend-neutral one is not there: in an ``except``
+        handler, or in one arm of an ``if`` whose other arm imports the neutral module."""
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.ExceptHandler):
+                return True
+            if isinstance(ancestor, cst.If) and child is not ancestor.test:
+                other = ancestor.orelse if child is ancestor.body else ancestor.body
+                if other is not None and _NEUTRAL_IMPORT.search(self.context.module.code_for_node(other)):
+                    return True
+            child = ancestor
+        return False
 
     def visit_Import(self, node: cst.Import) -> None:
         self._in_import += 1
@@ -862,6 +885,9 @@ class TritonCudaLibdevice(_TritonNameRule):
             self._flag(node, "this uses")
             return False
         return None
+
+
+_NEUTRAL_IMPORT = re.compile(r"triton\.language\.extra\s+import\s+[^\n]*\blibdevice\b|triton\.language\.extra\.libdevice\b")
 
 
 class TritonLibdeviceWithoutHip(_TritonNameRule):
@@ -1152,6 +1178,9 @@ class TritonDotTf32(_TritonRule):
 # ROC511
 # ------------------------------------------------------------------------------------------
 
+_AMD_PATH = re.compile(r"(?i)(?:^|[/_.-])(?:rocm|hip|amd|aiter)(?:[/_.-]|$)")
+
+
 class TritonAmdOnlyOptions(_TritonRule):
     CODE = "ROC511"
     NAME = "triton-amd-only-options"
@@ -1160,8 +1189,9 @@ class TritonAmdOnlyOptions(_TritonRule):
     WHAT = """
         The AMD-only Triton options `waves_per_eu`, `matrix_instr_nonkdim` and `kpack` as keys
         of a `triton.Config({...})` dict or as keywords of a kernel launch
-        (`kernel[grid](..., waves_per_eu=2)`), outside a ROCm branch and outside config lists
-        whose name says they are for ROCm (`HIP_CONFIGS = [...]`).
+        (`kernel[grid](..., waves_per_eu=2)`), outside a ROCm branch, outside config lists
+        whose name says they are for ROCm (`HIP_CONFIGS = [...]`) and outside files whose path
+        says they are for AMD only (`ops/rocm/gemm.py`, `hip_kernels.py`, AMD's `aiter`).
         """
     WHY = """
         Only Triton's AMD backend knows these options (`HIPOptions` in
@@ -1209,6 +1239,8 @@ class TritonAmdOnlyOptions(_TritonRule):
                 or bool(facts.subscript_call_keywords & set(AMD_ONLY_OPTIONS)))
 
     def check(self, a: TritonAnalysis) -> None:
+        if _AMD_PATH.search(self.context.path.replace("\\", "/")):
+            return  # code for AMD GPUs only (a `rocm/` or `hip_` module, AMD's aiter): NVIDIA never runs it
         gate = self.context.gate_name
         for config in a.configs:
             d = a.config_dict(config)

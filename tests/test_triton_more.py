@@ -29,9 +29,9 @@ from .harness import FIXTURES, check_fixture_pair, fix, fixture_pairs, lint
 
 NEW = ["ROC506", "ROC507", "ROC508", "ROC509", "ROC510", "ROC511", "ROC512"]
 SELECT = ["ROC5"]
-DIRECTORY = FIXTURES / "triton" / "amd"
+DIRECTORY = FIXTURES / "triton" / "more"
 EXPECTED = {
-    "amd_tuned.py": ["ROC506", "ROC506", "ROC506", "ROC511", "ROC511", "ROC511", "ROC511"],
+    "tuned_configs.py": ["ROC506", "ROC506", "ROC506", "ROC511", "ROC511", "ROC511", "ROC511"],
     "tf32_dot.py": ["ROC510", "ROC510", "ROC510"],
     "nvidia_only.py": ["ROC507", "ROC508", "ROC509", "ROC512", "ROC512"],
     "near_misses.py": [],
@@ -39,11 +39,11 @@ EXPECTED = {
 
 
 def test_every_fixture_is_listed():
-    assert sorted(p.name for p, _ in fixture_pairs("triton/amd")) == sorted(EXPECTED)
+    assert sorted(p.name for p, _ in fixture_pairs("triton/more")) == sorted(EXPECTED)
 
 
-@pytest.mark.parametrize("path,expected", list(fixture_pairs("triton/amd")),
-                         ids=[p.name for p, _ in fixture_pairs("triton/amd")])
+@pytest.mark.parametrize("path,expected", list(fixture_pairs("triton/more")),
+                         ids=[p.name for p, _ in fixture_pairs("triton/more")])
 def test_fixture(path, expected):
     found = lint(path.read_bytes(), select=SELECT, path=str(path))
     assert sorted(f.code for f in found) == EXPECTED[path.name]
@@ -78,6 +78,14 @@ def test_amd_options_before_a_star_argument_get_no_fix():
            "def f(x, rest):\n    k[(1,)](x, B=64, waves_per_eu=2, *rest)\n")
     (finding,) = lint(src, select=["ROC511"])
     assert finding.fix.applicability is Applicability.DISPLAY_ONLY
+
+
+def test_amd_only_files_may_pass_amd_options():
+    src = 'import triton\ncfg = triton.Config({"BLOCK": 64, "waves_per_eu": 2}, num_stages=0)\n'
+    for path in ("ops/rocm/gemm.py", "kernels/hip_gemm.py", "aiter/ops/triton/gemm.py"):
+        assert [f.code for f in lint(src, select=SELECT, path=path)] == ["ROC506"], path
+    for path in ("ops/gemm.py", "chip/gemm.py", "hipster.py"):
+        assert sorted(f.code for f in lint(src, select=SELECT, path=path)) == ["ROC506", "ROC511"], path
 
 
 def test_tf32_constant_is_reused():
@@ -167,7 +175,7 @@ def _execute(tmp_path: Path, name: str, sizes):
 @needs_triton
 def test_amd_options_and_stages_fix_keeps_results(tmp_path):
     sizes = [1, 37, 100, 131]
-    result = _execute(tmp_path, "amd_tuned.py", sizes)
+    result = _execute(tmp_path, "tuned_configs.py", sizes)
     for n, out in zip(sizes, result["original"]["outputs"]):
         assert out == [6.0 * i + 1.0 for i in range(n)]
     original = [{"BLOCK": 64, "waves_per_eu": 2, "num_stages": 0},
@@ -258,7 +266,7 @@ def _prefilter_sources():
         rule = all_rules()[code]
         for i, case in enumerate(rule.INVALID + rule.VALID):
             yield pytest.param(case.code, id=f"{code}-{i}")
-    for path, _ in fixture_pairs("triton/amd"):
+    for path, _ in fixture_pairs("triton/more"):
         yield pytest.param(path.read_text(), id=path.name)
     yield pytest.param("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice as ld\n"
                        "@triton.jit\ndef k(p):\n    tl.store(p, ld.cbrt(tl.dot(p, p, input_precision='TF32')))\n"
