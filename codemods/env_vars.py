@@ -546,6 +546,10 @@ class _PairRule(_EnvRule):
     def row(self, write: _EnvWrite) -> int:
         return self.context.position(write.key_node).start.line
 
+    def _where(self, write: _EnvWrite) -> Tuple[int, int]:
+        start = self.context.position(write.key_node).start
+        return start.line, start.column
+
 
 class VisibleDevicesBoth(_PairRule):
     CODE = "ROC605"
@@ -625,7 +629,7 @@ class VisibleDevicesBoth(_PairRule):
                 if self._scope(first.anchor) is not self._scope(second.anchor) \
                         or self._exclusive(first.key_node, second.key_node):
                     continue
-                earlier, later = sorted((first, second), key=lambda w: self.context.span(w.key_node)[0])
+                earlier, later = sorted((first, second), key=lambda w: self._where(w))
                 self.report(later.key_node, self.message(later.var, earlier.var, self.row(earlier)),
                             fix=Fix(Applicability.DISPLAY_ONLY, self.HINT))
                 return
@@ -720,7 +724,7 @@ class ArchListWithoutRocmArch(_PairRule):
         writes = [w for w in self._writes if _py_value(w.value) != "" and not self.in_rocm_branch(w.key_node)]
         if not writes:
             return
-        first = min(writes, key=lambda w: self.context.span(w.key_node)[0])
+        first = min(writes, key=lambda w: self._where(w))
         self.report(first.key_node, self.message(first.var), fix=Fix(Applicability.DISPLAY_ONLY, self.HINT))
 
 

@@ -20,7 +20,7 @@ from rocmport.findings import Applicability, Fix
 from ._triton import (AMD_ONLY_OPTIONS, CLAMPS, CONFIG_NAMES, CUDA_LIBDEVICE, DOT, EXP_NAMES, HALF_DTYPES, INLINE_ASM,
                       KERNEL_DECORATORS, LIBDEVICE_PORTABLE, LIBDEVICE_WITHOUT_HIP_NAMES, TL, ZEROS, Kernel, Site,
                       TritonAnalysis, analysis, int_value, names_in, next_pow2_at_least_64)
-from .base import _ROCM_WORD, Case, Rule, dotted_name, keyword, literal_string
+from .base import _ROCM_WORD, Case, Rule, SpanError, dotted_name, keyword, literal_string
 
 WAVEFRONT = 64
 MAX_WARPS = 16
@@ -1146,7 +1146,10 @@ class TritonDotTf32(_TritonRule):
         if language is None:
             return None
         name = _TF32[value]
-        edits = [self.context.replace(literal, name)]
+        try:
+            edits = [self.context.replace(literal, name)]
+        except SpanError:
+            return None
         if not a.bindings(module).get(name):
             nl = self.context.newline()
             definition = (f"{name} = {language}.constexpr(\"ieee\" if {self.context.gate_name} else"
@@ -1253,8 +1256,8 @@ class TritonAmdOnlyOptions(_TritonRule):
                 if option not in AMD_ONLY_OPTIONS or self.skipped(a, element):
                     continue
                 text = f"**({{{self.context.source(element.key)}: {self.context.source(element.value)}}} if {gate} else {{}})"
-                start, end = self.context.span(element.key)[0], self.context.span(element.value)[1]
-                self._report(element.key, option, "a triton.Config", self.context.edit(start, end, text), element.value)
+                self._report(element.key, option, "a triton.Config", self._edit(element.key, element.value, text),
+                             element.value)
         for call in a.subscript_calls:
             if self.skipped(a, call):
                 continue
@@ -1263,10 +1266,14 @@ class TritonAmdOnlyOptions(_TritonRule):
                     continue
                 later_positional = any(x.keyword is None and x.star != "**" for x in call.args[index + 1:])
                 text = f"**({{\"{arg.keyword.value}\": {self.context.source(arg.value)}}} if {gate} else {{}})"
-                start = self.context.span(arg.keyword)[0]
-                end = self.context.span(arg.value)[1]
-                edit = None if later_positional else self.context.edit(start, end, text)
+                edit = None if later_positional else self._edit(arg.keyword, arg.value, text)
                 self._report(arg.keyword, arg.keyword.value, "a kernel launch", edit, arg.value)
+
+    def _edit(self, first: cst.CSTNode, last: cst.CSTNode, text: str):
+        try:
+            return self.context.edit(self.context.span(first)[0], self.context.span(last)[1], text)
+        except SpanError:  # a source rocmport cannot place an edit in: the finding stays, without a fix
+            return None
 
     def _report(self, node: cst.CSTNode, option: str, where: str, edit, end_node=None) -> None:
         fix = Fix(Applicability.SAFE, f"Pass {option} on ROCm only", (edit,), ("gate",)) if edit is not None else \
