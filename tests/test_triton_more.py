@@ -287,3 +287,30 @@ def test_prefilter_changes_no_finding(source):
     finally:
         PREFILTER["enabled"] = True
     assert with_filter == without
+
+
+# ------------------------------------------------------------------------------------------
+# The fix properties in odd surroundings: blocks, tabs, CRLF and CR line endings, a BOM
+# ------------------------------------------------------------------------------------------
+
+def _odd_inputs():
+    from .fuzzing import WRAPPERS
+
+    sources = [(DIRECTORY / name).read_text() for name in ("tuned_configs.py", "tf32_dot.py")]
+    for code in ("ROC506", "ROC510", "ROC511"):
+        sources += [case.code for case in get(code).INVALID]
+    for i, source in enumerate(sources):
+        for name, wrap in WRAPPERS.items():
+            for newline, bom in (("\n", False), ("\r\n", True), ("\r", False)):
+                indent = "\t" if name == "if" else "    "
+                text = wrap(source, indent).replace("\n", newline)
+                yield pytest.param((b"\xef\xbb\xbf" if bom else b"") + text.encode(), id=f"{i}-{name}-{newline!r}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("data", list(_odd_inputs()))
+def test_fix_properties_in_odd_surroundings(data):
+    from .fuzzing import check
+
+    failure = check(data, prelude="slim")
+    assert failure is None, f"{failure.category}: {failure.detail}"
