@@ -1159,9 +1159,18 @@ class TritonDotTf32(_TritonRule):
         return Fix(Applicability.SAFE, 'Use input_precision="ieee" on ROCm', tuple(edits), ("gate",))
 
     def _line_start(self, func: cst.FunctionDef) -> int:
-        """Where the line of a module-level function's first decorator (or ``def``) starts."""
+        """Where a module-level function starts: its first decorator (or ``def``), or the
+        comment lines right above it."""
         first = func.decorators[0] if func.decorators else func
-        return self.context.lines.offset(self.context.position(first).start.line, 0)
+        row = self.context.position(first).start.line
+        lines, text = self.context.lines, self.context.text
+        while row > 1:  # the comment lines right above the function belong to it
+            start, stop = lines.line_span(row - 1)
+            above = text[start:stop].strip()
+            if not above.startswith("#") or above.startswith(("# <<<", "# >>>")):
+                break
+            row -= 1
+        return lines.offset(row, 0)
 
     def _language_name(self) -> Optional[str]:
         facts = self.context.facts

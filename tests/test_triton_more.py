@@ -94,6 +94,14 @@ def test_tf32_constant_is_reused():
     assert text.count("_ROCMPORT_DOT_TF32 = ") == 1 and text.count("_ROCMPORT_DOT_TF32X3 = ") == 1
 
 
+def test_tf32_constant_goes_above_the_kernels_comments():
+    src = ("import triton\nimport triton.language as tl\n\n\n# A GEMM tile.\n@triton.jit\ndef mm(a, N: tl.constexpr):\n"
+           "    o = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]\n"
+           "    tl.store(a + o, tl.dot(tl.load(a + o), tl.load(a + o), input_precision='tf32'))\n")
+    out = fix(src, select=["ROC510"]).fixed.decode()
+    assert "_ROCMPORT_DOT_TF32 = tl.constexpr(\"ieee\" if is_rocm else 'tf32')\n\n\n# A GEMM tile.\n@triton.jit\n" in out
+
+
 def test_tf32_fix_needs_a_module_level_kernel():
     src = ("import triton\nimport triton.language as tl\ndef make():\n    @triton.jit\n"
            "    def mm(a, N: tl.constexpr):\n        o = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]\n"
