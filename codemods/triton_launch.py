@@ -1079,8 +1079,10 @@ class TritonDotTf32(_TritonRule):
         globals that are `tl.constexpr`), so the choice is made once, at import, and the
         kernel reads the constant. On NVIDIA the kernel compiles with exactly the original
         "tf32"; on ROCm with "ieee", which every AMD GPU accepts (full fp32 precision, slower
-        than tf32 on gfx942). No fix where the kernel is nested in a function or the file
-        binds no `triton.language` name at module level.
+        than tf32 on gfx942). On an H100 (Triton 3.6) the kernel reading the constant gave
+        output bit-identical to the kernel with the literal, with the same TTGIR. No fix
+        where the kernel is nested in a function or the file binds no `triton.language` name
+        at module level.
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
@@ -1209,7 +1211,10 @@ class TritonAmdOnlyOptions(_TritonRule):
         Only Triton's AMD backend knows these options (`HIPOptions` in
         `triton/backends/amd/compiler.py`). Code tuned on MI200/MI300 often passes them
         unconditionally, and on NVIDIA Triton 3.9 raises KeyError for them (pytorch#185599,
-        triton-lang/triton#7518): the AMD tuning breaks the NVIDIA path of the same code.
+        triton-lang/triton#7518): the AMD tuning breaks the NVIDIA path of the same code. Seen
+        on an H100 with Triton 3.6: `KeyError: 'Keyword argument waves_per_eu was specified but
+        unrecognised'`, for a config dict entry and for a launch keyword alike; the fixed
+        forms ran and gave the right results.
         """
     EXAMPLE = """
         import triton
