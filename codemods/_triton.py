@@ -730,3 +730,47 @@ __all__ = ["TritonAnalysis", "Kernel", "Launch", "Site", "analysis", "int_value"
 
 
 _DECORATOR_LAST = KERNEL_DECORATORS | AUTOTUNE_NAMES
+
+
+# ------------------------------------------------------------------------------------------
+# Names for the ROC506-ROC512 rules (Triton code that only NVIDIA compiles, AMD-only options)
+# ------------------------------------------------------------------------------------------
+
+# Options only Triton's AMD backend knows (triton/backends/amd/compiler.py, HIPOptions);
+# Triton 3.9 raises KeyError for them on NVIDIA.
+AMD_ONLY_OPTIONS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
+CUDA_LIBDEVICE = "triton.language.extra.cuda.libdevice"
+GENERIC_LIBDEVICE = "triton.language.extra.libdevice"
+LIBDEVICE_MODULES = (CUDA_LIBDEVICE, GENERIC_LIBDEVICE, TL + "extra.libdevice", TL + "extra.cuda.libdevice")
+INLINE_ASM = frozenset({TL + "inline_asm_elementwise", TL + "core.inline_asm_elementwise"})
+# Functions of triton/language/extra/cuda/libdevice.py that triton/language/extra/hip/
+# libdevice.py does not define (Triton 3.9.0: 197 CUDA functions, 59 HIP ones; every HIP one
+# but fast_tanhf has a CUDA namesake). ``triton.language.extra.libdevice`` resolves to the HIP
+# module on AMD, so these fail to compile there. tests/test_triton_more.py re-reads the two
+# files of an installed Triton 3.9 and compares.
+LIBDEVICE_WITHOUT_HIP = frozenset("""
+add_rd add_rn add_ru add_rz brev byte_perm cbrt cospi div_rd div_rn div_ru div_rz double2float_rd
+double2float_rn double2float_ru double2float_rz double2hiint double2int_rd double2int_rn double2int_ru
+double2int_rz double2ll_rd double2ll_rn double2ll_ru double2ll_rz double2loint double2uint_rd
+double2uint_rn double2uint_ru double2uint_rz double2ull_rd double2ull_rn double2ull_ru double2ull_rz
+double_as_longlong erfcinv exp10 fast_cosf fast_exp10f fast_log10f fast_log2f fast_logf fast_powf
+fast_sinf fast_tanf fdim ffs float2int_rd float2int_rn float2int_ru float2int_rz float2ll_rd
+float2ll_rn float2ll_ru float2ll_rz float2uint_rd float2uint_rn float2uint_ru float2uint_rz
+float2ull_rd float2ull_rn float2ull_ru float2ull_rz float_as_int float_as_uint fma_rd fma_rn fma_ru
+fma_rz hadd hiloint2double int2double_rn int2float_rd int2float_rn int2float_ru int2float_rz
+int_as_float jn ll2double_rd ll2double_rn ll2double_ru ll2double_rz ll2float_rd ll2float_rn
+ll2float_ru ll2float_rz llround logb longlong_as_double mul24 mul_rd mul_rn mul_ru mul_rz mulhi
+norm3d norm4d normcdf normcdfinv rcbrt rcp64h rcp_rd rcp_rn rcp_ru rcp_rz remainder rhadd rhypot
+rnorm3d rnorm4d rsqrt_rn sad saturatef scalbn sinpi sqrt_rd sqrt_rn sqrt_ru sqrt_rz sub_rd sub_rn
+sub_ru sub_rz tgamma uint2double_rn uint2float_rd uint2float_rn uint2float_ru uint2float_rz
+uint_as_float ull2double_rd ull2double_rn ull2double_ru ull2double_rz ull2float_rd ull2float_rn
+ull2float_ru ull2float_rz yn
+""".split())
+# Portable spellings for some of them (triton.language, Triton >= 3.0).
+LIBDEVICE_PORTABLE = {
+    "sqrt_rn": "tl.sqrt_rn(x)", "div_rn": "tl.div_rn(x, y)", "fma_rn": "tl.fma(x, y, z)",
+    "float_as_int": "x.to(tl.int32, bitcast=True)", "int_as_float": "x.to(tl.float32, bitcast=True)",
+    "float_as_uint": "x.to(tl.uint32, bitcast=True)", "uint_as_float": "x.to(tl.float32, bitcast=True)",
+    "saturatef": "tl.clamp(x, 0.0, 1.0)", "exp10": "tl.exp2(x * 3.321928094887362)",
+}
+LIBDEVICE_WITHOUT_HIP_NAMES = frozenset(f"{m}.{f}" for m in LIBDEVICE_MODULES for f in LIBDEVICE_WITHOUT_HIP)

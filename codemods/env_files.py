@@ -24,10 +24,12 @@ from rocmport.filekinds import env_kind as kind_for  # the one file-kind decisio
 from rocmport.findings import Applicability, Finding, Fix, Position
 from rocmport.source import LineIndex
 
-from .env_vars import AUTOTUNE_VARS, BACKEND_VARS, CUDAGRAPH_VARS, MESSAGES, ROCM_VALUES, classify
+from .env_vars import (ARCH_LIST_VAR, AUTOTUNE_VARS, BACKEND_VARS, CUDAGRAPH_VARS, MESSAGES, PAIR_VARS, ROCM_ARCH_VAR,
+                       ROCM_VALUES, RULES, ArchListWithoutRocmArch, VisibleDevicesBoth, classify, removes)
 
-WATCHED = frozenset(AUTOTUNE_VARS + CUDAGRAPH_VARS + BACKEND_VARS)
-NAMES = {"ROC601": "env-max-autotune", "ROC602": "env-cudagraphs", "ROC604": "env-gemm-backends"}
+WATCHED = frozenset(AUTOTUNE_VARS + CUDAGRAPH_VARS + BACKEND_VARS) | PAIR_VARS
+# The rules' names and messages live with the rules (codemods.env_vars), for every file kind.
+NAMES = {rule.CODE: rule.NAME for rule in RULES if rule.CODE != "ROC603"}
 KIND_WORDS = {"shell": "a shell script", "dockerfile": "a Dockerfile", "yaml": "a YAML file",
               "dotenv": "an .env file"}
 
@@ -447,8 +449,8 @@ SCANNERS = {"shell": scan_shell, "dockerfile": scan_dockerfile, "yaml": scan_yam
 
 
 def scan(path: str, text: str, enabled: FrozenSet[str], kind: Optional[str] = None) -> List[Finding]:
-    """Display-only ROC601/ROC602/ROC604 findings of one non-Python file. Never raises for
-    odd input: what it cannot read as an assignment is not a finding."""
+    """Display-only ROC601/ROC602/ROC604/ROC605/ROC606 findings of one non-Python file. Never
+    raises for odd input: what it cannot read as an assignment is not a finding."""
     kind = kind or kind_for(path, text[:256].encode("utf-8", "replace"))
     if kind is None or not (enabled & set(NAMES)):
         return []
@@ -459,26 +461,69 @@ def scan(path: str, text: str, enabled: FrozenSet[str], kind: Optional[str] = No
         return []
     findings: List[Finding] = []
     seen = set()
+    pairs: List[Hit] = []
+
+    def add(code: str, row: int, start: int, end, message: str, hint: str) -> None:
+        end_row, end_col = (end if isinstance(end, tuple) else (row, end))
+        if code not in enabled or suppressed.suppresses(code, row):
+            return
+        findings.append(Finding(
+            code=code, name=NAMES[code], message=message + f" (set in {KIND_WORDS[kind]})",
+            start=Position(row, start + 1), end=Position(end_row, end_col + 1),
+            fix=Fix(Applicability.DISPLAY_ONLY, hint), filename=path,
+            span=(starts[row - 1] + start, starts[end_row - 1] + end_col),
+        ))
+
     for hit in SCANNERS[kind](lines):
         row, start, end, var, value = hit
-        end_row, end_col = (end if isinstance(end, tuple) else (row, end))
-        code = classify(var, value)
-        if code is None or code not in enabled or suppressed.suppresses(code, row):
+        if var in PAIR_VARS:
+            pairs.append(hit)
             continue
-        if (row, start, code) in seen:
+        code = classify(var, value)
+        if code is None or (row, start, code) in seen:
             continue
         seen.add((row, start, code))
         message = MESSAGES[code].format(var=var)
         if value is None:
             message = f"{var} is set to a value only known at run time: {_IF_UNKNOWN[code]}"
-        message += f" (set in {KIND_WORDS[kind]})"
         rocm = ROCM_VALUES[code]
         hint = (f'Leave {var} unset (or "0") for ROCm' if rocm == "0" else f'Set {var} to "{rocm}" for ROCm')
-        findings.append(Finding(
-            code=code, name=NAMES[code], message=message,
-            start=Position(row, start + 1), end=Position(end_row, end_col + 1),
-            fix=Fix(Applicability.DISPLAY_ONLY, hint), filename=path,
-            span=(starts[row - 1] + start, starts[end_row - 1] + end_col),
-        ))
+        add(code, row, start, end, message, hint)
+    _pair_findings(path, kind, lines, text, pairs, add)
+    findings.sort(key=lambda f: (f.start.row, f.start.column, f.code))
     return findings
 
+
+_NVIDIA_FILE = re.compile(r"(?i)(?:^|[/_.-])(?:nv|nvidia|cuda)(?:[_.-][^/]*)?$")
+
+
+def _pair_findings(path: str, kind: str, lines: List[str], text: str, hits: List[Hit], add) -> None:
+    """ROC605 (both visibility variables set in one environment) and ROC606
+    (TORCH_CUDA_ARCH_LIST without PYTORCH_ROCM_ARCH); messages from the rules themselves."""
+    groups = {}
+    for hit in hits:
+        key = _yaml_parent(lines, hit[0]) if kind == "yaml" else 0
+        groups.setdefault(key, []).append(hit)
+    if not any(removes(text, var) for var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")):
+        for group in groups.values():
+            cuda = [h for h in group if h[3] == "CUDA_VISIBLE_DEVICES"]
+            hip = [h for h in group if h[3] == "HIP_VISIBLE_DEVICES"]
+            if cuda and hip:
+                earlier, later = sorted((cuda[0], hip[0]), key=lambda h: (h[0], h[1]))
+                add(VisibleDevicesBoth.CODE, later[0], later[1], later[2],
+                    VisibleDevicesBoth.message(later[3], earlier[3], earlier[0]), VisibleDevicesBoth.HINT)
+    arch = [h for h in hits if h[3] == ARCH_LIST_VAR and h[4] != ""]
+    if arch and ROCM_ARCH_VAR not in text and not _NVIDIA_FILE.search(path.replace("\\", "/")):
+        row, start, end, var, _ = arch[0]
+        add(ArchListWithoutRocmArch.CODE, row, start, end, ArchListWithoutRocmArch.message(var),
+            ArchListWithoutRocmArch.HINT)
+
+
+def _yaml_parent(lines: List[str], row: int) -> int:
+    """The row of the nearest line above ``row`` that is indented less (its map or list)."""
+    indent = _indent(lines[row - 1])
+    for above in range(row - 1, 0, -1):
+        line = _yaml_strip_comment(lines[above - 1])
+        if line.strip() and _indent(line) < indent:
+            return above
+    return 0
