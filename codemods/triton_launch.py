@@ -717,11 +717,11 @@ class TritonNumStagesZero(_TritonRule):
     )
     INVALID = (
         Case('import triton\ncfg = triton.Config({"BLOCK": 64}, num_warps=4, num_stages=0)\n',
-             'import triton\n\n{PRELUDE}\n\ncfg = triton.Config({"BLOCK": 64}, num_warps=4, num_stages=2 if is_rocm else 0)\n'),
+             'import torch\nimport triton\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ncfg = triton.Config({"BLOCK": 64}, num_warps=4, num_stages=2 if is_rocm else 0)\n'),
         Case('import triton\ncfg = triton.Config({"BLOCK": 64}, 4, 0)\n',
-             'import triton\n\n{PRELUDE}\n\ncfg = triton.Config({"BLOCK": 64}, 4, 2 if is_rocm else 0)\n'),
+             'import torch\nimport triton\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ncfg = triton.Config({"BLOCK": 64}, 4, 2 if is_rocm else 0)\n'),
         Case(_STAGES_KERNEL + "STAGES = 0\ndef f(x, n):\n    scale[(1,)](x, n, BLOCK=64, num_stages=STAGES)\n",
-             _STAGES_KERNEL.replace("as tl\n", "as tl\n\n{PRELUDE}\n", 1)
+             _STAGES_KERNEL.replace("import triton\n", "import torch\nimport triton\n", 1).replace("as tl\n", "as tl\n\n{PRELUDE}\n", 1)
              + "STAGES = 2 if is_rocm else 0\ndef f(x, n):\n    scale[(1,)](x, n, BLOCK=64, num_stages=STAGES)\n"),
     )
 
@@ -1095,7 +1095,8 @@ class TritonDotTf32(_TritonRule):
         Case("import triton\nimport numpy as np\ndef f(a, b):\n    return np.dot(a, b, input_precision='tf32')\n"),
     )
     INVALID = (
-        Case(EXAMPLE, _DOT_HEAD.replace("as tl\n", "as tl\n\n{PRELUDE}\n", 1).replace(
+        Case(EXAMPLE, _DOT_HEAD.replace("import triton\n", "import torch\nimport triton\n", 1).replace(
+            "as tl\n", "as tl\n\n{PRELUDE}\n", 1).replace(
             "\n\n\n@", "\n\n\n_ROCMPORT_DOT_TF32 = tl.constexpr(\"ieee\" if is_rocm else \"tf32\")\n\n\n@")
             + "    x = tl.dot(tl.load(a + offs), tl.load(b + offs), input_precision=_ROCMPORT_DOT_TF32)\n"
               "    tl.store(c + offs, x)\n"),
@@ -1241,10 +1242,9 @@ class TritonAmdOnlyOptions(_TritonRule):
     )
     INVALID = (
         Case('import triton\ncfg = triton.Config({"BLOCK_M": 128, "waves_per_eu": 2}, num_warps=8)\n',
-             'import triton\n\n{PRELUDE}\n\n'
-             'cfg = triton.Config({"BLOCK_M": 128, **({"waves_per_eu": 2} if is_rocm else {})}, num_warps=8)\n'),
+             'import torch\nimport triton\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ncfg = triton.Config({"BLOCK_M": 128, **({"waves_per_eu": 2} if is_rocm else {})}, num_warps=8)\n'),
         Case(_STAGES_KERNEL + "def f(x, n):\n    scale[(1,)](x, n, BLOCK=64, matrix_instr_nonkdim=16, num_warps=4)\n",
-             _STAGES_KERNEL.replace("as tl\n", "as tl\n\n{PRELUDE}\n", 1)
+             _STAGES_KERNEL.replace("import triton\n", "import torch\nimport triton\n", 1).replace("as tl\n", "as tl\n\n{PRELUDE}\n", 1)
              + "def f(x, n):\n    scale[(1,)](x, n, BLOCK=64, **({\"matrix_instr_nonkdim\": 16} if is_rocm else {}),"
                " num_warps=4)\n"),
     )
