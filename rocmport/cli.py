@@ -601,3 +601,15 @@ def doctor(output_format, output_file):
     text, status = run_doctor(output_format)
     _emit(text, output_file)
     sys.exit(status)
+
+
+@main.command()
+def server():
+    """Run the language server (LSP over stdio) for editors; needs the `server` extra."""
+    try:
+        from .server import main as serve
+    except ImportError as exc:
+        if getattr(exc, "name", "") and exc.name.split(".")[0] in ("pygls", "lsprotocol"):
+            _fail("`rocmport server` needs pygls: pip install 'rocmport[server]'")
+        raise
+    serve()

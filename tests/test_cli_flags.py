@@ -315,3 +315,19 @@ def test_internal_error_is_one_line_and_exit_2(project, monkeypatch):
     assert result.exit_code == 2
     assert result.stderr == ("error: internal error: RuntimeError: something broke "
                              "(ROCMPORT_TRACEBACK=1 shows where)\n")
+
+
+def test_server_without_pygls_says_how_to_install_it(project):
+    block = ("import sys\n"
+             "class Block:\n"
+             "    def find_spec(self, name, path=None, target=None):\n"
+             "        if name.split('.')[0] in ('pygls', 'lsprotocol'):\n"
+             "            raise ImportError(name=name)\n"
+             "sys.meta_path.insert(0, Block())\n"
+             "from rocmport.cli import main\n"
+             "main(['server'], prog_name='rocmport')\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.run([sys.executable, "-c", block], cwd=project, env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr == "error: `rocmport server` needs pygls: pip install 'rocmport[server]'\n"
