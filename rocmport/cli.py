@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 import click
 
 from . import __version__
+from .writer import write_atomic
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
@@ -382,8 +383,6 @@ def lint(**kw):
 def _add_noqa(run: _Run, reports: "List[FileReport]") -> bool:
     """Write the directives; returns True when a file could not be written."""
     from .noqa import add_noqa, is_python_file
-    from .writer import write_atomic
-
     added = skipped = 0
     failed = False
     for r in reports:
@@ -473,8 +472,6 @@ def fix(**kw):
             run.note(f"{len(remaining)} finding{'s' if len(remaining) != 1 else ''} would remain"
                      " (`rocmport lint` lists them).")
         sys.exit(status(bool(changed), diff_mode=True))
-    from .writer import write_atomic
-
     written = 0
     for r in changed:
         try:
