@@ -331,3 +331,19 @@ def test_server_without_pygls_says_how_to_install_it(project):
                           stdin=subprocess.DEVNULL, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr == "error: `rocmport server` needs pygls: pip install 'rocmport[server]'\n"
+
+
+def test_add_noqa_never_writes_into_a_multi_line_string_or_a_notebook():
+    from rocmport.findings import Finding, Position
+    from rocmport.noqa import add_noqa
+
+    source = 'x = """first\nsecond"""  # noqa:E501\ny = 1\r\n'
+    inside = Finding("ROC105", "n", "m", Position(1, 5), Position(1, 9), filename="a.py")  # row 1 ends in the string
+    after = Finding("ROC101", "n", "m", Position(2, 1), Position(2, 3), filename="a.py")  # merged into E501
+    last = Finding("ROC102", "n", "m", Position(3, 1), Position(3, 2), filename="a.py")  # CRLF kept
+    cell = Finding("ROC101", "n", "m", Position(1, 1), Position(1, 2), filename="nb.ipynb", cell=2)
+    result = add_noqa(source.encode(), [inside, after, last, cell])
+    assert result.data.decode() == 'x = """first\nsecond"""  # noqa:E501, ROC101\ny = 1  # noqa: ROC102\r\n'
+    assert (result.added, result.skipped) == (2, 2)
+    assert add_noqa(result.data, [after, last]).data is None  # nothing left to add
+    assert add_noqa(b"x = (\n", [last]).data is None  # does not tokenize: left alone
