@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, List, Optional, Sequence
 
 from .cache import Cache
@@ -69,6 +67,9 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
         from . import engine  # noqa: F401 (before the fork: workers inherit it instead of importing it each)
     jobs = jobs or default_jobs()
     if jobs > 1 and len(todo) > 1:
+        import multiprocessing  # only when a pool is needed: a run served from the cache never pays for it
+        from concurrent.futures import ProcessPoolExecutor
+
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context,
                                  initializer=_init, initargs=(settings,)) as pool:
