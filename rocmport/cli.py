@@ -1,25 +1,30 @@
 """The command line. It reads flags and configuration, asks discovery for files, hands each
-to the engine, and gives the findings to an output format. Nothing below it prints."""
+to the engine, and gives the findings to an output format. Nothing below it prints.
+
+Start-up is kept light: nothing here imports LibCST (or the engine) at module level. The
+engine loads only when a file needs analysis, so ``--version``, ``rules``, ``rule CODE`` and
+a lint answered from the cache never pay for it (``tests/test_startup_imports.py``)."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import click
 
-from . import __version__, patch, prelude
-from .config import ConfigError, Settings, load_settings, prelude_options, validate_selectors
-from .discovery import discover
-from .cache import Cache, default_cache_dir
-from .engine import FileReport, check_bytes
-from .runner import check_files
-from .findings import Finding
-from .output import FORMATTERS
-from .registry import all_rules
+from . import __version__
 from .writer import write_atomic
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import Settings
+    from .reports import FileReport
+
+# The names of rocmport.output.FORMATTERS (tests/test_cli_flags.py keeps the two equal): the
+# formats themselves load only when something is printed.
+FORMAT_NAMES = ("concise", "full", "json", "github", "sarif")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -34,17 +39,20 @@ def _split(values: Tuple[str, ...]) -> Tuple[str, ...]:
 def _common(func):
     options = [
         click.argument("paths", nargs=-1, type=click.Path()),
-        click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated)."),
+        click.option("--select", multiple=True,
+                     help="Rule codes or prefixes to enable (comma-separated); replaces the configuration's "
+                          "selection and its ignores, as ruff's --select does."),
         click.option("--extend-select", multiple=True, help="Codes to enable on top of the selection."),
         click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable."),
-        click.option("--output-format", type=click.Choice(list(FORMATTERS)), default=None,
+        click.option("--output-format", type=click.Choice(list(FORMAT_NAMES)), default=None,
                      help="How findings are printed (default: concise)."),
         click.option("--output-file", type=click.Path(dir_okay=False), default=None,
                      help="Write findings to this file instead of stdout."),
         click.option("--force-exclude", is_flag=True, default=None,
-                     help="Apply exclusions to paths named on the command line too."),
+                     help="Apply exclusions to paths named on the command line (and --stdin-filename) too."),
         click.option("--no-respect-gitignore", is_flag=True, default=False, help="Check files .gitignore lists."),
-        click.option("--stdin-filename", default=None, help="The name of the file read from stdin."),
+        click.option("--stdin-filename", default=None,
+                     help="Read the source from stdin (whatever paths are given) and name it this."),
         click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="Configuration file (default: the nearest pyproject.toml with [tool.rocmport])."),
         click.option("--prelude-style", type=click.Choice(["auto", "inline", "module"]), default=None,
@@ -56,25 +64,97 @@ def _common(func):
         click.option("--no-cache", is_flag=True, default=False, help="Neither read nor write the cache."),
         click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
                      help="Cache directory (default: .rocmport_cache at the project root)."),
+        click.option("--exit-zero", is_flag=True, default=False,
+                     help="Exit 0 even when findings remain (usage and internal errors still exit 2)."),
+        click.option("--show-files", is_flag=True, default=False,
+                     help="List the files that would be checked, one a line, and exit."),
+        click.option("--show-settings", is_flag=True, default=False,
+                     help="Print the settings in effect (for the first file) and exit."),
+        click.option("-q", "--quiet", is_flag=True, default=False, help="Print findings and nothing else."),
+        click.option("-s", "--silent", is_flag=True, default=False,
+                     help="Print nothing; the exit status still tells."),
+        click.option("-v", "--verbose", is_flag=True, default=False,
+                     help="Say on stderr what is happening: configuration, files, timing."),
     ]
     for option in reversed(options):
         func = option(func)
     return func
 
 
+def _sort_key(finding):
+    return finding.sort_key()
+
+
+class _Run:
+    """One lint or fix invocation: its flags, how chatty it may be, where colour goes."""
+
+    def __init__(self, kw: dict):
+        self.kw = kw
+        self.silent = bool(kw.get("silent"))
+        self.quiet = bool(kw.get("quiet")) or self.silent
+        self.verbose = bool(kw.get("verbose")) and not self.quiet
+        self.started = time.perf_counter()
+        self.color = not kw.get("output_file") and color_enabled(sys.stdout)
+        self.stdin = _stdin_mode(kw.get("paths") or (), kw.get("stdin_filename"))
+
+    def log(self, message: str) -> None:
+        if self.verbose:
+            click.echo(f"[rocmport] {message}", err=True)
+
+    def note(self, message: str) -> None:
+        """A summary or progress line on stderr (``-q`` drops it)."""
+        if not self.quiet:
+            click.echo(message, err=True)
+
+    def elapsed(self) -> str:
+        return f"{time.perf_counter() - self.started:.2f} s"
+
+
+def color_enabled(stream) -> bool:
+    """Colour on a terminal only; ``NO_COLOR`` (any non-empty value) turns it off and
+    ``FORCE_COLOR`` turns it on elsewhere too (NO_COLOR wins, as with ruff)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _stdin_mode(paths: Sequence[str], stdin_filename: Optional[str]) -> bool:
+    """ruff's rule: ``--stdin-filename`` always reads stdin (other paths are ignored with a
+    warning), and so does a lone ``-``."""
+    if stdin_filename is None and "-" not in paths:
+        return False
+    for path in paths:
+        if path != "-":
+            click.echo(f"warning: Ignoring file {path} in favor of standard input.", err=True)
+    return True
+
+
 def _settings(paths, select, extend_select, ignore, force_exclude, no_respect_gitignore, config_file,
-              prelude_style, prelude_profile, unsafe_fixes=None, stdin_filename=None) -> Settings:
-    start = Path(stdin_filename).parent if stdin_filename and paths == ("-",) else (
-        Path(os.path.commonpath([os.path.abspath(p) for p in paths])) if paths and "-" not in paths else Path.cwd())
+              prelude_style, prelude_profile, unsafe_fixes=None, stdin_filename=None, stdin=False) -> "Settings":
+    from .config import load_settings, prelude_options, validate_selectors
+
+    if stdin:
+        start = Path(stdin_filename).parent if stdin_filename else Path.cwd()
+    else:
+        start = Path(os.path.commonpath([os.path.abspath(p) for p in paths])) if paths else Path.cwd()
     settings = load_settings(start, Path(config_file) if config_file else None)
     for name, values in (("--select", select), ("--extend-select", extend_select), ("--ignore", ignore)):
         validate_selectors(_split(values), name)
-    changes = {}
-    if select:
-        changes["select"] = _split(select)
-    if extend_select:
-        changes["extend_select"] = settings.extend_select + _split(extend_select)
-    if ignore:
+    changes: Dict[str, object] = {}
+    if select or extend_select:
+        # ruff's layering: the configuration's selection is resolved first (select, then
+        # extend-select, then ignore); the command line's applies on top of the result, so a
+        # code named by --select or --extend-select is on even when the file ignores it.
+        base = _split(select) if select else tuple(sorted(settings.enabled_codes()))
+        changes["select"] = base
+        changes["extend_select"] = _split(extend_select)
+        changes["ignore"] = _split(ignore)
+    elif ignore:
         changes["ignore"] = settings.ignore + _split(ignore)
     if force_exclude:
         changes["force_exclude"] = True
@@ -92,35 +172,86 @@ def _settings(paths, select, extend_select, ignore, force_exclude, no_respect_gi
     return settings.with_overrides(**changes)
 
 
-def _emit(text: str, output_file: Optional[str]) -> None:
+def _load(run: _Run, unsafe_fixes=None) -> "Settings":
+    from .config import ConfigError
+
+    kw = run.kw
+    try:
+        settings = _settings(kw["paths"], kw["select"], kw["extend_select"], kw["ignore"], kw["force_exclude"],
+                             kw["no_respect_gitignore"], kw["config_file"], kw["prelude_style"],
+                             kw["prelude_profile"], unsafe_fixes, kw["stdin_filename"], run.stdin)
+    except ConfigError as exc:
+        raise _usage(exc)
+    run.log(f"configuration: {settings.config_file or 'none found (defaults)'}; project root: {settings.root}")
+    output_file = kw.get("output_file")
     if output_file:
-        Path(output_file).write_text(text, encoding="utf-8")
-    else:
-        click.echo(text, nl=False)
+        parent = os.path.dirname(os.path.abspath(output_file))
+        if not os.path.isdir(parent):
+            _fail(f"cannot write --output-file {output_file}: no such directory {parent}")
+    return settings
 
 
-def _run(paths: Sequence[str], settings: Settings, *, fix: bool, stdin_filename: Optional[str],
-         jobs: Optional[int] = None, no_cache: bool = False, cache_dir: Optional[str] = None):
+def _fail(message: str) -> "click.exceptions.Exit":
+    """An error the user can act on: one line on stderr, exit 2."""
+    click.echo(f"error: {message}", err=True)
+    raise click.exceptions.Exit(EXIT_ERROR)
+
+
+def _emit(text: str, output_file: Optional[str], color: bool = False) -> None:
+    if output_file:
+        try:
+            with open(output_file, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            _fail(f"cannot write --output-file {output_file}: {exc.strerror or exc}")
+    elif text:
+        click.echo(text, nl=False, color=color or None)
+
+
+def _stdin_excluded(settings: "Settings", stdin_filename: Optional[str]) -> bool:
+    """``--force-exclude`` applies to the name given with ``--stdin-filename``, as in ruff."""
+    if not (settings.force_exclude and stdin_filename):
+        return False
+    from .discovery import _Excluder
+
+    return _Excluder(settings).excluded(Path(stdin_filename), False)
+
+
+def _run(paths: Sequence[str], settings: "Settings", *, fix: bool, stdin_filename: Optional[str],
+         jobs: Optional[int] = None, no_cache: bool = False, cache_dir: Optional[str] = None,
+         run: Optional[_Run] = None):
     """Check every file; returns (reports, missing paths)."""
-    if not paths:
-        paths = (".",)
-    if "-" in paths:
+    if run is not None and run.stdin:
+        from .engine import check_bytes
+
         name = stdin_filename or "-"
         data = sys.stdin.buffer.read()
         return [check_bytes(data, name, settings, fix=fix)], []
+    if not paths:
+        paths = (".",)
+    from .cache import Cache, default_cache_dir
+    from .discovery import discover
+    from .runner import check_files
+
     files, missing = discover(paths, settings)
+    if run is not None:
+        run.log(f"{len(files)} file{'s' if len(files) != 1 else ''} to check")
     cache = None
     if not no_cache:
         cache = Cache(Path(cache_dir) if cache_dir else default_cache_dir(settings), settings)
-    if sys.stderr.isatty() and len(files) >= 50:
+    if sys.stderr.isatty() and len(files) >= 50 and not (run is not None and run.quiet):
         with click.progressbar(length=len(files), file=sys.stderr, label="rocmport") as bar:
             reports = check_files(files, settings, fix=fix, jobs=jobs, cache=cache, progress=bar.update)
     else:
         reports = check_files(files, settings, fix=fix, jobs=jobs, cache=cache)
+    if run is not None:
+        engine = "rocmport.engine" in sys.modules
+        run.log(f"checked {len(files)} files in {run.elapsed()}"
+                + ("" if engine or not files else " (all answered from the cache)"))
     return reports, missing
 
 
-def _report_problems(reports: List[FileReport], missing: List[str]) -> bool:
+def _report_problems(reports: "List[FileReport]", missing: List[str]) -> bool:
     """Warn on stderr about paths that do not exist and internal errors; True if any."""
     bad = False
     for path in missing:
@@ -133,66 +264,214 @@ def _report_problems(reports: List[FileReport], missing: List[str]) -> bool:
     return bad
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _show(run: _Run, settings: "Settings") -> bool:
+    """``--show-files`` / ``--show-settings``: print and say True (the caller exits 0)."""
+    kw = run.kw
+    if not (kw.get("show_files") or kw.get("show_settings")):
+        return False
+    from .discovery import discover
+
+    if run.stdin:
+        files, missing = [kw.get("stdin_filename") or "-"], []
+        if _stdin_excluded(settings, kw.get("stdin_filename")):
+            files = []
+    else:
+        files, missing = discover(kw["paths"] or (".",), settings)
+    if missing:
+        _report_problems([], missing)
+        raise click.exceptions.Exit(EXIT_ERROR)
+    if kw.get("show_files"):
+        for path in sorted(os.path.abspath(f) if f != "-" else f for f in files):
+            click.echo(path)
+        return True
+    click.echo(_settings_text(settings, files[0] if files else None), nl=False)
+    return True
+
+
+def _settings_text(settings: "Settings", path: Optional[str]) -> str:
+    import dataclasses
+
+    lines = [f"Resolved settings for: {os.path.abspath(path) if path and path != '-' else path or '(no file)'}",
+             f"Settings path: {settings.config_file or '(none: defaults)'}", ""]
+    for field in dataclasses.fields(settings):
+        value = getattr(settings, field.name)
+        if dataclasses.is_dataclass(value):
+            for sub in dataclasses.fields(value):
+                lines.append(f"{field.name}.{sub.name} = {getattr(value, sub.name)!r}")
+        else:
+            lines.append(f"{field.name} = {value!r}")
+    enabled = sorted(settings.enabled_codes(path if path and path != "-" else None))
+    lines.append(f"enabled rules = {enabled!r}")
+    return "\n".join(lines) + "\n"
+
+
+class _Main(click.Group):
+    """The command group: an unexpected exception is an internal error, one line and exit 2
+    (``ROCMPORT_TRACEBACK=1`` shows the traceback)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort,
+                KeyboardInterrupt, SystemExit):
+            raise
+        except BrokenPipeError:
+            raise
+        except Exception as exc:
+            if os.environ.get("ROCMPORT_TRACEBACK"):
+                raise
+            detail = str(exc).splitlines()[0] if str(exc) else ""
+            click.echo(f"error: internal error: {type(exc).__name__}{': ' + detail if detail else ''}"
+                       " (ROCMPORT_TRACEBACK=1 shows where)", err=True)
+            raise click.exceptions.Exit(EXIT_ERROR)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rocmport")
 def main() -> None:
     """Port PyTorch and Triton code to AMD ROCm: find what breaks, hangs or slows down there
     and gate it on `is_rocm`, leaving the NVIDIA path as it was."""
 
 
+def _format(findings, settings: "Settings", reports, run: _Run, output_format: Optional[str],
+            summary: bool = True) -> str:
+    from .output import FORMATTERS
+
+    return FORMATTERS[output_format or "concise"](findings, settings.unsafe_fixes, color=run.color,
+                                                  summary=summary and not run.quiet, **_format_context(reports))
+
+
 @main.command()
 @_common
-def lint(paths, select, extend_select, ignore, output_format, output_file, force_exclude, no_respect_gitignore,
-         stdin_filename, config_file, prelude_style, prelude_profile, jobs, no_cache, cache_dir):
+@click.option("--statistics", is_flag=True, default=False,
+              help="Count the findings per rule instead of listing them.")
+@click.option("--add-noqa", is_flag=True, default=False,
+              help="Add `# noqa: CODE` comments for every finding (Python files), merging with existing ones.")
+def lint(**kw):
     """Report findings; change nothing."""
-    try:
-        settings = _settings(paths, select, extend_select, ignore, force_exclude, no_respect_gitignore,
-                             config_file, prelude_style, prelude_profile, stdin_filename=stdin_filename)
-    except ConfigError as exc:
-        raise _usage(exc)
-    reports, missing = _run(paths, settings, fix=False, stdin_filename=stdin_filename, jobs=jobs,
-                            no_cache=no_cache, cache_dir=cache_dir)
-    findings = sorted((f for r in reports for f in r.findings), key=Finding.sort_key)
-    _emit(FORMATTERS[output_format or "concise"](findings, settings.unsafe_fixes, **_format_context(reports)),
-          output_file)
-    if _report_problems(reports, missing):
+    run = _Run(kw)
+    settings = _load(run)
+    if _show(run, settings):
+        sys.exit(EXIT_OK)
+    if kw["add_noqa"] and run.stdin:
+        _fail("--add-noqa edits files in place: it cannot be used with stdin")
+    if run.stdin and _stdin_excluded(settings, kw["stdin_filename"]):
+        sys.stdin.buffer.read()
+        run.log(f"{kw['stdin_filename']} is excluded (--force-exclude): not checked")
+        reports, missing = [], []
+    else:
+        reports, missing = _run(kw["paths"], settings, fix=False, stdin_filename=kw["stdin_filename"],
+                                jobs=kw["jobs"], no_cache=kw["no_cache"], cache_dir=kw["cache_dir"], run=run)
+    findings = sorted((f for r in reports for f in r.findings), key=_sort_key)
+    problems = _report_problems(reports, missing)
+    if kw["add_noqa"]:
+        sys.exit(EXIT_ERROR if _add_noqa(run, reports) or problems else EXIT_OK)
+    if not run.silent:
+        if kw["statistics"]:
+            from .output import statistics
+
+            text = statistics(findings, settings.unsafe_fixes, as_json=kw["output_format"] == "json",
+                              summary=not run.quiet)
+        else:
+            text = _format(findings, settings, reports, run, kw["output_format"], summary=not (missing and not findings))
+        _emit(text, kw["output_file"], run.color)
+    if problems:
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if findings else EXIT_OK)
+    sys.exit(EXIT_FINDINGS if findings and not kw["exit_zero"] else EXIT_OK)
+
+
+def _add_noqa(run: _Run, reports: "List[FileReport]") -> bool:
+    """Write the directives; returns True when a file could not be written."""
+    from .noqa import add_noqa, is_python_file
+    added = skipped = 0
+    failed = False
+    for r in reports:
+        if not r.findings:
+            continue
+        if not is_python_file(r.path) or r.original is None:
+            skipped += len(r.findings)
+            continue
+        result = add_noqa(r.original, r.findings)
+        skipped += result.skipped
+        if result.data is None:
+            continue
+        try:
+            with open(r.path, "rb") as handle:
+                if handle.read() != r.original:
+                    click.echo(f"warning: {r.path} changed while it was checked: left alone", err=True)
+                    continue
+            write_atomic(r.path, result.data)
+        except OSError as exc:
+            click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
+            failed = True
+            continue
+        added += result.added
+        run.log(f"{r.path}: {result.added} noqa directive{'s' if result.added != 1 else ''}")
+    run.note(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+    if skipped:
+        run.note(f"{skipped} finding{'s' if skipped != 1 else ''} could not get one (notebooks and non-Python "
+                 "files are not edited; nor are lines inside a multi-line string or ending in a backslash).")
+    return failed
 
 
 @main.command()
 @_common
 @click.option("--write", is_flag=True, help="Apply the fixes in place (default: print a diff).")
 @click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes marked unsafe.")
-def fix(paths, select, extend_select, ignore, output_format, output_file, force_exclude, no_respect_gitignore,
-        stdin_filename, config_file, prelude_style, prelude_profile, jobs, no_cache, cache_dir, write, unsafe_fixes):
+@click.option("--fix-only", is_flag=True, default=False,
+              help="Apply (or show) fixes; do not report what is left, and exit 0 (see --exit-non-zero-on-fix).")
+@click.option("--exit-non-zero-on-fix", is_flag=True, default=False,
+              help="Exit 1 when a file was fixed, even if nothing is left to report.")
+def fix(**kw):
     """Show the fixes as a unified diff, or apply them with --write."""
-    try:
-        settings = _settings(paths, select, extend_select, ignore, force_exclude, no_respect_gitignore,
-                             config_file, prelude_style, prelude_profile, unsafe_fixes, stdin_filename)
-    except ConfigError as exc:
-        raise _usage(exc)
-    reports, missing = _run(paths, settings, fix=True, stdin_filename=stdin_filename, jobs=jobs,
-                            no_cache=no_cache, cache_dir=cache_dir)
-    stdin_mode = "-" in paths
+    run = _Run(kw)
+    write, fix_only, output_format, output_file = kw["write"], kw["fix_only"], kw["output_format"], kw["output_file"]
+    settings = _load(run, kw["unsafe_fixes"])
+    if _show(run, settings):
+        sys.exit(EXIT_OK)
+    if run.stdin and _stdin_excluded(settings, kw["stdin_filename"]):
+        sys.stdout.buffer.write(sys.stdin.buffer.read())  # excluded: passed through unchanged, as ruff does
+        sys.stdout.flush()
+        sys.exit(EXIT_OK)
+    reports, missing = _run(kw["paths"], settings, fix=True, stdin_filename=kw["stdin_filename"], jobs=kw["jobs"],
+                            no_cache=kw["no_cache"], cache_dir=kw["cache_dir"], run=run)
     changed = [r for r in reports if r.fixed is not None or r.extra_files]
-    remaining = sorted((f for r in reports for f in r.findings), key=Finding.sort_key)
+    remaining = sorted((f for r in reports for f in r.findings), key=_sort_key)
     fixed_count = sum(r.fixes_applied for r in reports)
     problems = _report_problems(reports, missing)
-    if stdin_mode:
+
+    def status(fixed_something: bool, diff_mode: bool = False) -> int:
+        if problems:
+            return EXIT_ERROR
+        if kw["exit_zero"]:
+            return EXIT_OK
+        if diff_mode and fixed_something:
+            return EXIT_FINDINGS
+        if fixed_something and kw["exit_non_zero_on_fix"]:
+            return EXIT_FINDINGS
+        return EXIT_FINDINGS if remaining and not fix_only else EXIT_OK
+
+    if run.stdin:
         r = reports[0]
         sys.stdout.buffer.write(r.fixed if r.fixed is not None else (r.original or b""))
         sys.stdout.flush()
-        if remaining:
-            click.echo(FORMATTERS["concise"](remaining, settings.unsafe_fixes), err=True, nl=False)
-        sys.exit(EXIT_ERROR if problems else (EXIT_FINDINGS if remaining else EXIT_OK))
-    manual = sum(1 for f in remaining if not f.code.startswith("ROC0"))
+        if remaining and not fix_only and not run.silent:
+            from .output import FORMATTERS
+
+            click.echo(FORMATTERS["concise"](remaining, settings.unsafe_fixes, summary=not run.quiet), err=True,
+                       nl=False)
+        sys.exit(status(r.fixed is not None))
+    from . import patch
+
+    manual = 0 if fix_only else sum(1 for f in remaining if not f.code.startswith("ROC0"))
     if not write:
-        _emit(patch.render(changed), output_file)
+        diff = patch.render(changed)
+        if not run.silent:
+            _emit(diff, output_file)
         files = sum(1 for r in changed if r.fixed is not None)
         for line in patch.summary(fixed_count, files, manual, patch.created(changed), written=False):
-            click.echo(line, err=True)
-        sys.exit(EXIT_ERROR if problems else (EXIT_FINDINGS if (changed or remaining) else EXIT_OK))
+            run.note(line)
+        sys.exit(status(bool(changed), diff_mode=True))
     new_files = patch.created(changed)
     written = 0
     for r in changed:
@@ -205,16 +484,14 @@ def fix(paths, select, extend_select, ignore, output_format, output_file, force_
         except OSError as exc:
             click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
             problems = True
-            r.findings.extend(f for f in [])  # findings stay reported below
-    if remaining or output_file:
-        _emit(FORMATTERS[output_format or "concise"](remaining, settings.unsafe_fixes, **_format_context(reports)),
-              output_file)
+    if not fix_only and not run.silent and (remaining or output_file):
+        _emit(_format(remaining, settings, reports, run, output_format), output_file, run.color)
     for line in patch.summary(fixed_count, written, manual, new_files, written=True):
-        click.echo(line, err=True)
-    sys.exit(EXIT_ERROR if problems else (EXIT_FINDINGS if remaining else EXIT_OK))
+        run.note(line)
+    sys.exit(status(bool(written or any(r.extra_files for r in changed))))
 
 
-def _format_context(reports: Sequence[FileReport]) -> dict:
+def _format_context(reports: "Sequence[FileReport]") -> dict:
     """What the output formats may need beyond the findings: the text each finding's positions
     refer to (the fixed bytes after ``fix --write``, stdin's bytes for ``-``), read from disk
     for anything else."""
@@ -238,7 +515,9 @@ def _usage(exc: Exception) -> click.exceptions.Exit:
 @click.argument("code")
 def rule(code):
     """Print a rule's documentation."""
-    rules = all_rules()
+    from .registry import rule_infos
+
+    rules = rule_infos()
     if code.upper() not in rules:
         click.echo(f"error: unknown rule {code!r} (`rocmport rules` lists them)", err=True)
         sys.exit(EXIT_ERROR)
@@ -248,7 +527,9 @@ def rule(code):
 @main.command()
 def rules():
     """List every rule, one a line."""
-    for code, r in all_rules().items():
+    from .registry import rule_infos
+
+    for code, r in rule_infos().items():
         fix = r.FIX_APPLICABILITY.value if r.FIX_APPLICABILITY else "no fix"
         default = "" if r.DEFAULT_ENABLED else " (off by default)"
         click.echo(f"{code}  {r.NAME:<38} {fix:<13} {r.SUMMARY}{default}")
@@ -263,6 +544,9 @@ def rules():
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None)
 def prelude_command(style, profile, inference_only, compile_guard, config_file):
     """Print the generated prelude (to paste into an entry point)."""
+    from . import prelude
+    from .config import ConfigError, load_settings, prelude_options
+
     try:
         settings = load_settings(Path.cwd(), Path(config_file) if config_file else None)
         table = {k: v for k, v in (("profile", profile), ("inference-only", inference_only),
@@ -292,7 +576,10 @@ def setup_command(entries, write, shell, config_file):
 
     ENTRIES are files or `module:function` console-script targets. Without any, list the
     candidates (scripts with a __main__ guard, [project.scripts] targets)."""
-    from . import entrypoints
+    from . import entrypoints, patch
+    from .config import ConfigError, load_settings
+    from .discovery import discover
+    from .engine import check_bytes
 
     try:
         settings = load_settings(Path.cwd(), Path(config_file) if config_file else None)
@@ -353,3 +640,15 @@ def doctor(output_format, output_file):
     text, status = run_doctor(output_format)
     _emit(text, output_file)
     sys.exit(status)
+
+
+@main.command()
+def server():
+    """Run the language server (LSP over stdio) for editors; needs the `server` extra."""
+    try:
+        from .server import main as serve
+    except ImportError as exc:
+        if getattr(exc, "name", "") and exc.name.split(".")[0] in ("pygls", "lsprotocol"):
+            _fail("`rocmport server` needs pygls: pip install 'rocmport[server]'")
+        raise
+    serve()

@@ -98,9 +98,9 @@ def _matches(code: str, selector: str) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _enabled_codes(select, extend_select, ignore) -> FrozenSet[str]:
-    from .registry import all_rules
+    from .registry import rule_infos
 
-    rules = all_rules()
+    rules = rule_infos()
     enabled = set()
     for code, rule in rules.items():
         if select is None:
@@ -118,9 +118,9 @@ def _enabled_codes(select, extend_select, ignore) -> FrozenSet[str]:
 
 
 def validate_selectors(selectors: Sequence[str], where: str) -> None:
-    from .registry import all_rules
+    from .registry import rule_infos
 
-    codes = all_rules()
+    codes = rule_infos()
     for selector in selectors:
         s = selector.upper()
         if s == "ALL":

@@ -149,6 +149,18 @@ def _truthy(value: str) -> bool:
     return value.strip().lower() in TRUTHY
 
 
+def _torch_on(value: str) -> bool:
+    """How torch 2.13's inductor config reads these flags: ``os.environ.get(NAME) == "1"``
+    (``true``, ``yes`` or `` 1`` leave the setting off)."""
+    return value == "1"
+
+
+def _off(setting: str, value: str) -> str:
+    if _truthy(value):
+        return f'{setting} stays off (torch turns it on only for the exact value "1")'
+    return f"{setting} stays off"
+
+
 def check_environment(environ: Mapping[str, str]) -> List[EnvFinding]:
     """The environment variables that matter on ROCm, red flags first-class."""
     out: List[EnvFinding] = []
@@ -159,20 +171,20 @@ def check_environment(environ: Mapping[str, str]) -> List[EnvFinding]:
     for name in sorted(environ):
         value = environ[name]
         if name == "TORCHINDUCTOR_CUDAGRAPHS":
-            if _truthy(value):
+            if _torch_on(value):
                 add(name, True, "turns on triton.cudagraphs for every torch.compile in the process: CUDA graphs "
                                 "hang or slow down on ROCm (rocmport ROC602)")
             else:
-                add(name, False, "triton.cudagraphs stays off")
+                add(name, False, _off("triton.cudagraphs", value))
         elif name in ("TORCHINDUCTOR_MAX_AUTOTUNE", "TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE",
                       "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM"):
             setting = name[len("TORCHINDUCTOR_"):].lower()
-            if _truthy(value):
+            if _torch_on(value):
                 add(name, True, f"turns on {setting} for every compile: Triton/CPP GEMM templates and long "
                                 "autotuning on ROCm, where they are often slower than rocBLAS/hipBLASLt "
                                 "(rocmport ROC601)")
             else:
-                add(name, False, f"{setting} stays off")
+                add(name, False, _off(setting, value))
         elif name == "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS":
             backends = {b.strip().upper() for b in value.split(",") if b.strip()}
             risky = sorted(backends & {"TRITON", "CPP"})
@@ -182,13 +194,13 @@ def check_environment(environ: Mapping[str, str]) -> List[EnvFinding]:
             else:
                 add(name, False, "GEMM autotuning limited to " + ",".join(sorted(backends)))
         elif name == "TORCHINDUCTOR_MEMORY_PLANNING":
-            if _truthy(value):
+            if _torch_on(value):
                 add(name, True, "turns on memory_planning, which fails on ROCm (rocmport ROC205)")
             else:
-                add(name, False, "memory_planning stays off")
+                add(name, False, _off("memory_planning", value))
         elif name in ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_FORCE_DISABLE_CACHES") and _truthy(value):
             add(name, False, "disables every compile cache: each run recompiles from scratch (slow start)")
-        elif name == "TORCH_COMPILE_DEBUG" and _truthy(value):
+        elif name == "TORCH_COMPILE_DEBUG" and _torch_on(value):
             add(name, False, "writes debug traces for every compile (slow, large output)")
         elif name in ("TORCHINDUCTOR_COORDINATE_DESCENT_TUNING", "TORCHINDUCTOR_FREEZING",
                       "TORCHINDUCTOR_BENCHMARK_KERNEL", "TORCHINDUCTOR_MULTI_KERNEL",

@@ -16,7 +16,7 @@ import io
 import os
 import re
 import tokenize
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 
@@ -32,22 +32,10 @@ from .config import Settings
 from .filekinds import ENV_KINDS, HEAD_BYTES, file_kind
 from .findings import Applicability, Edit, Finding, Fix, Position
 from .registry import visitor_rules
+from .reports import FileReport
 from .source import LineIndex, SourceError, SourceText, apply_edits
 
 MAX_FIX_PASSES = 8
-
-
-@dataclass
-class FileReport:
-    """What the engine found in one file, and what ``fix`` would make of it."""
-
-    path: str
-    findings: List[Finding] = field(default_factory=list)
-    original: Optional[bytes] = None
-    fixed: Optional[bytes] = None  # the fixed bytes, when they differ from the original
-    fixes_applied: int = 0
-    extra_files: Dict[str, bytes] = field(default_factory=dict)  # generated prelude module
-    internal_error: Optional[str] = None
 
 
 # ------------------------------------------------------------------------------------------

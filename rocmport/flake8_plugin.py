@@ -11,6 +11,9 @@ its own on top), ``# flake8: noqa`` skips the file, and flake8's ``--select`` /
 ``--extend-ignore`` / ``per-file-ignores`` filter the codes. ``# rocmport: noqa`` still
 silences a whole file. With ``--disable-noqa`` the engine sees the file with its ``noqa``
 comments neutralised (same length, comments only), so every finding is reported.
+
+Loading it costs next to nothing: this module imports nothing heavy, and when flake8's
+selection keeps no ROC code (``flake8 --select E``) the engine is never imported.
 """
 
 from __future__ import annotations
@@ -66,22 +69,42 @@ def _without_noqa(lines: Sequence[str]) -> List[str]:
     return out
 
 
+def _roc_selected(options) -> bool:
+    """Whether flake8's ``--select``/``--ignore`` (and their ``extend-`` forms, from the command
+    line or the configuration) keep any rocmport code. flake8 runs every plugin and filters
+    the results afterwards; a plugin that knows nothing it reports will be shown can skip its
+    work. When in doubt (an older flake8), it runs."""
+    try:
+        from flake8.style_guide import Decision, DecisionEngine
+
+        from .registry import rule_infos
+
+        engine = DecisionEngine(options)
+        return any(engine.decision_for(code) is Decision.Selected for code in rule_infos())
+    except Exception:  # pragma: no cover - flake8 internals moved: run as before
+        return True
+
+
 class Plugin:
     """flake8 ``tree``-less checker: yields ``(row, column0, "ROCnnn message", type)``."""
 
     name = "rocmport"
     version = __version__
     disable_noqa = False
+    selected = True  # False when flake8's selection leaves out every ROC code
 
     @classmethod
     def parse_options(cls, options) -> None:
         cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
+        cls.selected = _roc_selected(options)
 
     def __init__(self, tree, filename: str, lines: List[str]):
         self.filename = filename
         self.lines = lines
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        if not self.selected:
+            return  # `flake8 --select E` and friends: the engine is never imported
         from .engine import check_bytes
 
         path = self.filename if self.filename not in ("stdin", "-", None) else "-"

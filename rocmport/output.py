@@ -22,17 +22,56 @@ from .findings import Edit, Finding, Position
 from .source import LineIndex, SourceError, SourceText, apply_edits
 
 
-def _location(f: Finding) -> str:
+def _location(f: Finding, color: bool = False) -> str:
     cell = f"cell {f.cell}:" if f.cell is not None else ""
+    if color:
+        sep = _paint(":", CYAN)
+        return f"{_paint(f.filename, BOLD)}{sep}{cell.replace(':', sep)}{f.start.row}{sep}{f.start.column}"
     return f"{f.filename}:{cell}{f.start.row}:{f.start.column}"
 
 
-def concise(findings: Sequence[Finding], unsafe_fixes: bool, **_) -> str:
-    lines = []
-    for f in findings:
+# ANSI styles, as ruff colours its concise output (the CLI decides whether colour is on).
+BOLD, RED, CYAN = "1", "1;91", "1;96"
+
+
+def _paint(text: str, style: str) -> str:
+    return f"\x1b[{style}m{text}\x1b[0m"
+
+
+def _headline(f: Finding, unsafe_fixes: bool, color: bool) -> str:
+    if not color:
         marker = " [*]" if f.applies(unsafe_fixes) else ""
-        lines.append(f"{_location(f)}: {f.code}{marker} {f.message}")
-    return "\n".join(lines) + ("\n" if lines else "") + _summary(findings, unsafe_fixes)
+        return f"{_location(f)}: {f.code}{marker} {f.message}"
+    marker = f" [{_paint('*', CYAN)}]" if f.applies(unsafe_fixes) else ""
+    return f"{_location(f, True)}{_paint(':', CYAN)} {_paint(f.code, RED)}{marker} {f.message}"
+
+
+def concise(findings: Sequence[Finding], unsafe_fixes: bool, *, color: bool = False, summary: bool = True,
+            **_) -> str:
+    lines = [_headline(f, unsafe_fixes, color) for f in findings]
+    return "\n".join(lines) + ("\n" if lines else "") + (_summary(findings, unsafe_fixes) if summary else "")
+
+
+def statistics(findings: Sequence[Finding], unsafe_fixes: bool, *, as_json: bool = False,
+               summary: bool = True) -> str:
+    """``--statistics``: one line per rule, most frequent first (ruff's layout:
+    count, code, ``[*]`` when the current flags would fix some of them, name)."""
+    counts: Dict[str, List[Finding]] = {}
+    for f in findings:
+        counts.setdefault(f.code, []).append(f)
+    rows = sorted(counts.items(), key=lambda item: (-len(item[1]), item[0]))
+    if as_json:
+        return json.dumps([{"code": code, "name": group[0].name, "count": len(group),
+                            "fixable": any(f.applies(unsafe_fixes) for f in group)} for code, group in rows],
+                          indent=2) + "\n"
+    if not rows:
+        return _summary(findings, unsafe_fixes) if summary else ""
+    width = max(len(str(len(group))) for _, group in rows)
+    code_width = max(len(code) for code, _ in rows)
+    lines = [f"{len(group):>{width}}\t{code:<{code_width}}\t"
+             f"{'[*]' if any(f.applies(unsafe_fixes) for f in group) else '[ ]'} {group[0].name}"
+             for code, group in rows]
+    return "\n".join(lines) + "\n" + (_summary(findings, unsafe_fixes) if summary else "")
 
 
 def _summary(findings: Sequence[Finding], unsafe_fixes: bool) -> str:
@@ -208,14 +247,13 @@ def _fix_diff(f: Finding, text: str) -> List[str]:
 
 
 def full(findings: Sequence[Finding], unsafe_fixes: bool, *, read_source: Optional[SourceReader] = None,
-         **_) -> str:
+         color: bool = False, summary: bool = True, **_) -> str:
     """Each finding as in ``concise``, then its source with the span underlined, then its fix."""
     reader = read_source or read_from_disk
     texts: Dict[str, Optional[str]] = {}
     blocks = []
     for f in findings:
-        marker = " [*]" if f.applies(unsafe_fixes) else ""
-        block = [f"{_location(f)}: {f.code}{marker} {f.message}"]
+        block = [_headline(f, unsafe_fixes, color)]
         text = None
         if f.cell is None:  # a notebook cell's rows are not the file's rows
             if f.filename not in texts:
@@ -231,7 +269,7 @@ def full(findings: Sequence[Finding], unsafe_fixes: bool, *, read_source: Option
             if diff and f.fix.requires:
                 block.append("    (and the rocmport prelude: " + ", ".join(f.fix.requires) + ")")
         blocks.append("\n".join(block) + "\n")
-    return "\n".join(blocks) + ("\n" if blocks else "") + _summary(findings, unsafe_fixes)
+    return "\n".join(blocks) + ("\n" if blocks else "") + (_summary(findings, unsafe_fixes) if summary else "")
 
 
 # ------------------------------------------------------------------------------------------
@@ -251,10 +289,9 @@ def github(findings: Sequence[Finding], unsafe_fixes: bool, *, root: Optional[Pa
     for f in findings:
         props = [("title", f"rocmport ({f.code})"), ("file", relative_path(f.filename, root))]
         message = f.message
-        if f.cell is None:
-            props += [("line", str(f.start.row)), ("col", str(f.start.column)),
-                      ("endLine", str(f.end.row)), ("endColumn", str(f.end.column))]
-        else:  # rows count inside the cell, not the notebook's JSON: name the cell instead
+        props += [("line", str(f.start.row)), ("col", str(f.start.column)),
+                  ("endLine", str(f.end.row)), ("endColumn", str(f.end.column))]
+        if f.cell is not None:  # as ruff: the row inside the cell, and the cell named in the message
             message = f"cell {f.cell}:{f.start.row}:{f.start.column}: {message}"
         rendered = ",".join(f"{key}={escape_property(value)}" for key, value in props)
         lines.append(f"::error {rendered}::{escape_data(message)}")
@@ -311,9 +348,9 @@ def _region(start: Position, end: Position) -> dict:
 def sarif_document(findings: Sequence[Finding], unsafe_fixes: bool, *, root: Optional[Path] = None) -> dict:
     from . import __version__
     from .docs import HOMEPAGE
-    from .registry import all_rules
+    from .registry import rule_infos
 
-    rules = all_rules()
+    rules = rule_infos()
     codes = list(rules)
     base = Path(os.path.abspath(root)) if root is not None else find_root()
     results = []

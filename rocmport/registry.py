@@ -1,23 +1,61 @@
-"""The rule registry: every ``RULES`` list of every module in the ``codemods`` package."""
+"""The rule registry: every ``RULES`` list of every module in the ``codemods`` package.
+
+Two views of the same rules:
+
+- :func:`all_rules` imports the rule classes (and so LibCST): the engine needs them to visit
+  a tree;
+- :func:`rule_infos` gives what the command line needs before it knows whether any file must
+  be analysed (codes, names, default selection, fix applicability, the documentation that
+  ``rocmport rule CODE`` prints) without importing LibCST. It reads ``_rule_index.py``, a
+  file generated from the rule classes (``python -m rocmport.registry --write``), and uses it
+  only while a fingerprint of the ``codemods`` sources matches the one it was generated from;
+  otherwise (a rule was edited and the index not regenerated) it builds the same answer from
+  the classes. The rule class stays the one place a rule is written.
+"""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
-import pkgutil
-from typing import Dict, List, Type
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, List, Optional, Type
 
-import codemods
-from codemods.base import Rule
+from .findings import Applicability
+
+if TYPE_CHECKING:  # pragma: no cover
+    from codemods.base import Rule
+
+INDEX_MODULE = "rocmport._rule_index"
+INDEX_FILE = Path(__file__).with_name("_rule_index.py")
+REGENERATE = "python -m rocmport.registry --write"
+
+
+def _codemods_dir() -> Path:
+    spec = importlib.util.find_spec("codemods")  # type: ignore[attr-defined]
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - broken install
+        raise RuntimeError("the codemods package is missing")
+    return Path(list(spec.submodule_search_locations)[0])
 
 
 @functools.lru_cache(maxsize=None)
-def all_rules() -> Dict[str, Type[Rule]]:
+def _rule_module_names() -> List[str]:
+    names = []
+    for entry in sorted(os.listdir(_codemods_dir())):
+        if entry.endswith(".py") and not entry.startswith("_") and entry != "base.py":
+            names.append(entry[:-3])
+    return names
+
+
+@functools.lru_cache(maxsize=None)
+def all_rules() -> Dict[str, "Type[Rule]"]:
     rules: Dict[str, Type[Rule]] = {}
-    for info in sorted(pkgutil.iter_modules(codemods.__path__), key=lambda i: i.name):
-        if info.name.startswith("_") or info.name == "base":
-            continue
-        module = importlib.import_module(f"codemods.{info.name}")
+    for name in _rule_module_names():
+        module = importlib.import_module(f"codemods.{name}")
         for rule in getattr(module, "RULES", ()):
             if rule.CODE in rules and rules[rule.CODE] is not rule:
                 raise RuntimeError(f"rule code {rule.CODE} defined twice")
@@ -25,10 +63,115 @@ def all_rules() -> Dict[str, Type[Rule]]:
     return dict(sorted(rules.items()))
 
 
-def visitor_rules() -> List[Type[Rule]]:
+def visitor_rules() -> "List[Type[Rule]]":
     """Rules that run on a tree (all but the ROC0xx ones that the engine reports)."""
     return [r for code, r in all_rules().items() if not code.startswith("ROC0")]
 
 
-def get(code: str) -> Type[Rule]:
+def get(code: str) -> "Type[Rule]":
     return all_rules()[code.upper()]
+
+
+# ------------------------------------------------------------------------------------------
+# The light view
+# ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """What is known of a rule without importing it. The attribute names are the rule class's,
+    so code that reads ``CODE``/``NAME``/``SUMMARY``/... or calls ``doc()`` takes either."""
+
+    CODE: str
+    NAME: str
+    SUMMARY: str
+    WHAT: str
+    WHY: str
+    DEFAULT_ENABLED: bool
+    FIX_APPLICABILITY: Optional[Applicability]
+    DOC: str
+
+    def doc(self) -> str:
+        return self.DOC
+
+    @classmethod
+    def of(cls, rule) -> "RuleInfo":
+        return cls(rule.CODE, rule.NAME, rule.SUMMARY, rule.WHAT, rule.WHY, bool(rule.DEFAULT_ENABLED),
+                   rule.FIX_APPLICABILITY, rule.doc())
+
+    def as_data(self) -> dict:
+        return {"code": self.CODE, "name": self.NAME, "summary": self.SUMMARY, "what": self.WHAT,
+                "why": self.WHY, "default_enabled": self.DEFAULT_ENABLED,
+                "fix": self.FIX_APPLICABILITY.value if self.FIX_APPLICABILITY else None, "doc": self.DOC}
+
+    @classmethod
+    def from_data(cls, data: dict) -> "RuleInfo":
+        fix = data["fix"]
+        return cls(data["code"], data["name"], data["summary"], data["what"], data["why"],
+                   data["default_enabled"], Applicability(fix) if fix else None, data["doc"])
+
+
+def sources_fingerprint() -> str:
+    """A digest of every ``codemods`` source file (and of the vocabulary the index uses)."""
+    digest = hashlib.blake2b(digest_size=16)
+    directory = _codemods_dir()
+    files = [directory / name for name in sorted(os.listdir(directory)) if name.endswith(".py")]
+    files.append(Path(__file__).with_name("findings.py"))
+    for path in files:
+        digest.update(path.name.encode() + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _indexed() -> Optional[Dict[str, RuleInfo]]:
+    try:
+        index = importlib.import_module(INDEX_MODULE)
+        if index.FINGERPRINT != sources_fingerprint():
+            return None
+        return {data["code"]: RuleInfo.from_data(data) for data in index.RULES}
+    except (ImportError, AttributeError, KeyError, TypeError, ValueError, OSError):
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def rule_infos() -> Dict[str, RuleInfo]:
+    """Every rule's :class:`RuleInfo`, by code, in code order; LibCST-free when the index is
+    current (it is in a release, and in a checkout after ``--write``)."""
+    infos = _indexed()
+    if infos is None:
+        infos = {code: RuleInfo.of(rule) for code, rule in all_rules().items()}
+    return infos
+
+
+def render_index() -> str:
+    """The text of ``_rule_index.py`` for the rules as they are now."""
+    import pprint
+
+    rules = [RuleInfo.of(rule).as_data() for rule in all_rules().values()]
+    return (
+        f'"""Generated by `{REGENERATE}` from the rule classes; do not edit.\n\n'
+        "rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.\n"
+        '"""\n\n'
+        f"FINGERPRINT = {sources_fingerprint()!r}\n\n"
+        f"RULES = {pprint.pformat(rules, width=100, sort_dicts=False)}\n"
+    )
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    text = render_index()
+    if args == ["--check"]:
+        current = INDEX_FILE.read_text(encoding="utf-8") if INDEX_FILE.is_file() else ""
+        if current != text:
+            print(f"{INDEX_FILE} is stale: run `{REGENERATE}`", file=sys.stderr)
+            return 1
+        return 0
+    if args == ["--write"]:
+        INDEX_FILE.write_text(text, encoding="utf-8")
+        return 0
+    print("usage: python -m rocmport.registry --write | --check", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

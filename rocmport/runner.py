@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, List, Optional, Sequence
 
 from .cache import Cache
 from .config import Settings
-from .engine import FileReport, check_bytes, check_path
+from .reports import FileReport  # the engine (and LibCST) only loads when a file needs analysis
 
 _SETTINGS: Optional[Settings] = None
 
@@ -28,6 +26,8 @@ def _init(settings: Settings) -> None:
 
 
 def _work(item):
+    from .engine import check_bytes, check_path
+
     path, data, fix = item
     if data is None:
         return check_path(path, _SETTINGS, fix=fix)
@@ -63,8 +63,13 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
                 continue
             keys[index] = key
         todo.append((index, (path, data, fix)))
+    if todo:
+        from . import engine  # noqa: F401 (before the fork: workers inherit it instead of importing it each)
     jobs = jobs or default_jobs()
     if jobs > 1 and len(todo) > 1:
+        import multiprocessing  # only when a pool is needed: a run served from the cache never pays for it
+        from concurrent.futures import ProcessPoolExecutor
+
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context,
                                  initializer=_init, initargs=(settings,)) as pool:

@@ -175,13 +175,28 @@ def test_versions_are_parsed_as_integer_tuples():
 
 def test_environment_checks():
     flags = {e.name: e.red_flag for e in check_environment({
-        "TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE": "true",
+        "TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE": "true",  # torch reads only "1": stays off
+        "TORCHINDUCTOR_MAX_AUTOTUNE": "1",
+        "TORCHINDUCTOR_CUDAGRAPHS": "true",
         "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM": "0",
         "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "aten, cpp",
         "TORCHINDUCTOR_MEMORY_PLANNING": "1",
         "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
         "PATH": "/usr/bin",
     })}
-    assert flags == {"TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE": True, "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM": False,
+    assert flags == {"TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE": False, "TORCHINDUCTOR_MAX_AUTOTUNE": True,
+                     "TORCHINDUCTOR_CUDAGRAPHS": False, "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM": False,
                      "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": True, "TORCHINDUCTOR_MEMORY_PLANNING": True,
                      "TORCHINDUCTOR_FORCE_DISABLE_CACHES": False}
+
+
+def test_cudagraphs_true_is_not_a_red_flag_because_torch_reads_only_1():
+    """torch 2.13 reads ``os.environ.get("TORCHINDUCTOR_CUDAGRAPHS") == "1"``: ``true`` leaves
+    triton.cudagraphs off, and doctor's table and its verdict must agree on that."""
+    proc = doctor("--output-format", "json", env=clean_env(TORCHINDUCTOR_CUDAGRAPHS="true"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert setting(report, "inductor.triton.cudagraphs")["value"] is False  # what torch itself read
+    assert report["red_flags"] == []
+    (env,) = [e for e in report["environment"] if e["name"] == "TORCHINDUCTOR_CUDAGRAPHS"]
+    assert env["red_flag"] is False and 'exact value "1"' in env["effect"]

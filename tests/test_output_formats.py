@@ -163,10 +163,12 @@ def test_github_escaping():
     assert line.count("\n") == 1
 
 
-def test_github_notebook_cell_names_the_cell():
+def test_github_notebook_cell_names_the_cell_and_carries_its_row():
+    # As ruff: the annotation has a line (the row inside the cell), so GitHub places it; the
+    # message names the cell.
     f = Finding("ROC101", "n", "msg", Position(3, 5), Position(3, 9), filename="nb.ipynb", cell=4)
     assert github([f], False, root=Path.cwd()) == \
-        "::error title=rocmport (ROC101),file=nb.ipynb::cell 4:3:5: msg\n"
+        "::error title=rocmport (ROC101),file=nb.ipynb,line=3,col=5,endLine=3,endColumn=9::cell 4:3:5: msg\n"
     assert github([], False) == ""
 
 

@@ -95,7 +95,8 @@ def repack(dist, wheelhouse: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def hook_env(tmp_path_factory):
+def hook_repo(tmp_path_factory):
+    """(temporary directory, hook repository, its commit, environment) shared by the projects."""
     tmp = tmp_path_factory.mktemp("precommit")
     wheelhouse = tmp / "wheels"
     wheelhouse.mkdir()
@@ -125,6 +126,12 @@ def hook_env(tmp_path_factory):
     subprocess.run(["git", "commit", "-q", "-m", "hooks"], cwd=hooks, check=True, env=env)
     rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hooks, check=True, env=env, capture_output=True,
                          text=True).stdout.strip()
+    return tmp, hooks, rev, env
+
+
+@pytest.fixture(scope="module")
+def hook_env(hook_repo):
+    tmp, hooks, rev, env = hook_repo
     # The project that uses the hooks.
     project = tmp / "project"
     project.mkdir()
@@ -166,3 +173,89 @@ def test_fix_hook_rewrites_then_passes(hook_env):
     assert second.returncode == 0, second.stdout + second.stderr
     lint = pre_commit(project, env, "rocmport")
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+DISPLAY_ONLY = ("from dataclasses import dataclass\n\n\n@dataclass\nclass PolicyConfig:\n"
+                "    compile_mode: str = \"reduce-overhead\"\n")
+
+
+def _project(hook_repo, name: str, files: dict, hooks_yaml: str):
+    tmp, hooks, rev, env = hook_repo
+    project = tmp / name
+    project.mkdir()
+    for file_name, text in files.items():
+        (project / file_name).write_text(text)
+    (project / ".pre-commit-config.yaml").write_text(hooks_yaml.format(hooks=hooks, rev=rev))
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True, env=env)
+    subprocess.run(["git", "add", "."], cwd=project, check=True, env=env)
+    return project, env
+
+
+def test_fix_hook_passes_when_it_changes_nothing_and_lint_reports_what_is_left_once(hook_repo):
+    # A display-only finding has no automatic fix: the fix hook has nothing to do and passes;
+    # the lint hook fails and prints the finding once.
+    project, env = _project(hook_repo, "display_only", {"config.py": DISPLAY_ONLY},
+                            "repos:\n- repo: {hooks}\n  rev: {rev}\n  hooks:\n  - id: rocmport-fix\n"
+                            "  - id: rocmport\n")
+    run = pre_commit(project, env)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert re.search(r"rocmport \(fix\)\.+Passed", run.stdout), run.stdout
+    assert re.search(r"^rocmport\.+Failed", run.stdout, re.M), run.stdout
+    assert run.stdout.count("config.py:6:25: ROC105") == 1, run.stdout
+    assert (project / "config.py").read_text() == DISPLAY_ONLY
+
+
+RUFF_HOOKS = """repos:
+- repo: {{hooks}}
+  rev: {{rev}}
+  hooks:
+  - id: rocmport-fix
+- repo: local
+  hooks:
+  - id: ruff
+    name: ruff
+    entry: {ruff} check --fix --force-exclude
+    language: system
+    types_or: [python, pyi, jupyter]
+    require_serial: true
+  - id: ruff-format
+    name: ruff-format
+    entry: {ruff} format --force-exclude
+    language: system
+    types_or: [python, pyi, jupyter]
+    require_serial: true
+- repo: {{hooks}}
+  rev: {{rev}}
+  hooks:
+  - id: rocmport
+"""
+
+
+@pytest.mark.skipif(not (Path(sys.executable).parent / "ruff").exists(), reason="ruff is not installed beside python")
+@pytest.mark.xfail(strict=True, reason=(
+    "the prelude is not stable under ruff-format: it writes its settings tuple with single quotes, "
+    "ruff-format turns them into double quotes and rocmport-fix rewrites the block again on every run "
+    "('Fixed 0 findings in N files'); reported to the lead (prelude layout, issue 13). With the cache "
+    "left warm it seems to pass: the lint hook's cached answer hides the file from rocmport-fix (issue 18)"))
+def test_hooks_beside_ruff_and_ruff_format_pass_on_the_second_run(hook_repo):
+    # ruff's own hook repository cannot be fetched here: the same commands as `repo: local`
+    # hooks (ruff's classic default rules plus isort; ruff 0.17's wider defaults also flag the
+    # prelude's blind `except Exception`, BLE001/S110). rocmport's rewrite is then formatted by
+    # ruff-format, and neither may undo the other on the second run.
+    ruff = Path(sys.executable).parent / "ruff"
+    files = {
+        "train.py": ('import torch\n\nmodel = torch.nn.Linear(4, 4)\n'
+                     'fast = torch.compile(model, mode="reduce-overhead")\n'),
+        "pyproject.toml": '[tool.ruff]\nline-length = 100\n\n[tool.ruff.lint]\nselect = ["E4", "E7", "E9", "F", "I"]\n',
+    }
+    project, env = _project(hook_repo, "with_ruff", files, RUFF_HOOKS.format(ruff=ruff))
+    first = pre_commit(project, env)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "files were modified by this hook" in first.stdout
+    assert "is_rocm" in (project / "train.py").read_text()
+    # A fresh cache: the second run must pass on its merits, not because the lint hook's cached
+    # answer for the formatted file keeps rocmport-fix from looking at it again.
+    second = pre_commit(project, dict(env, ROCMPORT_CACHE_DIR=str(project.parent / "fresh_cache")))
+    assert second.returncode == 0, first.stdout + "\n---\n" + second.stdout + second.stderr
+    for hook in ("rocmport \\(fix\\)", "ruff", "ruff-format", "rocmport"):
+        assert re.search(rf"^{hook}\.+Passed", second.stdout, re.M), (hook, second.stdout)
