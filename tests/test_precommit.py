@@ -232,16 +232,10 @@ RUFF_HOOKS = """repos:
 
 
 @pytest.mark.skipif(not (Path(sys.executable).parent / "ruff").exists(), reason="ruff is not installed beside python")
-@pytest.mark.xfail(strict=True, reason=(
-    "the prelude is not stable under ruff-format: it writes its settings tuple with single quotes, "
-    "ruff-format turns them into double quotes and rocmport-fix rewrites the block again on every run "
-    "('Fixed 0 findings in N files'); reported to the lead (prelude layout, issue 13). With the cache "
-    "left warm it seems to pass: the lint hook's cached answer hides the file from rocmport-fix (issue 18)"))
 def test_hooks_beside_ruff_and_ruff_format_pass_on_the_second_run(hook_repo):
     # ruff's own hook repository cannot be fetched here: the same commands as `repo: local`
-    # hooks (ruff's classic default rules plus isort; ruff 0.17's wider defaults also flag the
-    # prelude's blind `except Exception`, BLE001/S110). rocmport's rewrite is then formatted by
-    # ruff-format, and neither may undo the other on the second run.
+    # hooks (ruff's classic default rules plus isort). rocmport adds one gate line and rewrites
+    # the call; ruff-format may reformat both, and neither may undo the other on the second run.
     ruff = Path(sys.executable).parent / "ruff"
     files = {
         "train.py": ('import torch\n\nmodel = torch.nn.Linear(4, 4)\n'
