@@ -71,6 +71,23 @@ def _reads_cuda_version(node: cst.CSTNode) -> bool:
     return False
 
 
+def _cuda_sign(test: cst.CSTNode) -> Optional[bool]:
+    """True when ``test`` being true proves ``torch.version.cuda`` is set (it is read as a
+    truth value or a version), False when ``test`` being false proves it (``cuda is None``,
+    ``not cuda``), None when it says nothing about it."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _cuda_sign(test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _cuda_sign(test.left), _cuda_sign(test.right)
+        wanted = isinstance(test.operator, cst.And)  # and: one true operand proves it
+        return wanted if wanted in (left, right) else None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and _reads_cuda_version(test.left) \
+            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
+        return isinstance(test.comparisons[0].operator, (cst.IsNot, cst.NotEqual))
+    return True if _reads_cuda_version(test) else None
+
+
 def _statement(rule: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     """The statement that holds ``node``: a simple statement line, or the compound statement
     whose header (test, iterable, ...) holds it."""
@@ -102,17 +119,20 @@ class _VendorRule(Rule):
         return bool(qualified_names(self, node, names) & names)
 
     def gated(self, node: cst.CSTNode) -> bool:
-        """Already gated: under a ROCm test (``in_rocm_branch``), or under a test of
-        ``torch.version.cuda`` (code that runs only on CUDA builds)."""
+        """Already gated: under a ROCm test (``in_rocm_branch``), or where a test of
+        ``torch.version.cuda`` proves a CUDA build (the body of ``if torch.version.cuda:``,
+        the ``else`` of ``if torch.version.cuda is None:``, the right of ``cuda and ...``)."""
         if self.in_rocm_branch(node):
             return True
         child = node
         for ancestor in self.ancestors(node):
-            if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)):
-                if child is not ancestor.test and _reads_cuda_version(ancestor.test):
+            if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and child is not ancestor.test:
+                sign = _cuda_sign(ancestor.test)
+                if (sign is True and child is ancestor.body) or (sign is False and child is not ancestor.body):
                     return True
-            elif isinstance(ancestor, cst.BooleanOperation):
-                if child is ancestor.right and _reads_cuda_version(ancestor.left):
+            elif isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
+                sign = _cuda_sign(ancestor.left)
+                if sign is (not isinstance(ancestor.operator, cst.Or)) and sign is not None:
                     return True
             child = ancestor
         return False
@@ -281,6 +301,8 @@ class CudaVersionOnRocm(_VendorRule):
                 if last == "bool":
                     return "truth"
             return None
+        if isinstance(parent, cst.ComparisonTarget):
+            parent = self.parent(parent)
         if isinstance(parent, cst.Comparison):
             operands = [parent.left] + [c.comparator for c in parent.comparisons]
             index = next(i for i, o in enumerate(operands) if o is node)
@@ -341,6 +363,8 @@ class CudaVersionOnRocm(_VendorRule):
             return  # a None guard, perhaps with an early exit (`if cuda is None: return`)
         if self._guarded_by_earlier_exit(node):
             return
+        if any(_mentions(g, _NVIDIA_ONLY) for g in guarded + [top]) or self._tests_capability(top):
+            return  # deliberately "a CUDA build": it guards an NVIDIA-only feature or generation
         message = ("torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; "
                    "test `torch.version.cuda or torch.version.hip` for \"a GPU build\"")
         if guarded and not any(_mentions(g, _NVIDIA_TOOLCHAIN) for g in guarded):
@@ -402,6 +426,9 @@ class CudaVersionOnRocm(_VendorRule):
                 top = parent
                 continue
             return None
+
+    def _tests_capability(self, node: cst.CSTNode) -> bool:
+        return any(isinstance(n, cst.Call) and self.is_name(n.func, CAPABILITY | PROPERTIES) for n in _walk(node))
 
     def _read_after(self, statement: cst.CSTNode) -> bool:
         """Is the version read by a statement after ``statement`` in its block?"""
@@ -482,7 +509,7 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
         On ROCm `get_device_capability()` reports the gfx version, so comparisons written
         against NVIDIA generations pick Hopper-only (`>= (9, 0)`) or Ampere (`major >= 8`)
         paths on AMD: FA3, TMA, sm90 kernels, Hopper-tuned tiles (11 threads: torchtitan#3738
-        and #4778, sglang#28486, vllm RFC #40620).
+        and #4778, sglang#28486, vllm#40620).
 
 """ + _facts_doc("capability") + """
 
