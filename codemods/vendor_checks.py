@@ -24,7 +24,7 @@ from rocmport.findings import Applicability, Fix
 
 from ._resolve import _accesses, assigned_values
 from ._torch import qualified_names
-from ._triton import KERNEL_DECORATORS
+from ._triton import _FOREIGN_TEST, KERNEL_DECORATORS, is_foreign_path
 from .base import Case, Rule, dotted_name, literal_string, mentions_rocm
 
 _PRE = "import torch\n"
@@ -122,10 +122,18 @@ class _VendorRule(Rule):
         """Already gated: under a ROCm test (``in_rocm_branch``), or where a test of
         ``torch.version.cuda`` proves a CUDA build (the body of ``if torch.version.cuda:``,
         the ``else`` of ``if torch.version.cuda is None:``, the right of ``cuda and ...``)."""
-        if self.in_rocm_branch(node):
+        if self.in_rocm_branch(node) or is_foreign_path(self.context.path):
             return True
+        if self.earlier_exit(node, lambda test: mentions_rocm(test, self.context.gate_name) and not (
+                isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And))):
+            return True  # `if torch.version.hip is not None or ...: return` before it
         child = node
         for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and _FOREIGN_TEST.search(ancestor.name.value):
+                return True  # code for another accelerator
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.body and \
+                    _mentions(ancestor.test, _FOREIGN_TEST, strings=False):
+                return True
             if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and child is not ancestor.test:
                 sign = _cuda_sign(ancestor.test)
                 if (sign is True and child is ancestor.body) or (sign is False and child is not ancestor.body):
@@ -134,6 +142,22 @@ class _VendorRule(Rule):
                 sign = _cuda_sign(ancestor.left)
                 if sign is (not isinstance(ancestor.operator, cst.Or)) and sign is not None:
                     return True
+            child = ancestor
+        return False
+
+    def earlier_exit(self, node: cst.CSTNode, predicate) -> bool:
+        """Is there, earlier in a block that holds ``node`` (up to its function), an ``if``
+        whose test satisfies ``predicate`` and whose body returns, raises, breaks or continues?"""
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+                for stmt in ancestor.body:
+                    if stmt is child:
+                        break
+                    if isinstance(stmt, cst.If) and _exits(stmt.body) and predicate(stmt.test):
+                        return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
             child = ancestor
         return False
 
@@ -440,18 +464,7 @@ class CudaVersionOnRocm(_VendorRule):
 
     def _guarded_by_earlier_exit(self, node: cst.CSTNode) -> bool:
         """``if torch.version.cuda is None: return`` (or raise) earlier in an enclosing block."""
-        child = node
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
-                for stmt in ancestor.body:
-                    if stmt is child:
-                        break
-                    if isinstance(stmt, cst.If) and _reads_cuda_version(stmt.test) and _exits(stmt.body):
-                        return True
-            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
-                return False
-            child = ancestor
-        return False
+        return self.earlier_exit(node, _reads_cuda_version)
 
 
 def _exits(block: cst.BaseSuite) -> bool:
@@ -490,6 +503,24 @@ def _literal_ints(node: cst.CSTNode) -> bool:
     return False
 
 
+def _major(node: cst.CSTNode) -> Optional[int]:
+    """The major version a literal threshold names: ``9`` for 9, (9, 0) and 90 (``sm`` style)."""
+    if isinstance(node, cst.Integer):
+        value = int(node.value.replace("_", ""), 0)
+        return value // 10 if value >= 20 else value
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)) and node.elements:
+        return _major(node.elements[0].value)
+    return None
+
+
+def _names_a_generation(node: cst.Comparison) -> bool:
+    """A threshold of Hopper or later (major 9 or more: ``>= (9, 0)``, ``== 9``, ``>= 90``),
+    which AMD GPUs (9, x) meet or equal. Lower ones (``major >= 7`` for fp16, ``== 8`` for
+    Ampere) answer "a recent GPU" or "not that one" on AMD, which is what the code expects."""
+    operands = [node.left] + [c.comparator for c in node.comparisons]
+    return any((_major(o) or 0) >= 9 for o in operands if _literal_ints(o))
+
+
 class CapabilityAsNvidiaGeneration(_VendorRule):
     CODE = "ROC702"
     NAME = "capability-as-nvidia-generation"
@@ -501,9 +532,15 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
         numbers: the call itself, its `[0]`, `.major` / `.minor` of
         `torch.cuda.get_device_properties()`, names assigned from them in the same scope
         (`major, minor = torch.cuda.get_device_capability()`, `cap = ...`) and arithmetic on
-        them (`major * 10 + minor >= 90`). Printing or logging the capability is not a
-        finding, nor is a comparison already gated (`not is_rocm and ...`, under
-        `if torch.version.cuda:` or `if not torch.version.hip:`).
+        them (`major * 10 + minor >= 90`), when the comparison names Hopper or later (a
+        major of 9 or more: `>= (9, 0)`, `== 9`, `>= 90`, which MI200 equals and MI300 / MI350
+        pass) or decides an NVIDIA-only feature or fp8 / bf16 / tf32. Lower thresholds that
+        guard nothing of the kind (`major >= 7` for fp16, `== 8` for an Ampere-only kernel)
+        are not findings: on AMD they answer "a recent GPU" or "not that one", as the code
+        expects. Printing or logging the capability is not a finding, nor is a comparison
+        already gated (`not is_rocm and ...`, under `if torch.version.cuda:` or
+        `if not torch.version.hip:`, after `if torch.version.hip: return`) or in code for
+        another accelerator (an `hpu` / `xpu` / `npu` path, function or branch).
         """
     WHY = """
         On ROCm `get_device_capability()` reports the gfx version, so comparisons written
@@ -545,6 +582,12 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
         Case(_PRE + "cap = torch.cuda.get_device_capability()\nlogger.info('capability %s', cap)\n"),
         Case("import mylib\nif mylib.get_device_capability() >= (9, 0):\n    use_fa3 = True\n"),
         Case(_PRE + "# if torch.cuda.get_device_capability() >= (9, 0):\ns = 'get_device_capability() >= (9, 0)'\n"),
+        Case(_PRE + "def fp16_ok():\n    major, _ = torch.cuda.get_device_capability()\n    return major >= 7\n"),
+        Case(_PRE + "def fp6_kernel_ok():\n    major, _ = torch.cuda.get_device_capability()\n"
+             "    if major != 8:\n        return False\n    return True\n"),
+        Case(_PRE + "def prefer_grouped():\n    if torch.version.hip is not None or slow():\n        return False\n"
+             "    return torch.cuda.get_device_capability()[0] < 9\n"),
+        Case(_PRE + "def hpu_fp8_range():\n    return torch.cuda.get_device_capability() >= (9, 0)\n"),
     )
     INVALID = (
         Case(_PRE + "if torch.cuda.get_device_capability() >= (9, 0):\n    import flash_attn_interface\n",
@@ -628,6 +671,8 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
             self.report(node, message + " and picks an NVIDIA-only feature on AMD", fix=fix)
             return
         amd_has = any(_mentions(g, _AMD_HAS) for g in guarded)
+        if not amd_has and not _names_a_generation(node):
+            return  # `major >= 7` for fp16, `>= 8` for Triton: AMD GPUs pass, and have the feature
         hint = ("AMD GPUs have this feature: test it (torch.cuda.is_bf16_supported()) or the architecture "
                 "(get_device_properties(0).gcnArchName) rather than gating it off"
                 if amd_has else "Test the feature or the architecture (get_device_properties(0).gcnArchName) "
@@ -708,6 +753,8 @@ class NvidiaManagementTools(_VendorRule):
         Case("import torch\nif torch.version.cuda:\n    import pynvml\n"),
         Case("import subprocess\n# subprocess.run(['nvidia-smi'])\nsubprocess.run(['ls'])\n"),
         Case("import mynvml_tools\n"),
+        Case("def init():\n    try:\n        import pynvml\n    except ImportError:\n        return None\n"
+             "    return pynvml\n"),
     )
     INVALID = (
         Case("import subprocess\nout = subprocess.check_output(['nvidia-smi', '-L'])\n"),
@@ -731,7 +778,23 @@ class NvidiaManagementTools(_VendorRule):
         if name.split(".", 1)[0] in NVML_MODULES and not self.gated(node):
             self._import(node.module, name)
 
+    def _tolerated(self, node: cst.CSTNode) -> bool:
+        """Inside ``try:`` with a handler for ImportError (or a broader one): the code
+        already copes with the module's absence."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.Try):
+                for handler in ancestor.handlers:
+                    caught = {dotted_name(n) for n in _walk(handler.type) if isinstance(n, (cst.Name, cst.Attribute))} \
+                        if handler.type is not None else {None}
+                    if caught & {None, "ImportError", "ModuleNotFoundError", "Exception", "BaseException"}:
+                        return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return False
+        return False
+
     def _import(self, node: cst.CSTNode, name: str) -> None:
+        if self._tolerated(node):
+            return
         tool = "nvidia-smi" if name.split(".", 1)[0] == "GPUtil" else "NVML"
         self.display_only(node, f"`{name}` needs {tool}, which does not exist on ROCm",
                           "Use torch.cuda queries (mem_get_info, device_count, get_device_name) or amdsmi on ROCm")
