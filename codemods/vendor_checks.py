@@ -212,8 +212,10 @@ class CudaVersionOnRocm(_VendorRule):
         - as a version: `float(...)`, `int(...)`, `version.parse(...)`, `Version(...)`,
           `LooseVersion(...)`, a method or subscript on it (`.split(".")`, `[0]`), an ordering
           comparison (`>= "11.8"`), `"..." in torch.version.cuda`, `"cu" + torch.version.cuda`;
-        - as "a GPU build is present": the test of an `if` / `while` / conditional expression, an
-          operand of `and` / `or` / `not`, `bool(...)`, or compared with `None`.
+        - as "a GPU build is present": the test of an `if` / `while` / conditional expression /
+          `assert` (alone or as an operand of `and` / `or` there), negated with `not`, passed to
+          `bool(...)`, or compared with `None`. `torch.version.cuda or "N/A"` used as a value
+          is not a test.
         Not reported: printing, logging or formatting it, `==` / `!=` with a string (False on
         ROCm, which is usually what a check for one CUDA version means), code that also tests
         `torch.version.hip` (or another ROCm test), version uses guarded by a test of
@@ -271,6 +273,7 @@ class CudaVersionOnRocm(_VendorRule):
         Case(_PRE + "# if float(torch.version.cuda) >= 11:\ns = 'torch.version.cuda.split()'\n"),
         Case("import my\nif float(my.version.cuda) > 1:\n    pass\n"),
         Case(_PRE + "logger.info(f'cuda {torch.version.cuda}')\n"),
+        Case(_PRE + "print(f\"CUDA: {torch.version.cuda or 'N/A'}\")\nlabel = torch.version.cuda or 'cpu'\n"),
     )
     INVALID = (
         Case(_PRE + "if torch.version.cuda:\n    device = 'cuda'\nelse:\n    device = 'cpu'\n",
@@ -369,11 +372,28 @@ class CudaVersionOnRocm(_VendorRule):
             else:
                 return top
 
+    def _tested(self, node: cst.CSTNode, top: cst.CSTNode, holder) -> bool:
+        """Is the version's truth really asked: the expression is a test (``if``, ``while``,
+        conditional expression, ``assert``), or the way up to it compares it with None or
+        negates it, or passes it to ``bool()``? ``x = torch.version.cuda or "N/A"`` is not."""
+        if isinstance(holder, (cst.If, cst.While, cst.IfExp)) and holder.test is top:
+            return True
+        if isinstance(holder, cst.Assert) and holder.test is top:
+            return True
+        current = node
+        while current is not top:
+            current = self.parent(current)
+            if isinstance(current, (cst.Comparison, cst.UnaryOperation, cst.Call)):
+                return True
+        return False
+
     def _truth(self, node: cst.Attribute) -> None:
         top = self._truth_expression(node)
         if mentions_rocm(top, self.context.gate_name):
             return  # `cuda or hip`, `cuda is None and hip is None`
         holder = self.parent(top)
+        if not self._tested(node, top, holder):
+            return  # a value: `torch.version.cuda or "N/A"` in a message
         guarded: List[cst.CSTNode] = []
         if isinstance(holder, cst.If) and holder.test is top:
             guarded = [holder.body] + ([holder.orelse] if holder.orelse is not None else [])
