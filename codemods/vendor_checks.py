@@ -25,7 +25,7 @@ from rocmport.findings import Applicability, Fix
 from ._resolve import _accesses, assigned_values
 from ._torch import qualified_names
 from ._triton import _FOREIGN_TEST, KERNEL_DECORATORS, is_foreign_path
-from .base import Case, Rule, dotted_name, literal_string, mentions_rocm
+from .base import _ROCM_WORD, Case, Rule, dotted_name, literal_string, mentions_rocm
 
 _PRE = "import torch\n"
 
@@ -88,6 +88,16 @@ def _cuda_sign(test: cst.CSTNode) -> Optional[bool]:
     return True if _reads_cuda_version(test) else None
 
 
+def _vendor_path(path: str) -> bool:
+    """A file whose name says it is for one vendor: ``..._sm90.py``, ``hopper.py``,
+    ``nvidia.py``, ``tensorrt_*.py``, ``test_rocm_support.py``: its vendor code is the point."""
+    stem = re.split(r"[/\\]", path)[-1].rsplit(".", 1)[0]
+    return bool(_NVIDIA_ONLY.search(stem) or _VENDOR_FILE.search(stem) or _ROCM_WORD.search(stem))
+
+
+_VENDOR_FILE = re.compile(r"(?i)nvidia|tensorrt|(?:^|_)trt(?:_|$)")
+
+
 def _statement(rule: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     """The statement that holds ``node``: a simple statement line, or the compound statement
     whose header (test, iterable, ...) holds it."""
@@ -122,7 +132,7 @@ class _VendorRule(Rule):
         """Already gated: under a ROCm test (``in_rocm_branch``), or where a test of
         ``torch.version.cuda`` proves a CUDA build (the body of ``if torch.version.cuda:``,
         the ``else`` of ``if torch.version.cuda is None:``, the right of ``cuda and ...``)."""
-        if self.in_rocm_branch(node) or is_foreign_path(self.context.path):
+        if self.in_rocm_branch(node) or is_foreign_path(self.context.path) or _vendor_path(self.context.path):
             return True
         if self.earlier_exit(node, lambda test: mentions_rocm(test, self.context.gate_name) and not (
                 isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And))):
@@ -190,6 +200,7 @@ CUDA_VERSION = frozenset({"torch.version.cuda"})
 _VERSION_CALLS = frozenset({"float", "int", "len", "parse", "Version", "LooseVersion", "StrictVersion",
                             "parse_version"})
 _ORDERING = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+_NVIDIA_WORD = re.compile(r"(?i)nvidia")
 # Code that only makes sense with NVIDIA's toolchain: a "GPU build" test that guards it is
 # really a "CUDA build" test, so it must not be widened to ROCm.
 _NVIDIA_TOOLCHAIN = re.compile(
@@ -274,6 +285,9 @@ class CudaVersionOnRocm(_VendorRule):
         Case("import my\nif float(my.version.cuda) > 1:\n    pass\n"),
         Case(_PRE + "logger.info(f'cuda {torch.version.cuda}')\n"),
         Case(_PRE + "print(f\"CUDA: {torch.version.cuda or 'N/A'}\")\nlabel = torch.version.cuda or 'cpu'\n"),
+        Case(_PRE + "IS_ROCM = torch.version.hip is not None\nIS_CUDA = torch.version.cuda is not None\n"),
+        Case(_PRE + "def why_not(x):\n    if x.device.type != 'cuda' or torch.version.cuda is None:\n"
+             "        return 'needs an NVIDIA CUDA device'\n"),
     )
     INVALID = (
         Case(_PRE + "if torch.version.cuda:\n    device = 'cuda'\nelse:\n    device = 'cpu'\n",
@@ -407,8 +421,11 @@ class CudaVersionOnRocm(_VendorRule):
             return  # a None guard, perhaps with an early exit (`if cuda is None: return`)
         if self._guarded_by_earlier_exit(node):
             return
-        if any(_mentions(g, _NVIDIA_ONLY) for g in guarded + [top]) or self._tests_capability(top):
-            return  # deliberately "a CUDA build": it guards an NVIDIA-only feature or generation
+        if any(_mentions(g, _NVIDIA_ONLY) or _mentions(g, _NVIDIA_WORD) for g in guarded + [top]) \
+                or self._tests_capability(top):
+            return  # deliberately "a CUDA build": it guards an NVIDIA-only feature, generation or message
+        if not guarded and self._hip_beside(top):
+            return  # `IS_CUDA = cuda is not None` next to `IS_ROCM = hip is not None`: means CUDA
         message = ("torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; "
                    "test `torch.version.cuda or torch.version.hip` for \"a GPU build\"")
         if guarded and not any(_mentions(g, _NVIDIA_TOOLCHAIN) for g in guarded):
@@ -471,6 +488,20 @@ class CudaVersionOnRocm(_VendorRule):
                 continue
             return None
 
+    def _hip_beside(self, node: cst.CSTNode) -> bool:
+        """Does the block around ``node``'s statement also test ``torch.version.hip``?"""
+        statement = _statement(self, node)
+        block = self.parent(statement) if statement is not None else None
+        body = getattr(block, "body", ())
+        if not isinstance(body, (list, tuple)):
+            return False
+        for stmt in body:
+            for n in _walk(stmt):
+                if isinstance(n, cst.Attribute) and n.attr.value == "hip" and \
+                        (dotted_name(n.value) or "").split(".")[-1] == "version":
+                    return True
+        return False
+
     def _tests_capability(self, node: cst.CSTNode) -> bool:
         return any(isinstance(n, cst.Call) and self.is_name(n.func, CAPABILITY | PROPERTIES) for n in _walk(node))
 
@@ -485,6 +516,11 @@ class CudaVersionOnRocm(_VendorRule):
     def _guarded_by_earlier_exit(self, node: cst.CSTNode) -> bool:
         """``if torch.version.cuda is None: return`` (or raise) earlier in an enclosing block."""
         return self.earlier_exit(node, _reads_cuda_version)
+
+
+def _raises(node: cst.CSTNode) -> bool:
+    """A block (or statement) that raises: a rejection, not a feature."""
+    return any(isinstance(n, cst.Raise) for n in _walk(node))
 
 
 def _exits(block: cst.BaseSuite) -> bool:
@@ -585,9 +621,12 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
         `flash_attn_3`, `fa3`), TMA, wgmma, Hopper / Blackwell / `sm90`+ kernels, CUTLASS,
         DeepGEMM, FlashMLA, named in the guarded branch, in the rest of an `and` chain, in the
         name the result is assigned to (`use_fa3 = ...`) or in the name of the function that
-        returns it (`def is_hopper(): return ...`). The comparison becomes
+        returns it (`def is_hopper(): return ...`), when the comparison says "this generation
+        or later" (`>=`, `>`, `==`, `in`) and its branch does not raise. The comparison becomes
         `not is_rocm and <comparison>`: on NVIDIA `not False and x` is `x`; on ROCm the feature
-        is off. Elsewhere, notably for fp8 and bf16, which AMD GPUs have (a blanket gate lost
+        is off. A comparison that rejects GPUs (`< (10, 0)`, `!= (9, 0)`, a branch that raises)
+        is display-only: gating it would let AMD through to the NVIDIA-only path. Elsewhere,
+        notably for fp8 and bf16, which AMD GPUs have (a blanket gate lost
         fp8 on MI300, torchtitan#3760), it is display-only: test the feature
         (`torch.cuda.is_bf16_supported()`) or the architecture
         (`torch.cuda.get_device_properties(0).gcnArchName`) instead.
@@ -609,6 +648,12 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
              "    return torch.cuda.get_device_capability()[0] < 9\n"),
         Case(_PRE + "def hpu_fp8_range():\n    return torch.cuda.get_device_capability() >= (9, 0)\n"),
     )
+    # comparisons that reject GPUs are reported, never gated (that would let AMD through)
+    REJECTIONS = (
+        "if nvfp4 and torch.cuda.get_device_capability() < (10, 0):\n    raise ValueError('needs Blackwell')\n",
+        "if torch.cuda.get_device_capability() != (9, 0):\n    raise RuntimeError('the SM90 kernel needs Hopper')\n",
+        "if torch.cuda.get_device_capability()[0] == 9:\n    raise ValueError('not supported on Hopper')\n",
+    )
     INVALID = (
         Case(_PRE + "if torch.cuda.get_device_capability() >= (9, 0):\n    import flash_attn_interface\n",
              _PRE + "\n{PRELUDE}\n\nif not is_rocm and torch.cuda.get_device_capability() >= (9, 0):\n"
@@ -622,7 +667,7 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
         Case(_PRE + "cap = torch.cuda.get_device_capability()\nif cap[0] >= 8:\n    dtype = torch.bfloat16\n"),
         Case(_PRE + "props = torch.cuda.get_device_properties(0)\nsm = props.major * 10 + props.minor\n"
              "if sm >= 89:\n    use_fp8 = True\n"),
-    )
+    ) + tuple(Case(_PRE + code) for code in REJECTIONS)
 
     @classmethod
     def may_match(cls, facts) -> bool:
@@ -681,7 +726,8 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
         message = ("get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), "
                    "MI350 (9, 5)): this comparison reads it as an NVIDIA generation")
         site, guarded = self._guarded(node)
-        if site is not None and any(_mentions(g, _NVIDIA_ONLY) for g in guarded):
+        enables = site is not None and self._enables(node) and not any(_raises(g) for g in guarded)
+        if enables and any(_mentions(g, _NVIDIA_ONLY) for g in guarded):
             text = f"not {self.context.gate_name} and {self.context.source(node)}"
             parent = self.parent(node)
             if isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.Or):
@@ -698,6 +744,18 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
                 if amd_has else "Test the feature or the architecture (get_device_properties(0).gcnArchName) "
                                 "on ROCm, or gate the NVIDIA-only path with `not is_rocm and ...`")
         self.display_only(node, message, hint)
+
+    def _enables(self, node: cst.Comparison) -> bool:
+        """Does the comparison say "at least / exactly this generation" (so that True turns
+        the NVIDIA path on)? ``cap >= (9, 0)``, ``(9, 0) <= cap``, ``major == 9``, ``cap in
+        [...]``; not ``cap < (10, 0)`` or ``!= (9, 0)``, which reject GPUs: gating those off
+        ROCm would let AMD through."""
+        if len(node.comparisons) != 1:
+            return False
+        op = node.comparisons[0].operator
+        if self._capability(node.left):
+            return isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan, cst.Equal, cst.In))
+        return isinstance(op, (cst.LessThanEqual, cst.LessThan, cst.Equal))
 
     def _guarded(self, node: cst.Comparison) -> Tuple[Optional[cst.CSTNode], List[cst.CSTNode]]:
         """(where the gate can go, the code the comparison decides): the comparison itself

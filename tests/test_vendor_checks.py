@@ -97,6 +97,19 @@ def test_capability_guarding_fp8_is_a_suggestion():
     assert not finding.fixable and "AMD GPUs have this feature" in finding.fix.message
 
 
+@pytest.mark.parametrize("code", vendor_checks.CapabilityAsNvidiaGeneration.REJECTIONS)
+def test_capability_rejections_are_never_gated(code):
+    (finding,) = lint("import torch\n" + code, select=["ROC702"])
+    assert not finding.fixable
+
+
+def test_files_named_for_one_vendor_are_left_alone():
+    src = "import torch\nif torch.cuda.get_device_capability() >= (9, 0):\n    import flash_attn_interface\n"
+    assert codes(src, select=SELECT) == ["ROC702"]
+    for path in ("kernels/gemm_sm90.py", "hardware/nvidia.py", "tests/test_rocm_support.py", "trt_export.py"):
+        assert codes(src, select=SELECT, path=path) == [], path
+
+
 def test_rule_docs_quote_the_facts_table():
     for code in ("ROC702", "ROC705"):
         doc = get(code).doc()
