@@ -17,12 +17,11 @@ import re
 from typing import Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from rocmport import rocm_facts
 from rocmport.findings import Applicability, Fix
 
-from ._resolve import _accesses, assigned_values
 from ._torch import qualified_names
 from ._triton import _FOREIGN_TEST, KERNEL_DECORATORS, is_foreign_path
 from .base import _ROCM_WORD, Case, Rule, dotted_name, literal_string, mentions_rocm
@@ -123,7 +122,7 @@ def _header(statement: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:
 
 
 class _VendorRule(Rule):
-    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider, ScopeProvider)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
 
     def is_name(self, node: cst.CSTNode, names) -> bool:
         return bool(qualified_names(self, node, names) & names)
@@ -170,6 +169,25 @@ class _VendorRule(Rule):
                 return False
             child = ancestor
         return False
+
+    def values(self, name: cst.Name) -> List[cst.BaseExpression]:
+        """What is assigned to ``name`` in the function that reads it (or, when that function
+        assigns nothing to it, at module level): plain assignments, and the value of a tuple
+        unpacking (``major, minor = <value>``). A statement-level walk that does not enter
+        nested functions or classes: cheaper than the scope analysis of a large file, which
+        ROC7xx does not need."""
+        scopes: List[cst.CSTNode] = []
+        for ancestor in self.ancestors(name):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Module)):
+                scopes.append(ancestor)
+        for scope in scopes:
+            found = list(_assignments_in(scope, name.value))
+            if found:
+                return found
+            if isinstance(scope, cst.FunctionDef) and any(
+                    p.name.value == name.value for p in _params(scope.params)):
+                return []  # a parameter: unknown
+        return []
 
     def in_triton_kernel(self, node: cst.CSTNode) -> bool:
         for ancestor in self.ancestors(node):
@@ -518,6 +536,39 @@ class CudaVersionOnRocm(_VendorRule):
         return self.earlier_exit(node, _reads_cuda_version)
 
 
+def _params(params: cst.Parameters):
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            yield star
+
+
+def _assignments_in(scope: cst.CSTNode, name: str) -> Iterator[cst.BaseExpression]:
+    """Values assigned to ``name`` by statements of ``scope`` (not of nested scopes)."""
+    stack = list(scope.body.body) if isinstance(scope, cst.FunctionDef) and \
+        isinstance(scope.body, cst.IndentedBlock) else list(getattr(scope, "body", ()))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                t = target.target
+                if isinstance(t, cst.Name) and t.value == name:
+                    yield node.value
+                elif isinstance(t, (cst.Tuple, cst.List)) and any(
+                        isinstance(e.value, cst.Name) and e.value.value == name for e in t.elements):
+                    yield node.value
+            continue
+        if isinstance(node, cst.AnnAssign):
+            if isinstance(node.target, cst.Name) and node.target.value == name and node.value is not None:
+                yield node.value
+            continue
+        stack.extend(node.children)
+
+
 def _raises(node: cst.CSTNode) -> bool:
     """A block (or statement) that raises: a rejection, not a feature."""
     return any(isinstance(n, cst.Raise) for n in _walk(node))
@@ -575,6 +626,33 @@ def _names_a_generation(node: cst.Comparison) -> bool:
     Ampere) answer "a recent GPU" or "not that one" on AMD, which is what the code expects."""
     operands = [node.left] + [c.comparator for c in node.comparisons]
     return any((_major(o) or 0) >= 9 for o in operands if _literal_ints(o))
+
+
+def _capability_names(context) -> Optional[Set[str]]:
+    """Names assigned from something that mentions get_device_capability /
+    get_device_properties or another such name (None: unknown, the file's tree is missing)."""
+    import ast
+
+    tree = context.facts.tree if context.facts is not None else None
+    if tree is None:
+        return None
+    assigns = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+            used |= {n.attr for n in ast.walk(node.value) if isinstance(n, ast.Attribute)}
+            assigns.append((bound, used))
+    names: Set[str] = {"get_device_capability", "get_device_properties"}
+    changed = True
+    while changed:
+        changed = False
+        for bound, used in assigns:
+            if used & names and not bound <= names:
+                names |= bound
+                changed = True
+    return names
 
 
 class CapabilityAsNvidiaGeneration(_VendorRule):
@@ -695,32 +773,26 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
         if isinstance(node, cst.BinaryOperation):
             return self._capability(node.left, depth + 1) or self._capability(node.right, depth + 1)
         if isinstance(node, cst.Name):
-            return any(self._capability(v, depth + 1) for v in self._values(node))
+            if not self._may_hold_capability(node.value):
+                return False  # spares the scope analysis of the file
+            return any(self._capability(v, depth + 1) for v in self.values(node))
         return False
+
+    def _may_hold_capability(self, name: str) -> bool:
+        """Could ``name`` be assigned (anywhere in the file) from the capability or the device
+        properties, directly or through other such names? A cheap superset, from CPython's
+        tree, before the scope analysis that answers exactly."""
+        names = self.context.shared("roc702_capability_names", _capability_names)
+        return names is None or name in names
 
     def _properties(self, node: cst.CSTNode, depth: int) -> bool:
         if isinstance(node, cst.Call):
             return self.is_name(node.func, PROPERTIES)
         if isinstance(node, cst.Name) and depth <= 4:
-            return any(self._properties(v, depth + 1) for v in self._values(node))
+            if not self._may_hold_capability(node.value):
+                return False
+            return any(self._properties(v, depth + 1) for v in self.values(node))
         return False
-
-    def _values(self, name: cst.Name) -> List[cst.BaseExpression]:
-        """What was assigned to ``name``: plain assignments, and the right side of a tuple
-        unpacking (``major, minor = <value>``: the value, read as the capability)."""
-        values = list(assigned_values(self, name))
-        for access in _accesses(self, name):
-            for referent in access.referents:
-                target = getattr(referent, "node", None)
-                if not isinstance(target, cst.Name):
-                    continue
-                element = self.parent(target)
-                container = self.parent(element) if isinstance(element, cst.Element) else None
-                assign_target = self.parent(container) if isinstance(container, (cst.Tuple, cst.List)) else None
-                assign = self.parent(assign_target) if isinstance(assign_target, cst.AssignTarget) else None
-                if isinstance(assign, cst.Assign) and assign.value not in values:
-                    values.append(assign.value)
-        return values
 
     def _check(self, node: cst.Comparison) -> None:
         message = ("get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), "
@@ -891,7 +963,7 @@ class NvidiaManagementTools(_VendorRule):
         if isinstance(command, (cst.List, cst.Tuple)):
             return bool(command.elements) and self._runs_nvidia_smi(command.elements[0].value, depth)
         if isinstance(command, cst.Name) and depth < 2:
-            return any(self._runs_nvidia_smi(v, depth + 1) for v in assigned_values(self, command))
+            return any(self._runs_nvidia_smi(v, depth + 1) for v in self.values(command))
         if isinstance(command, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             texts = [t for t in _identifiers(command) if isinstance(t, str)]
             return any(_NVIDIA_SMI.search(" " + t + " ") for t in texts)
@@ -1208,7 +1280,7 @@ class Fp8MaxConstant(_Fp8Rule):
         return found[0] if len(sources) == 1 else None
 
     def _nvidia_e4m3fn(self, name: cst.Name) -> bool:
-        values = assigned_values(self, name)
+        values = self.values(name)
         return bool(values) and all(self._e4m3fn_on_nvidia(v) for v in values)
 
     def _e4m3fn_on_nvidia(self, value: cst.CSTNode) -> bool:
