@@ -702,7 +702,8 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
         returns it (`def is_hopper(): return ...`), when the comparison says "this generation
         or later" (`>=`, `>`, `==`, `in`) and its branch does not raise. The comparison becomes
         `not is_rocm and <comparison>`: on NVIDIA `not False and x` is `x`; on ROCm the feature
-        is off. A comparison that rejects GPUs (`< (10, 0)`, `!= (9, 0)`, a branch that raises)
+        is off. A branch that also turns on something AMD has (bf16, fp8) is display-only, so
+        that the gate cannot take it from AMD. A comparison that rejects GPUs (`< (10, 0)`, `!= (9, 0)`, a branch that raises)
         is display-only: gating it would let AMD through to the NVIDIA-only path. Elsewhere,
         notably for fp8 and bf16, which AMD GPUs have (a blanket gate lost
         fp8 on MI300, torchtitan#3760), it is display-only: test the feature
@@ -726,8 +727,10 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
              "    return torch.cuda.get_device_capability()[0] < 9\n"),
         Case(_PRE + "def hpu_fp8_range():\n    return torch.cuda.get_device_capability() >= (9, 0)\n"),
     )
-    # comparisons that reject GPUs are reported, never gated (that would let AMD through)
+    # reported, never gated: a branch that also enables bf16 (AMD has it), and comparisons
+    # that reject GPUs (gating them would let AMD through)
     REJECTIONS = (
+        "if torch.cuda.get_device_capability()[0] >= 8:\n    SUPPORTS_BF16 = True\n    import flash_attn_interface\n",
         "if nvfp4 and torch.cuda.get_device_capability() < (10, 0):\n    raise ValueError('needs Blackwell')\n",
         "if torch.cuda.get_device_capability() != (9, 0):\n    raise RuntimeError('the SM90 kernel needs Hopper')\n",
         "if torch.cuda.get_device_capability()[0] == 9:\n    raise ValueError('not supported on Hopper')\n",
@@ -799,7 +802,8 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
                    "MI350 (9, 5)): this comparison reads it as an NVIDIA generation")
         site, guarded = self._guarded(node)
         enables = site is not None and self._enables(node) and not any(_raises(g) for g in guarded)
-        if enables and any(_mentions(g, _NVIDIA_ONLY) for g in guarded):
+        amd_has = any(_mentions(g, _AMD_HAS) for g in guarded)
+        if enables and not amd_has and any(_mentions(g, _NVIDIA_ONLY) for g in guarded):
             text = f"not {self.context.gate_name} and {self.context.source(node)}"
             parent = self.parent(node)
             if isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.Or):
@@ -808,7 +812,6 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
                       (self.context.replace(node, text),), ("gate",))
             self.report(node, message + " and picks an NVIDIA-only feature on AMD", fix=fix)
             return
-        amd_has = any(_mentions(g, _AMD_HAS) for g in guarded)
         if not amd_has and not _names_a_generation(node):
             return  # `major >= 7` for fp16, `>= 8` for Triton: AMD GPUs pass, and have the feature
         hint = ("AMD GPUs have this feature: test it (torch.cuda.is_bf16_supported()) or the architecture "
