@@ -703,9 +703,10 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
         or later" (`>=`, `>`, `==`, `in`) and its branch does not raise. The comparison becomes
         `not is_rocm and <comparison>`: on NVIDIA `not False and x` is `x`; on ROCm the feature
         is off. A branch that also turns on something AMD has (bf16, fp8) is display-only, so
-        that the gate cannot take it from AMD. A comparison that rejects GPUs (`< (10, 0)`, `!= (9, 0)`, a branch that raises)
-        is display-only: gating it would let AMD through to the NVIDIA-only path. Elsewhere,
-        notably for fp8 and bf16, which AMD GPUs have (a blanket gate lost
+        that the gate cannot take it from AMD. A comparison that rejects GPUs (`< (10, 0)`,
+        `!= (9, 0)`, a branch that raises) is display-only: gating it would let AMD through to
+        the NVIDIA-only path. Elsewhere, notably for fp8 and bf16, which AMD GPUs have (a
+        blanket gate lost
         fp8 on MI300, torchtitan#3760), it is display-only: test the feature
         (`torch.cuda.is_bf16_supported()`) or the architecture
         (`torch.cuda.get_device_properties(0).gcnArchName`) instead.
