@@ -1,6 +1,9 @@
 """``rocmport doctor``: what the running Python environment means for ROCm.
 
-It reports torch's version and build (CUDA, HIP or CPU), the Inductor and Dynamo settings
+It reports torch's version and build (CUDA, HIP or CPU), on ROCm the HIP runtime and each
+GPU's architecture and what they mean (known capture and replay bugs of that HIP version, the
+fp8 format of that GPU: the facts and their sources are ``rocmport.rocm_facts``), the
+Inductor and Dynamo settings
 that decide whether CUDA graphs, autotuning and friends are on (each with its value and where
 that came from: the default or an environment variable), the environment variables that are
 red flags on ROCm and what they do, and whether this torch needs the Dynamo RNG patch.
@@ -17,7 +20,10 @@ import platform
 import re
 import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from . import rocm_facts
 
 EXIT_OK, EXIT_RED_FLAG, EXIT_NO_TORCH = 0, 1, 2
 
@@ -96,6 +102,7 @@ class Report:
     settings: List[Dict[str, Any]] = field(default_factory=list)
     environment: List[EnvFinding] = field(default_factory=list)
     rng_patch_needed: Optional[bool] = None
+    rocm: Optional[Dict[str, Any]] = None  # ROCm builds: HIP runtime, GPU architectures, known issues
     notes: List[str] = field(default_factory=list)
 
     @property
@@ -113,6 +120,7 @@ class Report:
             "settings": self.settings,
             "environment": [asdict(e) for e in self.environment],
             "red_flags": [e.name for e in self.red_flags],
+            "rocm": self.rocm,
             "rng_patch": None if self.rng_patch_needed is None else {
                 "needed": self.rng_patch_needed,
                 "reason": _rng_reason(self.torch, self.rng_patch_needed),
@@ -300,7 +308,119 @@ def inspect(environ: Optional[Mapping[str, str]] = None) -> Report:
     if report.build == "rocm":
         report.notes.append("ROCm build: torch.cuda.* are the HIP APIs; rocmport's gate "
                             "(torch.version.hip is not None) is True here")
+        report.rocm = inspect_rocm(torch, environ)
     return report
+
+
+# ------------------------------------------------------------------------------------------
+# ROCm: HIP runtime and GPU architectures (facts: rocmport.rocm_facts)
+# ------------------------------------------------------------------------------------------
+
+def read_rocm_install(environ: Mapping[str, str]) -> Optional[Dict[str, str]]:
+    """The installed ROCm's version from ``$ROCM_PATH/.info/version`` (default /opt/rocm):
+    it has the patch level that ``torch.version.hip`` lacks. None when there is none."""
+    root = Path(environ.get("ROCM_PATH") or "/opt/rocm")
+    path = root / ".info" / "version"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[0].strip()
+    except (OSError, IndexError):
+        return None
+    return {"path": str(path), "version": text} if text else None
+
+
+def describe_gpu(index: int, props: Any, name: str) -> Dict[str, Any]:
+    """One GPU: its gfx architecture (``gcnArchName``), what torch reports as its capability,
+    and its fp8 format from the facts table."""
+    raw = getattr(props, "gcnArchName", None)
+    gfx = rocm_facts.base_arch(raw)
+    arch = rocm_facts.arch(raw)
+    major, minor = getattr(props, "major", None), getattr(props, "minor", None)
+    row: Dict[str, Any] = {
+        "index": index, "name": name, "gcnArchName": raw, "gfx": gfx,
+        "capability": [major, minor] if isinstance(major, int) and isinstance(minor, int) else None,
+        "family": arch.products if arch else None,
+    }
+    if arch is None:
+        row["fp8"] = None
+        row["fp8_note"] = (f"{gfx or 'this GPU'} is not in rocmport's table: check AMD's precision-support "
+                           "page for its fp8 format")
+    elif arch.fp8_dtype is None:
+        row["fp8"] = None
+        row["fp8_note"] = f"{gfx} ({arch.products}) has no fp8 matrix support"
+    else:
+        row["fp8"] = {"dtype": f"torch.{arch.fp8_dtype}", "max": arch.fp8_max}
+        row["fp8_note"] = (f"fp8 is torch.{arch.fp8_dtype} (max {arch.fp8_max:g}) on {gfx}"
+                           + ("; code that hard-codes float8_e4m3fn or 448 is wrong here (ROC705, ROC706)"
+                              if arch.fp8_dtype != "float8_e4m3fn" else ""))
+    if row["capability"] is not None:
+        row["capability_note"] = (f"get_device_capability() is ({major}, {minor}) here: comparisons against "
+                                  "NVIDIA generations (>= (9, 0) for Hopper) misread it (ROC702)")
+    return row
+
+
+def inspect_rocm(torch: Any, environ: Mapping[str, str]) -> Dict[str, Any]:
+    """What the HIP runtime and the visible GPUs of a ROCm build mean (``torch`` may be a
+    stand-in with the same attributes: tests pass one)."""
+    hip = getattr(getattr(torch, "version", None), "hip", None)
+    hip_version = rocm_facts.parse_version(hip, parts=2)  # its third number is a build number
+    install = read_rocm_install(environ)
+    install_version = rocm_facts.parse_version(install["version"]) if install else None
+    # The installed ROCm says the patch level, where it is the same release as torch's HIP.
+    version, version_source = hip_version, "torch.version.hip (major.minor)"
+    if install_version is not None and hip_version is not None and install_version[:2] == hip_version:
+        version, version_source = install_version, install["path"]
+    gpus: List[Dict[str, Any]] = []
+    notes: List[str] = []
+    try:
+        if torch.cuda.is_available():
+            for index in range(torch.cuda.device_count()):
+                props = torch.cuda.get_device_properties(index)
+                name = getattr(props, "name", None) or torch.cuda.get_device_name(index)
+                gpus.append(describe_gpu(index, props, str(name)))
+    except Exception as exc:  # driver trouble: say so, keep going
+        notes.append(f"could not read the GPUs' properties: {type(exc).__name__}: {exc}")
+    archs = sorted({g["gfx"] for g in gpus if g["gfx"]}) or [None]
+    issues: Dict[str, Dict[str, Any]] = {}
+    for gfx in archs:
+        for issue, certain in rocm_facts.runtime_issues(version, gfx):
+            entry = issues.setdefault(issue.key, {
+                "key": issue.key, "versions": issue.versions(), "gpus": list(issue.archs) or ["all"],
+                "effect": issue.effect, "status": issue.status, "sources": list(issue.sources),
+                "certain": certain})
+            entry["certain"] = entry["certain"] or certain
+    return {
+        "hip": hip, "hip_version": None if hip_version is None else ".".join(map(str, hip_version)),
+        "rocm_install": install, "version_checked": None if version is None else ".".join(map(str, version)),
+        "version_source": version_source, "gpus": gpus, "runtime_issues": list(issues.values()), "notes": notes,
+    }
+
+
+def _rocm_lines(rocm: Dict[str, Any]) -> List[str]:
+    install = rocm["rocm_install"]
+    lines = ["", "ROCm:",
+             f"  HIP runtime  {rocm['hip']} (torch.version.hip)"
+             + (f"; installed ROCm {install['version']} ({install['path']})" if install else "")]
+    for g in rocm["gpus"]:
+        family = f", {g['family']}" if g["family"] else ""
+        lines.append(f"  GPU {g['index']}        {g['name']}: {g['gcnArchName'] or 'no gcnArchName'}{family}")
+        lines.append(f"               {g['fp8_note']}")
+        if g.get("capability_note"):
+            lines.append(f"               {g['capability_note']}")
+    if not rocm["gpus"]:
+        lines.append("  GPUs         none visible: the known issues below are those of this HIP version on any GPU")
+    if rocm["runtime_issues"]:
+        lines.append(f"  Known HIP-runtime issues for {rocm['version_checked']} (from {rocm['version_source']}):")
+        for i in rocm["runtime_issues"]:
+            mark = "" if i["certain"] else "possibly (patch level or GPU unknown): "
+            lines.append(f"    - {mark}{i['effect']} [ROCm {i['versions']}, GPUs: {', '.join(i['gpus'])}; "
+                         f"{i['status']}; {', '.join(i['sources'])}]")
+        lines.append("    CUDA graphs (reduce-overhead, manual capture) are risky on this stack: keep rocmport's "
+                     "ROC1xx/ROC3xx fixes on.")
+    elif rocm["version_checked"]:
+        lines.append(f"  No known HIP-runtime capture issue for {rocm['version_checked']}.")
+    for note in rocm["notes"]:
+        lines.append("  Note: " + note)
+    return lines
 
 
 # ------------------------------------------------------------------------------------------
@@ -324,6 +444,8 @@ def render_text(report: Report) -> str:
     build = {"rocm": f"ROCm (HIP {report.hip})", "cuda": f"CUDA {report.cuda}", "cpu": "CPU only (no CUDA, no HIP)"}
     lines.append(f"torch   {report.torch}, build: {build.get(report.build, report.build)}")
     lines.append("GPUs    " + (", ".join(report.gpus) if report.gpus else "none visible"))
+    if report.rocm is not None:
+        lines += _rocm_lines(report.rocm)
     lines += ["", "Inductor and Dynamo settings (value, where it came from):"]
     width = max((len(s["name"]) for s in report.settings), default=0)
     for s in report.settings:

@@ -200,3 +200,125 @@ def test_cudagraphs_true_is_not_a_red_flag_because_torch_reads_only_1():
     assert report["red_flags"] == []
     (env,) = [e for e in report["environment"] if e["name"] == "TORCHINDUCTOR_CUDAGRAPHS"]
     assert env["red_flag"] is False and 'exact value "1"' in env["effect"]
+
+
+# ------------------------------------------------------------------------------------------
+# ROCm: HIP runtime and GPU architectures, with faked torch attributes
+# ------------------------------------------------------------------------------------------
+
+from types import SimpleNamespace  # noqa: E402
+
+from rocmport import doctor as doctor_module  # noqa: E402
+from rocmport import rocm_facts  # noqa: E402
+
+MI300X = SimpleNamespace(name="AMD Instinct MI300X", gcnArchName="gfx942:sramecc+:xnack-", major=9, minor=4)
+MI355X = SimpleNamespace(name="AMD Instinct MI355X", gcnArchName="gfx950:sramecc+:xnack-", major=9, minor=5)
+MI250 = SimpleNamespace(name="AMD Instinct MI250X", gcnArchName="gfx90a:sramecc+:xnack-", major=9, minor=0)
+RX7900 = SimpleNamespace(name="Radeon RX 7900 XTX", gcnArchName="gfx1100", major=11, minor=0)
+
+
+def fake_torch(hip, *gpus, fail=False):
+    def props(index):
+        if fail:
+            raise RuntimeError("HIP error: invalid device ordinal")
+        return gpus[index]
+
+    cuda = SimpleNamespace(is_available=lambda: bool(gpus), device_count=lambda: len(gpus),
+                           get_device_properties=props, get_device_name=lambda i: gpus[i].name)
+    return SimpleNamespace(version=SimpleNamespace(hip=hip, cuda=None), cuda=cuda)
+
+
+def rocm_install(tmp_path, version):
+    (tmp_path / ".info").mkdir()
+    (tmp_path / ".info" / "version").write_text(version + "\n")
+    return {"ROCM_PATH": str(tmp_path)}
+
+
+def issue_keys(rocm):
+    return {i["key"]: i["certain"] for i in rocm["runtime_issues"]}
+
+
+def test_mi300x_on_rocm_7_2_1_has_the_replay_corruption(tmp_path):
+    rocm = doctor_module.inspect_rocm(fake_torch("7.2.53211-dd7f95766", MI300X), rocm_install(tmp_path, "7.2.1-81"))
+    assert rocm["hip_version"] == "7.2" and rocm["version_checked"] == "7.2.1"
+    assert issue_keys(rocm) == {"capture-errors-swallowed": True, "mi300x-replay-corruption": True}
+    (gpu,) = rocm["gpus"]
+    assert gpu["gfx"] == "gfx942" and gpu["capability"] == [9, 4]
+    assert gpu["fp8"] == {"dtype": "torch.float8_e4m3fnuz", "max": 240.0}
+    corruption = [i for i in rocm["runtime_issues"] if i["key"] == "mi300x-replay-corruption"][0]
+    assert corruption["sources"] == ["ROCm/clr#279"] and corruption["versions"] == "7.2.0 - 7.2.3"
+
+
+def test_patch_level_unknown_is_said_so(tmp_path):
+    # no ROCm install to read the patch level from: 7.2 may or may not be 7.2.0-7.2.3
+    rocm = doctor_module.inspect_rocm(fake_torch("7.2.53211", MI300X), {"ROCM_PATH": str(tmp_path / "none")})
+    assert issue_keys(rocm) == {"capture-errors-swallowed": True, "mi300x-replay-corruption": False}
+    text = "\n".join(doctor_module._rocm_lines(rocm))
+    assert "possibly (patch level or GPU unknown): graph replays on MI300X" in text
+    # an install of another release does not decide it either
+    rocm = doctor_module.inspect_rocm(fake_torch("7.2.53211", MI300X), rocm_install(tmp_path, "6.4.0"))
+    assert rocm["version_checked"] == "7.2" and issue_keys(rocm)["mi300x-replay-corruption"] is False
+
+
+def test_mi355x_and_mi200_and_an_unknown_arch(tmp_path):
+    rocm = doctor_module.inspect_rocm(fake_torch("7.2.1", MI355X, MI250, RX7900), rocm_install(tmp_path, "7.2.4"))
+    assert issue_keys(rocm) == {"capture-errors-swallowed": True, "mi355x-stale-reads": True}
+    mi355, mi250, rx = rocm["gpus"]
+    assert mi355["fp8"] == {"dtype": "torch.float8_e4m3fn", "max": 448.0}
+    assert mi250["fp8"] is None and "no fp8" in mi250["fp8_note"]
+    assert rx["fp8"] is None and "not in rocmport's table" in rx["fp8_note"]
+
+
+def test_hip_7_14_raises_in_capture_and_has_no_known_issue():
+    rocm = doctor_module.inspect_rocm(fake_torch("7.14.60000", MI300X), {"ROCM_PATH": "/nonexistent"})
+    assert rocm["runtime_issues"] == []
+    assert "No known HIP-runtime capture issue for 7.14." in "\n".join(doctor_module._rocm_lines(rocm))
+
+
+def test_old_hip_swallows_capture_errors_on_any_gpu():
+    rocm = doctor_module.inspect_rocm(fake_torch("6.2.41133-dd7f95766"), {"ROCM_PATH": "/nonexistent"})
+    assert rocm["gpus"] == [] and issue_keys(rocm) == {"capture-errors-swallowed": True}
+    assert rocm["runtime_issues"][0]["sources"] == ["pytorch#155684", "pytorch#187110"]
+
+
+def test_driver_trouble_is_a_note_not_a_traceback():
+    rocm = doctor_module.inspect_rocm(fake_torch("6.2.0", MI300X, fail=True), {"ROCM_PATH": "/nonexistent"})
+    assert rocm["gpus"] == [] and "invalid device ordinal" in rocm["notes"][0]
+
+
+def test_doctor_on_a_faked_rocm_build(monkeypatch, tmp_path):
+    import torch
+
+    monkeypatch.setattr(torch.version, "hip", "7.2.53211-dd7f95766")
+    monkeypatch.setattr(torch.version, "cuda", None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: MI300X.name)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: MI300X)
+    environ = dict(clean_env(), **rocm_install(tmp_path, "7.2.2-10"))
+    text, status = doctor_module.run("text", environ)
+    assert status == 0  # known runtime issues are explained, not red flags of the environment
+    assert "build: ROCm (HIP 7.2.53211-dd7f95766)" in text
+    assert "GPU 0        AMD Instinct MI300X: gfx942:sramecc+:xnack-, MI300" in text
+    assert "fp8 is torch.float8_e4m3fnuz (max 240) on gfx942" in text
+    assert "graph replays on MI300X corrupt results nondeterministically [ROCm 7.2.0 - 7.2.3" in text
+    report = json.loads(doctor_module.run("json", environ)[0])
+    assert report["torch"]["build"] == "rocm" and report["rocm"]["gpus"][0]["gfx"] == "gfx942"
+    assert {i["key"] for i in report["rocm"]["runtime_issues"]} == {"capture-errors-swallowed",
+                                                                    "mi300x-replay-corruption"}
+
+
+def test_cpu_build_has_no_rocm_section(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.version, "hip", None)
+    report = doctor_module.inspect(clean_env())
+    assert report.rocm is None and report.as_dict()["rocm"] is None
+    assert "ROCm:" not in doctor_module.render_text(report)
+
+
+def test_rocm_facts_page_is_generated_from_the_table():
+    assert rocm_facts.main(["--check"]) == 0, "docs/rocm-facts.md is stale: python -m rocmport.rocm_facts"
+    page = rocm_facts.DOC_PATH.read_text(encoding="utf-8")
+    for issue in rocm_facts.RUNTIME_ISSUES:
+        assert issue.effect in page and all(source in page for source in issue.sources)
