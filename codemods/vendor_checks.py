@@ -1335,10 +1335,3 @@ def _rocm_polarity(test: cst.CSTNode, gate: str) -> Optional[bool]:
 
 RULES = [CudaVersionOnRocm, CapabilityAsNvidiaGeneration, NvidiaManagementTools, CudaOnlyImport,
          Fp8FormatIsArchitectureDependent, Fp8MaxConstant]
-
-
-from . import _libcst_command  # noqa: E402 (`python -m libcst.tool codemod vendor_checks.Command`)
-
-
-class Command(_libcst_command.RocmportCommand):
-    DESCRIPTION = "rocmport ROC7xx: code that assumes the GPU is NVIDIA."

@@ -89,6 +89,11 @@ class EnvVars(RocmportCommand):
     FAMILY = "env_vars"
 
 
+class VendorChecks(RocmportCommand):
+    DESCRIPTION = "rocmport ROC7xx: code that assumes the GPU is NVIDIA."
+    FAMILY = "vendor_checks"
+
+
 #: family module name -> its command
 COMMANDS = {command.FAMILY: command for command in
-            (CompileModes, InductorConfig, Capture, GraphBreaks, TritonLaunch, EnvVars)}
+            (CompileModes, InductorConfig, Capture, GraphBreaks, TritonLaunch, EnvVars, VendorChecks)}

@@ -63,12 +63,20 @@ def _only_imports(block: cst.BaseSuite) -> bool:
     return True
 
 
+def _has_import(block: cst.BaseSuite) -> bool:
+    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    return any(isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, (cst.Import, cst.ImportFrom))
+                                                                  for s in stmt.body) for stmt in body)
+
+
 def _guarded_imports(stmt: cst.CSTNode) -> bool:
-    """``try: import x / except ImportError: ...`` or ``if ...: import x``: part of the import block."""
+    """``try: import x / except ImportError: x = None`` or ``if ...: import x``: part of the
+    import block (its body imports; the other branches only import, assign or pass)."""
     if isinstance(stmt, cst.Try):
-        return _only_imports(stmt.body) and all(_only_imports(h.body) for h in stmt.handlers)
+        return _has_import(stmt.body) and _only_imports(stmt.body) and all(_only_imports(h.body)
+                                                                             for h in stmt.handlers)
     if isinstance(stmt, cst.If):
-        return _only_imports(stmt.body) and (stmt.orelse is None or (
+        return _has_import(stmt.body) and _only_imports(stmt.body) and (stmt.orelse is None or (
             isinstance(stmt.orelse, cst.Else) and _only_imports(stmt.orelse.body)))
     return False
 
@@ -157,7 +165,7 @@ class Placer:
         anchor: Optional[int] = None  # end of the last statement of the import block
         for index, stmt in enumerate(self.module.body):
             start, end = self.span(stmt)
-            if start >= before:
+            if end > before:  # the statement holds the fix (or follows it): nothing from here
                 break
             name = torch_binding(stmt)
             if name:
@@ -190,7 +198,7 @@ class Placer:
         anchor = 0
         for index, stmt in enumerate(self.module.body):
             start, end = self.span(stmt)
-            if start >= before:
+            if end > before:  # the statement holds the fix (or follows it): nothing from here
                 break
             if index == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
                     and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
@@ -221,7 +229,7 @@ class Placer:
         anchor = None
         for index, stmt in enumerate(self.module.body):
             start, end = self.span(stmt)
-            if start >= before:
+            if end > before:  # the statement holds the fix (or follows it): nothing from here
                 break
             if index == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
                     and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):

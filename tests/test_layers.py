@@ -21,7 +21,8 @@ PACKAGES = ("rocmport", "codemods")
 LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     # findings, source text, edits, the prelude's text, file kinds, suppression comments
     ("vocabulary", ("rocmport", "rocmport.findings", "rocmport.source", "rocmport.writer",
-                    "rocmport.prelude", "rocmport.filekinds", "rocmport.suppression")),
+                    "rocmport.prelude", "rocmport.filekinds", "rocmport.suppression", "rocmport.reports",
+                    "rocmport.rocm_facts")),
     # the rule base and shared analyses: names, scopes, regions, Triton kernels, the prefilter
     ("analyses", ("codemods", "codemods.base", "codemods.tool", "codemods._*")),
     # one module per rule family
@@ -29,12 +30,12 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     # configuration, the registry, discovery, the engine and its cache and worker pool
     ("engine", ("rocmport.config", "rocmport.registry", "rocmport.discovery", "rocmport.engine",
                 "rocmport.cache", "rocmport.runner", "rocmport.house", "rocmport.placement",
-                "rocmport.reformat")),
+                "rocmport.reformat", "rocmport._rule_index")),
     # command line, output formats, rule docs, doctor, flake8, notebooks, LibCST commands
     ("faces", ("rocmport.cli", "rocmport.__main__", "rocmport.output", "rocmport.docs",
                "rocmport.doctor", "rocmport.flake8_plugin", "rocmport.notebook",
                "rocmport.libcst_commands", "rocmport.server", "rocmport.lsp", "rocmport.patch",
-               "rocmport.entrypoints")),
+               "rocmport.entrypoints", "rocmport.noqa")),
 ]
 
 # Arrows that are known to point up, each with the reason and what removes it. The test

@@ -16,7 +16,8 @@ from rocmport.libcst_commands import COMMANDS, RocmportCommand
 from rocmport import prelude
 
 ROOT = Path(__file__).resolve().parent.parent
-FAMILIES = ("compile_modes", "inductor_config", "env_vars", "capture", "graph_breaks", "triton_launch")
+FAMILIES = ("compile_modes", "inductor_config", "env_vars", "capture", "graph_breaks", "triton_launch",
+            "vendor_checks")
 
 SOURCE = (
     "import torch\n"

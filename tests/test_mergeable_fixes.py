@@ -382,3 +382,18 @@ def test_an_existing_user_module_is_never_overwritten(tmp_path):
     run("fix", "--write", ".", cwd=tmp_path)
     assert (pkg / "_rocmport.py").read_text() == "def mine():\n    return 1\n"
     assert "_rocmport import" not in target.read_text()
+
+
+def test_gate_goes_before_an_import_block_statement_that_holds_the_fix():
+    """`if <hazard>: import x` looks like part of the import block; the gate must come before
+    it, since the fix sits in its test."""
+    src = textwrap.dedent("""\
+        import torch
+
+        if torch.cuda.get_device_capability() >= (9, 0):
+            import flash_attn_interface
+        """)
+    text = fix(src, select=["ROC702"]).fixed.decode()
+    lines = text.splitlines()
+    gate = 'is_rocm = getattr(torch.version, "hip", None) is not None'
+    assert lines.index(gate) < lines.index("if not is_rocm and torch.cuda.get_device_capability() >= (9, 0):")
