@@ -16,7 +16,7 @@ from .config import ConfigError, Settings, load_settings, prelude_options, valid
 from .discovery import discover
 from .cache import Cache, default_cache_dir
 from .engine import FileReport, check_bytes
-from .runner import check_files
+from .runner import check_files, check_stream
 from .findings import Finding
 from .output import FORMATTERS
 from .registry import all_rules
@@ -107,8 +107,7 @@ def _run(paths: Sequence[str], settings: Settings, *, fix: bool, stdin_filename:
         paths = (".",)
     if "-" in paths:
         name = stdin_filename or "-"
-        data = sys.stdin.buffer.read()
-        return [check_bytes(data, name, settings, fix=fix)], []
+        return [check_stream(sys.stdin.buffer, name, settings, fix=fix)], []
     files, missing = discover(paths, settings)
     cache = None
     if not no_cache:
@@ -134,7 +133,36 @@ def _report_problems(reports: List[FileReport], missing: List[str]) -> bool:
     return bad
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT); SIGTERM gives 143: 128 + the signal, as shells report
+
+
+class _Main(click.Group):
+    """The group, with SIGINT / SIGTERM ending the run (workers stopped) with 128 + signal."""
+
+    def main(self, *args, **kwargs):
+        from .runner import Interrupted, interrupt_on_signals, restore_signals
+
+        previous = interrupt_on_signals()
+        try:
+            return super().main(*args, **kwargs)
+        except Interrupted as exc:
+            sys.stderr.write(f"\nrocmport: interrupted ({signal_name(exc.signum)}); files not yet written were"
+                             " left as they were\n")
+            sys.exit(exc.exit_code)
+        finally:
+            restore_signals(previous)
+
+
+def signal_name(signum: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:  # pragma: no cover
+        return str(signum)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rocmport")
 def main() -> None:
     """Port PyTorch and Triton code to AMD ROCm: find what breaks, hangs or slows down there

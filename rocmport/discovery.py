@@ -5,12 +5,14 @@ explicitly are always checked unless ``force_exclude`` is set (pre-commit passes
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pathspec
 
 from .config import Settings
+from .source import read_head
 
 # ruff's default excludes, without "build" (build/ often holds real sources).
 DEFAULT_EXCLUDES = (
@@ -32,13 +34,7 @@ def file_kind(path: Path) -> Optional[str]:
     # Shell scripts, Dockerfiles, YAML and .env files, for the ROC6xx environment rules.
     from codemods.env_files import kind_for
 
-    head = b""
-    if not path.suffix:
-        try:
-            with open(path, "rb") as handle:
-                head = handle.read(256)  # a "#!" line naming a shell
-        except OSError:
-            head = b""
+    head = read_head(str(path), 256) if not path.suffix else b""  # a "#!" line naming a shell
     return kind_for(str(path), head)
 
 
@@ -125,12 +121,18 @@ def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[str], List[
 
 
 def _walk(root: Path, excluder: _Excluder) -> Iterator[str]:
+    """Files to check under ``root``. A directory that cannot be listed is yielded itself (the
+    engine reports it as ROC001, so a run never passes silently over it). Never yielded: a
+    FIFO, device or socket (reading could block or never end), a directory link (it can
+    loop), a file link whose target lies outside ``root`` (a fix would write there)."""
+    real_root = os.path.realpath(root)
     stack = [root]
     while stack:
         directory = stack.pop()
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
+            yield str(directory)
             continue
         subdirs = []
         for entry in entries:
@@ -144,6 +146,22 @@ def _walk(root: Path, excluder: _Excluder) -> Iterator[str]:
                     continue  # never follow directory links: they can loop
                 if not excluder.excluded(path, True):
                     subdirs.append(path)
-            elif file_kind(path) and not excluder.excluded(path, False):
+                continue
+            try:
+                if not stat.S_ISREG(entry.stat().st_mode):
+                    continue  # a FIFO, device or socket: never read
+            except OSError:
+                pass  # a broken or looping link: checked, so it is reported
+            else:
+                if entry.is_symlink() and not _inside(os.path.realpath(entry.path), real_root):
+                    continue
+            if file_kind(path) and not excluder.excluded(path, False):
                 yield entry.path
         stack.extend(reversed(subdirs))
+
+
+def _inside(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # pragma: no cover - other drive on Windows
+        return False
