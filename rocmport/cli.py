@@ -95,7 +95,7 @@ def _settings(paths, select, extend_select, ignore, force_exclude, no_respect_gi
 
 def _emit(text: str, output_file: Optional[str]) -> None:
     if output_file:
-        Path(output_file).write_text(text, encoding="utf-8")
+        Path(output_file).write_bytes(text.encode("utf-8", "surrogateescape"))  # undecodable file names
     else:
         click.echo(text, nl=False)
 
@@ -231,11 +231,12 @@ def fix(paths, select, extend_select, ignore, output_format, output_file, force_
             for extra_path, data in r.extra_files.items():
                 write_atomic(extra_path, data)
             if r.fixed is not None:
-                write_atomic(r.path, r.fixed)
+                write_atomic(r.path, r.fixed, expected=r.original)
                 written += 1
         except OSError as exc:
             click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
             problems = True
+            fixed_count -= r.fixes_applied if r.fixed is not None else 0  # never report lost fixes
             r.findings.extend(f for f in [])  # findings stay reported below
     if remaining or output_file:
         _emit(FORMATTERS[output_format or "concise"](remaining, settings.unsafe_fixes, **_format_context(reports)),
