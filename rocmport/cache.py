@@ -72,6 +72,33 @@ def settings_fingerprint(settings: Settings) -> str:
     return hashlib.blake2b(f"{code_fingerprint()}/{blob}".encode(), digest_size=16).hexdigest()
 
 
+def _is(value, kind) -> bool:
+    return isinstance(value, kind) and not isinstance(value, bool)
+
+
+def _pair(value, optional: bool = True) -> bool:
+    if value is None:
+        return optional
+    return isinstance(value, list) and len(value) == 2 and all(_is(v, int) for v in value)
+
+
+def _valid(d) -> bool:
+    """Is ``d`` a finding exactly as ``finding_to_data`` writes one?"""
+    if not isinstance(d, dict) or set(d) != {"c", "n", "m", "s", "e", "f", "cell", "u", "sp"}:
+        return False
+    if not (all(_is(d[k], str) for k in "cnm") and _pair(d["s"]) and _pair(d["e"]) and _pair(d["sp"], False)
+            and (d["cell"] is None or _is(d["cell"], int)) and (d["u"] is None or _is(d["u"], str))):
+        return False
+    fix = d["f"]
+    if fix is None:
+        return True
+    return (isinstance(fix, dict) and set(fix) == {"a", "m", "r", "e"} and _is(fix["a"], str)
+            and (fix["m"] is None or _is(fix["m"], str)) and isinstance(fix["r"], list)
+            and all(_is(r, str) for r in fix["r"]) and isinstance(fix["e"], list)
+            and all(isinstance(e, list) and len(e) == 5 and _is(e[0], int) and _is(e[1], int) and _is(e[2], str)
+                    and _pair(e[3]) and _pair(e[4]) for e in fix["e"]))
+
+
 class Cache:
     def __init__(self, directory: Path, settings: Settings):
         self.directory = Path(directory)
@@ -94,10 +121,9 @@ class Cache:
             data = json.loads(read_regular(str(self._entry(key)), MAX_ENTRY_BYTES))
             if not isinstance(data, list):
                 return None
-            findings = [finding_from_data(d, path) for d in data]
-            if [finding_to_data(f) for f in findings] != data:
-                return None  # fields of the wrong type: only what put() wrote is trusted
-            return findings
+            if not all(_valid(d) for d in data):
+                return None  # fields of the wrong type: only what put() writes is trusted
+            return [finding_from_data(d, path) for d in data]
         except (OSError, RecursionError, ValueError, LookupError, TypeError, AttributeError):
             return None
 

@@ -143,6 +143,11 @@ class _Main(click.Group):
         from .runner import Interrupted, interrupt_on_signals, restore_signals
 
         previous = interrupt_on_signals()
+        for stream in (sys.stdout, sys.stderr):  # file names that are not UTF-8: their own bytes
+            try:
+                stream.reconfigure(errors="surrogateescape")
+            except (AttributeError, ValueError, OSError):  # pragma: no cover - a replaced stream
+                pass
         try:
             return super().main(*args, **kwargs)
         except Interrupted as exc:

@@ -47,6 +47,8 @@ def write_atomic(path: str, data: bytes, expected: Optional[bytes] = None) -> No
                 current = read_regular(target)
             except FileNotFoundError:
                 raise ChangedOnDisk(errno.ENOENT, "deleted while rocmport ran; not recreated", path) from None
+            if current == data:
+                return  # another run already wrote exactly this
             if current != expected:
                 raise ChangedOnDisk(errno.EAGAIN, "changed on disk while rocmport ran; left as it is"
                                                   " (run rocmport again)", path)
