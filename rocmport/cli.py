@@ -15,7 +15,7 @@ from . import __version__, prelude
 from .config import ConfigError, Settings, load_settings, prelude_options, validate_selectors
 from .discovery import discover
 from .cache import Cache, default_cache_dir
-from .engine import FileReport, check_bytes
+from .engine import FileReport
 from .runner import check_files, check_stream
 from .findings import Finding
 from .output import FORMATTERS
