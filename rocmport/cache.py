@@ -1,14 +1,18 @@
-"""The result cache: findings of a file, keyed by its content, its path, rocmport's version
-and the settings that shape findings. Kept like ruff's: ``.rocmport_cache/`` at the project
+"""The result cache of ``lint``: findings of a file, keyed by its content, its path, the
+code of rocmport and its rules, and the settings (with the configuration's root) that shape
+findings. ``fix`` never uses it. Kept like ruff's: ``.rocmport_cache/`` at the project
 root with a ``CACHEDIR.TAG`` (backup tools skip it) and a ``.gitignore``. Each entry is its
 own file, written atomically, so runs that share the cache never see a half-written entry
 and never corrupt one another."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import os
+import sys
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
@@ -17,21 +21,82 @@ from typing import List, Optional
 from . import __version__
 from .config import Settings
 from .findings import Finding, finding_from_data, finding_to_data
+from .source import read_regular
 
 CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                 "# This file is a cache directory tag created by rocmport.\n"
                 "# For information about cache directory tags see https://bford.info/cachedir/\n")
-FORMAT = 1
+FORMAT = 2
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
+
+
+# The package holding the rules, found without importing it (importing costs start-up time).
+RULE_PACKAGE = "codemods"
+
+
+@functools.lru_cache(maxsize=None)
+def code_fingerprint() -> str:
+    """A digest of the sources of rocmport and its rule package, once per process (a few
+    milliseconds): a changed rule gives new answers even when the version string is the same."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f"{__version__}/{FORMAT}/{sys.version_info[:2]}".encode())
+    directories = [os.path.dirname(os.path.abspath(__file__))]
+    spec = importlib.util.find_spec(RULE_PACKAGE)
+    if spec is not None and spec.submodule_search_locations:
+        directories.extend(spec.submodule_search_locations)
+    for directory in directories:
+        for root, dirs, names in os.walk(directory):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(names):
+                if name.endswith(".py"):
+                    path = os.path.join(root, name)
+                    try:
+                        with open(path, "rb") as handle:
+                            data = handle.read()
+                    except OSError:
+                        data = b"?"
+                    digest.update(os.path.relpath(path, directory).encode("utf-8", "surrogateescape") + b"\0")
+                    digest.update(hashlib.blake2b(data, digest_size=16).digest())
+    return digest.hexdigest()
 
 
 def settings_fingerprint(settings: Settings) -> str:
-    """Everything in the settings that can change a file's findings."""
+    """Everything that can change a file's findings: the settings (with the configuration's
+    root and file: ``per-file-ignores`` match paths relative to the root) and the rule code.
+    Only what decides which files are checked is left out."""
     data = asdict(settings)
-    for key in ("root", "config_file", "cache_dir", "force_exclude", "exclude", "extend_exclude",
-                "respect_gitignore"):
+    for key in ("cache_dir", "force_exclude", "exclude", "extend_exclude", "respect_gitignore"):
         data.pop(key, None)
+    data["root"] = os.path.abspath(str(data.get("root") or "."))
     blob = json.dumps(data, sort_keys=True, default=str)
-    return hashlib.blake2b(f"{__version__}/{FORMAT}/{blob}".encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(f"{code_fingerprint()}/{blob}".encode(), digest_size=16).hexdigest()
+
+
+def _is(value, kind) -> bool:
+    return isinstance(value, kind) and not isinstance(value, bool)
+
+
+def _pair(value, optional: bool = True) -> bool:
+    if value is None:
+        return optional
+    return isinstance(value, list) and len(value) == 2 and all(_is(v, int) for v in value)
+
+
+def _valid(d) -> bool:
+    """Is ``d`` a finding exactly as ``finding_to_data`` writes one?"""
+    if not isinstance(d, dict) or set(d) != {"c", "n", "m", "s", "e", "f", "cell", "u", "sp"}:
+        return False
+    if not (all(_is(d[k], str) for k in "cnm") and _pair(d["s"]) and _pair(d["e"]) and _pair(d["sp"], False)
+            and (d["cell"] is None or _is(d["cell"], int)) and (d["u"] is None or _is(d["u"], str))):
+        return False
+    fix = d["f"]
+    if fix is None:
+        return True
+    return (isinstance(fix, dict) and set(fix) == {"a", "m", "r", "e"} and _is(fix["a"], str)
+            and (fix["m"] is None or _is(fix["m"], str)) and isinstance(fix["r"], list)
+            and all(_is(r, str) for r in fix["r"]) and isinstance(fix["e"], list)
+            and all(isinstance(e, list) and len(e) == 5 and _is(e[0], int) and _is(e[1], int) and _is(e[2], str)
+                    and _pair(e[3]) and _pair(e[4]) for e in fix["e"]))
 
 
 class Cache:
@@ -50,12 +115,17 @@ class Cache:
         return self.directory / f"v{FORMAT}" / key[:2] / f"{key}.json"
 
     def get(self, key: str, path: str) -> Optional[List[Finding]]:
+        """The cached findings, or None: a missing, unreadable, non-regular (a FIFO) or
+        malformed entry, even valid JSON of another shape, is a miss, never an error."""
         try:
-            with open(self._entry(key), "rb") as handle:
-                data = json.loads(handle.read())
+            data = json.loads(read_regular(str(self._entry(key)), MAX_ENTRY_BYTES))
+            if not isinstance(data, list):
+                return None
+            if not all(_valid(d) for d in data):
+                return None  # fields of the wrong type: only what put() writes is trusted
             return [finding_from_data(d, path) for d in data]
-        except (OSError, ValueError, KeyError, TypeError):
-            return None  # missing or unreadable: a miss, never an error
+        except (OSError, RecursionError, ValueError, LookupError, TypeError, AttributeError):
+            return None
 
     def put(self, key: str, findings: List[Finding]) -> None:
         entry = self._entry(key)

@@ -200,8 +200,8 @@ def _fail(message: str) -> "click.exceptions.Exit":
 def _emit(text: str, output_file: Optional[str], color: bool = False) -> None:
     if output_file:
         try:
-            with open(output_file, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            with open(output_file, "w", encoding="utf-8", errors="surrogateescape") as handle:
+                handle.write(text)  # file names that are not UTF-8: their own bytes
         except OSError as exc:
             _fail(f"cannot write --output-file {output_file}: {exc.strerror or exc}")
     elif text:
@@ -222,11 +222,11 @@ def _run(paths: Sequence[str], settings: "Settings", *, fix: bool, stdin_filenam
          run: Optional[_Run] = None):
     """Check every file; returns (reports, missing paths)."""
     if run is not None and run.stdin:
-        from .engine import check_bytes
+        from .runner import check_stream
 
         name = stdin_filename or "-"
-        data = sys.stdin.buffer.read()
-        return [check_bytes(data, name, settings, fix=fix)], []
+
+        return [check_stream(sys.stdin.buffer, name, settings, fix=fix)], []
     if not paths:
         paths = (".",)
     from .cache import Cache, default_cache_dir
@@ -305,9 +305,31 @@ def _settings_text(settings: "Settings", path: Optional[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT); SIGTERM gives 143: 128 + the signal, as shells report
+
+
 class _Main(click.Group):
     """The command group: an unexpected exception is an internal error, one line and exit 2
-    (``ROCMPORT_TRACEBACK=1`` shows the traceback)."""
+    (``ROCMPORT_TRACEBACK=1`` shows the traceback); SIGINT / SIGTERM end the run (workers
+    stopped) with 128 + the signal."""
+
+    def main(self, *args, **kwargs):
+        from .runner import Interrupted, interrupt_on_signals, restore_signals
+
+        previous = interrupt_on_signals()
+        for stream in (sys.stdout, sys.stderr):  # file names that are not UTF-8: their own bytes
+            try:
+                stream.reconfigure(errors="surrogateescape")
+            except (AttributeError, ValueError, OSError):  # pragma: no cover - a replaced stream
+                pass
+        try:
+            return super().main(*args, **kwargs)
+        except Interrupted as exc:
+            sys.stderr.write(f"\nrocmport: interrupted ({signal_name(exc.signum)}); files not yet written were"
+                             " left as they were\n")
+            sys.exit(exc.exit_code)
+        finally:
+            restore_signals(previous)
 
     def invoke(self, ctx):
         try:
@@ -324,6 +346,15 @@ class _Main(click.Group):
             click.echo(f"error: internal error: {type(exc).__name__}{': ' + detail if detail else ''}"
                        " (ROCMPORT_TRACEBACK=1 shows where)", err=True)
             raise click.exceptions.Exit(EXIT_ERROR)
+
+
+def signal_name(signum: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:  # pragma: no cover
+        return str(signum)
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
@@ -479,11 +510,12 @@ def fix(**kw):
             for extra_path, data in r.extra_files.items():
                 write_atomic(extra_path, data)
             if r.fixed is not None:
-                write_atomic(r.path, r.fixed)
+                write_atomic(r.path, r.fixed, expected=r.original)
                 written += 1
         except OSError as exc:
             click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
             problems = True
+            fixed_count -= r.fixes_applied if r.fixed is not None else 0  # never report lost fixes
     if not fix_only and not run.silent and (remaining or output_file):
         _emit(_format(remaining, settings, reports, run, output_format), output_file, run.color)
     for line in patch.summary(fixed_count, written, manual, new_files, written=True):

@@ -18,6 +18,7 @@ except ModuleNotFoundError:  # pragma: no cover - 3.9/3.10
     import tomli as tomllib  # type: ignore
 
 from .prelude import PreludeOptions
+from .source import read_regular
 
 
 class ConfigError(Exception):
@@ -145,28 +146,50 @@ def find_config(start: Path) -> Optional[Tuple[Path, dict]]:
                 continue
             data = _read_toml(candidate)
             if name == "pyproject.toml":
-                table = data.get("tool", {}).get("rocmport")
+                table = _tool_table(data, candidate)
                 if table is None:
                     continue
                 return candidate, table
-            return candidate, data.get("tool", {}).get("rocmport", data)
+            table = _tool_table(data, candidate)
+            return candidate, _must_be_table(data if table is None else table, "[tool.rocmport]", candidate)
     return None
+
+
+def _must_be_table(value, what: str, path: Path) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: `{what.strip('[]')}` must be a table, not {type(value).__name__}")
+    return value
+
+
+def _tool_table(data: dict, path: Path) -> Optional[dict]:
+    """``[tool.rocmport]`` of a TOML document (None when absent); a clear error for the wrong shape."""
+    tool = data.get("tool")
+    if tool is None:
+        return None
+    table = _must_be_table(tool, "tool", path).get("rocmport")
+    return None if table is None else _must_be_table(table, "tool.rocmport", path)
 
 
 def _read_toml(path: Path) -> dict:
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(read_regular(str(path)).decode("utf-8"))  # never a FIFO, bounded
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 (byte 0x{exc.object[exc.start]:02x}"
+                          f" at offset {exc.start})") from None
+    except (RecursionError, ValueError) as exc:  # nesting too deep; an integer too long for str
+        raise ConfigError(f"{path}: invalid TOML: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def load_settings(start: Path, config_file: Optional[Path] = None) -> Settings:
     if config_file is not None:
         data = _read_toml(config_file)
-        table = data.get("tool", {}).get("rocmport", data if config_file.name != "pyproject.toml" else {})
+        table = _tool_table(data, config_file)
+        if table is None:
+            table = data if config_file.name != "pyproject.toml" else {}
         found: Optional[Tuple[Path, dict]] = (config_file, table)
     else:
         found = find_config(start)

@@ -5,6 +5,7 @@ explicitly are always checked unless ``force_exclude`` is set (pre-commit passes
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -13,6 +14,7 @@ import pathspec
 from . import filekinds
 from .config import Settings
 from .filekinds import HEAD_BYTES
+from .source import read_head
 
 # ruff's default excludes, without "build" (build/ often holds real sources).
 DEFAULT_EXCLUDES = (
@@ -26,14 +28,8 @@ DEFAULT_EXCLUDES = (
 def file_kind(path: Path) -> Optional[str]:
     """"python" (or "notebook", "shell", "dockerfile", "yaml", "dotenv") for files rocmport
     checks when it walks a directory, else None: rocmport.filekinds decides, from the name
-    and, for a file without a suffix, its ``#!`` line."""
-    head = b""
-    if not path.suffix:
-        try:
-            with open(path, "rb") as handle:
-                head = handle.read(HEAD_BYTES)  # a "#!" line naming a shell
-        except OSError:
-            head = b""
+    and, for a file without a suffix, its ``#!`` line (read without blocking on a FIFO)."""
+    head = read_head(str(path), HEAD_BYTES) if not path.suffix else b""
     return filekinds.file_kind(str(path), head)
 
 
@@ -120,12 +116,18 @@ def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[str], List[
 
 
 def _walk(root: Path, excluder: _Excluder) -> Iterator[str]:
+    """Files to check under ``root``. A directory that cannot be listed is yielded itself (the
+    engine reports it as ROC001, so a run never passes silently over it). Never yielded: a
+    FIFO, device or socket (reading could block or never end), a directory link (it can
+    loop), a file link whose target lies outside ``root`` (a fix would write there)."""
+    real_root = os.path.realpath(root)
     stack = [root]
     while stack:
         directory = stack.pop()
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
+            yield str(directory)
             continue
         subdirs = []
         for entry in entries:
@@ -139,6 +141,22 @@ def _walk(root: Path, excluder: _Excluder) -> Iterator[str]:
                     continue  # never follow directory links: they can loop
                 if not excluder.excluded(path, True):
                     subdirs.append(path)
-            elif file_kind(path) and not excluder.excluded(path, False):
+                continue
+            try:
+                if not stat.S_ISREG(entry.stat().st_mode):
+                    continue  # a FIFO, device or socket: never read
+            except OSError:
+                pass  # a broken or looping link: checked, so it is reported
+            else:
+                if entry.is_symlink() and not _inside(os.path.realpath(entry.path), real_root):
+                    continue
+            if file_kind(path) and not excluder.excluded(path, False):
                 yield entry.path
         stack.extend(reversed(subdirs))
+
+
+def _inside(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # pragma: no cover - other drive on Windows
+        return False

@@ -33,7 +33,7 @@ from .filekinds import ENV_KINDS, HEAD_BYTES, file_kind
 from .findings import Applicability, Edit, Finding, Fix, Position
 from .registry import visitor_rules
 from .reports import FileReport
-from .source import LineIndex, SourceError, SourceText, apply_edits
+from .source import LineIndex, SourceError, SourceText, apply_edits, read_regular
 
 MAX_FIX_PASSES = 8
 
@@ -114,26 +114,89 @@ def _parser_message(exc: cst.ParserSyntaxError) -> str:
     return message
 
 
+# LibCST's native parser builds ``a and b and c`` as nested nodes where CPython keeps one
+# flat BoolOp; around 7,000 operands it overflows the C stack (a segmentation fault that no
+# ``except`` catches). CPython refuses any other nesting near 3,000 levels, which LibCST
+# survives; the extra depth of boolean chains along one path is capped at this.
+MAX_BOOL_CHAIN = 1000
+_BOOL_WORD_RE = re.compile(r"\b(?:and|or)\b")
+# LibCST's grammar stops at this many implicitly joined string literals ("a" "b" ...).
+MAX_JOINED_STRINGS = 3000
+
+
 def _cpython_parse(text: str) -> Tuple[Optional[ast.AST], Optional[Tuple[str, int, int]]]:
     """CPython's tree of ``text`` (None when it does not parse), and (message, row, column)
-    when it nests deeper than CPython accepts.
+    when it nests deeper than CPython or LibCST accepts.
 
     LibCST's native parser overflows the C stack on such input (a segmentation fault that
-    no ``except`` catches: about 2,000 nested brackets, or 20,000 chained operators) or
-    takes minutes, so it must never see it; CPython's parser refuses it cheaply first. The
-    tree feeds the second prefilter (``codemods._prescan``)."""
+    no ``except`` catches: about 2,000 nested brackets, 5,000 chained operators, or a flat
+    chain of 7,000 ``and``) or takes minutes, so it must never see it; CPython's parser
+    refuses most of it cheaply first, and :func:`_bool_chain_depth` the rest. The tree feeds
+    the second prefilter (``codemods._prescan``)."""
     tree, exc = _prescan.parse(text)
     if isinstance(exc, (RecursionError, MemoryError)):  # 3.11's parser: MemoryError on a stack overflow
         return None, ("cannot parse: nesting too deep", 1, 1)
     if isinstance(exc, SyntaxError) and exc.msg and "too many nested parentheses" in exc.msg:
         return None, (f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
+    if tree is not None:
+        deep = _bool_chain_depth(text, tree)
+        if deep is not None:
+            return None, deep
     return tree, None
+
+
+def _bool_chain_depth(text: str, tree: ast.AST) -> Optional[Tuple[str, int, int]]:
+    """(message, row, column) when boolean chains nest LibCST deeper than it survives."""
+    if len(_BOOL_WORD_RE.findall(text)) <= MAX_BOOL_CHAIN:
+        return None  # each operator adds one level at most: cheap, and the usual answer
+    stack = [(tree, 0)]
+    while stack:
+        node, extra = stack.pop()
+        if type(node) is ast.BoolOp:
+            extra += len(node.values) - 1
+            if extra > MAX_BOOL_CHAIN:
+                return (f"too complex for the parser: a chain of more than {MAX_BOOL_CHAIN} `and`/`or`"
+                        " operands (LibCST would crash on it); split the expression",
+                        node.lineno, node.col_offset + 1)
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, extra))
+    return None
+
+
+def _joined_strings(text: str) -> Optional[Tuple[int, int, int]]:
+    """(count, row, column) of the longest run of implicitly joined string literals, when
+    it is longer than LibCST's grammar accepts."""
+    f_start = getattr(tokenize, "FSTRING_START", None)  # 3.12+: an f-string is many tokens
+    f_end = getattr(tokenize, "FSTRING_END", None)
+    best = (0, 1, 1)
+    run, start, depth = 0, (1, 0), 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            kind = tok.type
+            if depth:  # inside an f-string
+                depth += (kind == f_start) - (kind == f_end)
+                continue
+            if kind in (tokenize.NL, tokenize.COMMENT):
+                continue
+            if kind == tokenize.STRING or kind == f_start:
+                depth = 1 if kind == f_start else 0
+                if run == 0:
+                    start = tok.start
+                run += 1
+                if run > best[0]:
+                    best = (run, start[0], start[1] + 1)
+            else:
+                run = 0
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return best if best[0] > MAX_JOINED_STRINGS else None
 
 
 def _quick_syntax_error(text: str) -> Optional[Finding]:
     try:
-        compile(text, "<rocmport>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        return None
+        tree = compile(text, "<rocmport>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        deep = _bool_chain_depth(text, tree)
+        return None if deep is None else _roc001("-", *deep, frozenset({"ROC001"}))[0]
     except (RecursionError, MemoryError):  # LibCST would overflow the C stack: see _too_deep
         return _roc001("-", "cannot parse: nesting too deep", 1, 1, frozenset({"ROC001"}))[0]
     except SyntaxError as exc:
@@ -161,6 +224,12 @@ def _syntax_findings(path: str, text: str, exc: cst.ParserSyntaxError, enabled) 
             return _roc001(path, f"syntax error: {syntax.msg}", syntax.lineno, syntax.offset or 1, enabled)
     except (ValueError, RecursionError, MemoryError):
         pass
+    else:  # valid Python that LibCST refuses: a limit of its grammar, not a syntax error
+        joined = _joined_strings(text)
+        if joined is not None:
+            count, row, column = joined
+            return _roc001(path, f"too complex for the parser: {count} implicitly joined string literals"
+                                 f" (LibCST accepts {MAX_JOINED_STRINGS}); not analysed", row, column, enabled)
     return _roc001(path, f"syntax error: {_parser_message(exc)}", exc.raw_line, exc.raw_column + 1, enabled)
 
 
@@ -653,7 +722,17 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
             report.fixes_applied = applied
             report.extra_files = extra
             if text != source.text:
-                report.fixed = source.to_bytes(text)
+                problem = source.rewrite_problem(data)
+                fixed = source.encode_changed(text) if problem is None else None
+                if fixed is None:  # keep every byte: no fix rather than a changed file
+                    problem = problem or f"the fixed text cannot be encoded in {source.encoding} byte for byte"
+                    findings = analyze(source.text, path, settings, rules, enabled).findings
+                    notes = [_roc002(f, f"fix for {f.code} not applied: {problem}; the file is left as it was",
+                                     enabled) for f in findings if f.applies(settings.unsafe_fixes)]
+                    report.findings = findings + [n for n in notes if n is not None]
+                    report.fixes_applied, report.extra_files = 0, {}
+                else:
+                    report.fixed = fixed
         else:
             report.findings = analyze(source.text, path, settings, rules, enabled).findings
     except Exception as exc:  # a bug in rocmport: report it, go on with other files
@@ -670,16 +749,19 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
 def check_path(path: str, settings: Settings, *, fix: bool = False) -> FileReport:
     """Read ``path`` and check it; unreadable files become ROC001 findings."""
     try:
-        if os.path.isdir(path):
-            raise IsADirectoryError(21, "Is a directory")
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_regular(path)
     except OSError as exc:
         enabled = settings.enabled_codes(path)
         report = FileReport(path=path)
         reason = exc.strerror or str(exc)
         if isinstance(exc, FileNotFoundError) and os.path.islink(path):
             reason = "broken symbolic link"
+        elif os.path.isdir(path):
+            try:
+                os.scandir(path).close()
+                reason = "Is a directory"
+            except OSError as listing:  # found by a walk that could not enter it
+                reason = f"cannot list the directory: {listing.strerror or listing}"
         report.findings = _roc001(path, f"cannot read: {reason}", 1, 1, enabled)
         return report
     return check_bytes(data, path, settings, fix=fix)

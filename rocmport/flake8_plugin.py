@@ -85,6 +85,22 @@ def _roc_selected(options) -> bool:
         return True
 
 
+def _engine():
+    """rocmport's engine, with its rule package imported from beside this file: under
+    ``python -m flake8`` the working directory comes first on sys.path, and a package of the
+    user's named like rocmport's own must not be imported (and run) instead."""
+    import sys
+
+    if "rocmport.engine" not in sys.modules:
+        home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        sys.path.insert(0, home)
+        try:
+            from . import engine  # noqa: F401
+        finally:
+            sys.path.remove(home)
+    return sys.modules["rocmport.engine"]
+
+
 class Plugin:
     """flake8 ``tree``-less checker: yields ``(row, column0, "ROCnnn message", type)``."""
 
@@ -105,7 +121,7 @@ class Plugin:
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         if not self.selected:
             return  # `flake8 --select E` and friends: the engine is never imported
-        from .engine import check_bytes
+        check_bytes = _engine().check_bytes
 
         path = self.filename if self.filename not in ("stdin", "-", None) else "-"
         directory = os.path.dirname(os.path.abspath(path)) if path != "-" else os.getcwd()

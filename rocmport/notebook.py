@@ -83,6 +83,11 @@ class Mask:
         return "_" * len(self.original)
 
 
+_LONE_CR_RE = re.compile(r"\r(?!\n)")
+_TERMINATOR_RE = re.compile(r"(?:\r\n|\n|\r)\Z")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
 def _split_keep(text: str) -> List[str]:
     """Lines with their terminators (``\\n`` and ``\\r\\n``; a lone ``\\r`` is not a break
     in a notebook cell's source list)."""
@@ -181,7 +186,28 @@ def unmask_cell(text: str, masks: Sequence[Mask]) -> Optional[str]:
 # ------------------------------------------------------------------------------------------
 
 _WS_RE = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
+MAX_JSON_DEPTH = 400  # deeper notebooks are refused (json and our walk recurse per level)
+MAX_INT_DIGITS = 4000  # CPython refuses int() of more than 4,300 digits; bigger ones stay text
+
+
+def _int(text: str):
+    return int(text) if len(text) <= MAX_INT_DIGITS else text  # never rewritten: only read
+
+
+_DECODER = json.JSONDecoder(parse_int=_int)
+_JSON_TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _json_depth(text: str) -> int:
+    depth = deepest = 0
+    for match in _JSON_TOKEN_RE.finditer(text):
+        char = match.group(0)
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _ws(s: str, i: int) -> int:
@@ -274,13 +300,19 @@ def render_source(s: str, span: SourceSpan, new_text: str, as_list: bool, ensure
     """The JSON for a changed cell's ``source``, in the style of the original value."""
     if not as_list:
         return json.dumps(new_text, ensure_ascii=ensure_ascii)
-    lines = _split_keep(new_text)
-    if not lines:
-        return "[]"
     raw_of: Dict[str, str] = {}
     for start, end in span.elements:
         raw = s[start:end]
         raw_of.setdefault(json.loads(raw), raw)
+    # An element may end in a lone CR (nbformat splits lines as str.splitlines does): split
+    # there too, unless an element holds a lone CR before its end (then it was not split).
+    if any(_LONE_CR_RE.search(_TERMINATOR_RE.sub("", line)) for line in raw_of) \
+            or not any("\r" in line for line in raw_of):
+        lines = _split_keep(new_text)
+    else:
+        lines = re.findall(r"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+$", new_text)
+    if not lines:
+        return "[]"
     items = [raw_of.get(line) or json.dumps(line, ensure_ascii=ensure_ascii) for line in lines]
     elements = span.elements
     if elements:
@@ -325,12 +357,16 @@ def read_notebook(data: bytes) -> Tuple[str, bool, dict]:
         prefix = body[:exc.start]
         raise NotebookError(f"invalid notebook: not UTF-8 (byte 0x{body[exc.start]:02x})",
                             prefix.count(b"\n") + 1, exc.start - (prefix.rfind(b"\n") + 1) + 1)
+    if _json_depth(text) > MAX_JSON_DEPTH:
+        raise NotebookError(f"invalid notebook JSON: nesting too deep (more than {MAX_JSON_DEPTH} levels)")
     try:
-        nb = json.loads(text)
+        nb = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise NotebookError(f"invalid notebook JSON: {exc.msg}", exc.lineno, exc.colno)
     except RecursionError:
         raise NotebookError("invalid notebook JSON: nesting too deep")
+    except ValueError as exc:  # pragma: no cover - parse_int keeps long integers as text
+        raise NotebookError(f"invalid notebook JSON: {str(exc).splitlines()[0]}")
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         if isinstance(nb, dict) and "worksheets" in nb:
             raise NotebookError("unsupported notebook format (nbformat 3); convert it with "
@@ -365,6 +401,11 @@ def code_cells(nb: dict) -> List[CodeCell]:
         magic = cell_magic(text)
         if magic is not None and magic not in PYTHON_CELL_MAGICS:
             continue  # %%bash, %%writefile, %%html ...: not Python run by the kernel
+        surrogate = _SURROGATE_RE.search(text)
+        if surrogate is not None:
+            row = text.count("\n", 0, surrogate.start()) + 1
+            raise NotebookError(f"cell {index + 1}, line {row}: a lone surrogate (\\u{ord(surrogate.group(0)):04x})"
+                                " that no Python source can hold; the notebook is not analysed")
         cells.append(CodeCell(index, text, as_list))
     return cells
 

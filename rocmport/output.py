@@ -18,8 +18,8 @@ import re
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-from .findings import Edit, Finding, Position
-from .source import LineIndex, SourceError, SourceText, apply_edits
+from .findings import Finding, Position
+from .source import SourceError, SourceText, apply_edits, read_regular
 
 
 def _location(f: Finding, color: bool = False) -> str:
@@ -147,7 +147,7 @@ def read_from_disk(path: str) -> Optional[str]:
     if path in ("-", ""):
         return None
     try:
-        return decode_source(Path(path).read_bytes())
+        return decode_source(read_regular(path))  # never a FIFO or a device: they could block
     except OSError:
         return None
 

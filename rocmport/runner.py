@@ -1,16 +1,63 @@
 """Checks many files: the cache first, then a process pool for the rest. It never prints;
-``progress`` (a callable taking a count) is how the CLI draws its bar."""
+``progress`` (a callable taking a count) is how the CLI draws its bar.
+
+A worker that dies (a native parser's crash, the out-of-memory killer) never takes the run
+down: the files it may have held are checked again one at a time in a fresh worker, and a
+file that kills that one too gets an ROC001 finding. Workers die with the run: each asks
+the kernel for SIGKILL when its parent dies (Linux), ignores Ctrl-C (the parent handles
+it), and the parent stops them when it is interrupted."""
 
 from __future__ import annotations
 
 import os
-from typing import Callable, List, Optional, Sequence
+import signal
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 from .cache import Cache
 from .config import Settings
 from .reports import FileReport  # the engine (and LibCST) only loads when a file needs analysis
+from .source import read_limited, read_regular
+
+if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import ProcessPoolExecutor
 
 _SETTINGS: Optional[Settings] = None
+_PR_SET_PDEATHSIG = 1
+
+
+class Interrupted(BaseException):
+    """Raised in the main process by SIGINT / SIGTERM (see :func:`interrupt_on_signals`).
+
+    A BaseException, so that nothing between the signal and the command line swallows it;
+    ``exit_code`` is what a shell reports for the signal: 128 + its number (130, 143)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+        self.exit_code = 128 + signum
+
+
+def interrupt_on_signals() -> dict:
+    """Make SIGINT and SIGTERM raise :class:`Interrupted` in the main thread; returns the
+    handlers they had (for :func:`restore_signals`)."""
+    def handler(signum, _frame):
+        raise Interrupted(signum)
+
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[signum] = signal.signal(signum, handler)
+        except (ValueError, OSError):  # pragma: no cover - not the main thread
+            pass
+    return previous
+
+
+def restore_signals(previous: dict) -> None:
+    for signum, handler in previous.items():
+        try:
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        except (ValueError, OSError, TypeError):  # pragma: no cover
+            pass
 
 
 def default_jobs() -> int:
@@ -20,9 +67,25 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _init(settings: Settings) -> None:
+def _die_with_parent(parent: int) -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before prctl: nobody would reap us
+        os._exit(1)
+
+
+def _init(settings: Settings, parent: Optional[int] = None) -> None:
     global _SETTINGS
     _SETTINGS = settings
+    if parent is not None:  # a worker process
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _die_with_parent(parent)
 
 
 def _work(item):
@@ -36,27 +99,114 @@ def _work(item):
 
 def _read(path: str) -> Optional[bytes]:
     try:
-        if os.path.isdir(path):
-            return None
-        with open(path, "rb") as handle:
-            return handle.read()
+        return read_regular(path)
     except OSError:
         return None  # check_path reports it as ROC001
 
 
+def check_stream(stream, name: str, settings: Settings, *, fix: bool = False) -> FileReport:
+    """Check what ``stream`` (stdin) holds, read up to :data:`~rocmport.source.MAX_INPUT_BYTES`."""
+    from .engine import _roc001, check_bytes
+
+    try:
+        data = read_limited(stream)
+    except OSError as exc:
+        report = FileReport(path=name)
+        report.findings = _roc001(name, f"cannot read: {exc.strerror or exc}", 1, 1, settings.enabled_codes(name))
+        return report
+    return check_bytes(data, name, settings, fix=fix)
+
+
+def _context():
+    import multiprocessing  # only when a pool is needed: a run served from the cache never pays for it
+
+    return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+
+
+def _pool(workers: int, settings: Settings) -> "ProcessPoolExecutor":
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init,
+                               initargs=(settings, os.getpid()))
+
+
+def _stop(pool: "ProcessPoolExecutor") -> None:
+    """Stop a pool now: kill its workers rather than wait for the files they hold."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        try:
+            process.kill()
+        except (OSError, AttributeError):  # pragma: no cover - already gone
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        try:
+            process.join(5)
+        except (OSError, AssertionError, AttributeError):  # pragma: no cover
+            pass
+
+
+def _crashed(path: str, settings: Settings) -> FileReport:
+    from .engine import _roc001
+
+    report = FileReport(path=path)
+    report.findings = _roc001(path, "cannot analyse: the worker checking this file crashed (a parser limit);"
+                                    " the file is left as it was", 1, 1, settings.enabled_codes(path))
+    return report
+
+
+def _in_pool(todo, reports, settings: Settings, jobs: int, progress) -> None:
+    from concurrent.futures.process import BrokenProcessPool
+
+    """Check ``todo`` in a pool; after a worker's death, the files not done go one by one."""
+    pending = list(todo)
+    pool = _pool(min(jobs, len(pending)), settings)
+    try:
+        futures = [(index, pool.submit(_work, item)) for index, item in pending]
+        left = []
+        for index, future in futures:
+            try:
+                reports[index] = future.result()
+                if progress:
+                    progress(1)
+            except BrokenProcessPool:
+                left.append(index)
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
+    items = dict(pending)
+    for index in left:  # one file per worker: the one that dies is the culprit
+        single = _pool(1, settings)
+        try:
+            reports[index] = single.submit(_work, items[index]).result()
+        except BrokenProcessPool:
+            reports[index] = _crashed(items[index][0], settings)
+        except BaseException:
+            _stop(single)
+            raise
+        single.shutdown(wait=True)
+        if progress:
+            progress(1)
+
+
 def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, jobs: Optional[int] = None,
                 cache: Optional[Cache] = None, progress: Optional[Callable[[int], None]] = None) -> List[FileReport]:
-    """Reports for ``files``, in order. Files whose cached findings need no fix are served
-    from the cache; the rest go to ``jobs`` worker processes (1: this process)."""
+    """Reports for ``files``, in order. ``lint`` serves unchanged files from the cache;
+    ``fix`` never reads or writes it (what it writes depends on more than a file's bytes:
+    the generated module, other files of the package). The rest go to ``jobs`` worker
+    processes (1: this process)."""
     reports: List[Optional[FileReport]] = [None] * len(files)
     todo = []
     keys = {}
+    if fix:
+        cache = None
     for index, path in enumerate(files):
         data = _read(path) if cache is not None else None
         if data is not None:
             key = cache.key(path, data)
             cached = cache.get(key, path)
-            if cached is not None and not (fix and any(f.applies(settings.unsafe_fixes) for f in cached)):
+            if cached is not None:
                 reports[index] = FileReport(path=path, findings=cached, original=data)
                 if progress:
                     progress(1)
@@ -67,18 +217,7 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
         from . import engine  # noqa: F401 (before the fork: workers inherit it instead of importing it each)
     jobs = jobs or default_jobs()
     if jobs > 1 and len(todo) > 1:
-        import multiprocessing  # only when a pool is needed: a run served from the cache never pays for it
-        from concurrent.futures import ProcessPoolExecutor
-
-        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context,
-                                 initializer=_init, initargs=(settings,)) as pool:
-            chunk = max(1, min(16, len(todo) // (jobs * 8) or 1))
-            results = pool.map(_work, [item for _, item in todo], chunksize=chunk)
-            for (index, _), report in zip(todo, results):
-                reports[index] = report
-                if progress:
-                    progress(1)
+        _in_pool(todo, reports, settings, jobs, progress)
     else:
         _init(settings)
         for index, item in todo:
@@ -88,9 +227,6 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
     if cache is not None:
         for index, key in keys.items():
             report = reports[index]
-            if report is not None and report.internal_error is None and not fix:
+            if report is not None and report.internal_error is None:
                 cache.put(key, report.findings)
-            elif report is not None and report.internal_error is None and fix and report.fixed is None \
-                    and not report.extra_files:
-                cache.put(key, report.findings)  # nothing to fix: the lint result is the same
     return reports  # type: ignore[return-value]

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import bisect
 import codecs
+import errno
 import io
+import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 from .findings import Position
 
@@ -21,6 +24,81 @@ BOM = codecs.BOM_UTF8
 # Python's own line terminators (form feed and the other str.splitlines() breaks are not).
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 _COOKIE_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.M)
+
+
+# The most rocmport reads from one file or from stdin (documented in docs/reliability.md). A
+# larger input is refused with a finding rather than read until memory runs out (/dev/zero).
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+# Codecs whose encoder keeps a state across characters (escape sequences, shift states) or
+# spells a character differently from how it was read (backslash escapes): re-encoding a
+# changed text can change bytes far from the change, so files in these are never rewritten.
+UNSAFE_CODECS = frozenset({
+    "utf-7", "unicode-escape", "raw-unicode-escape", "hz", "punycode", "idna",
+    "iso2022-jp", "iso2022-jp-1", "iso2022-jp-2", "iso2022-jp-2004", "iso2022-jp-3",
+    "iso2022-jp-ext", "iso2022-kr",
+})
+
+
+class InputTooLarge(OSError):
+    """More than :data:`MAX_INPUT_BYTES`; the message is user-facing."""
+
+
+class NotRegularFile(OSError):
+    """A FIFO, socket or device: never read (it could block forever or never end)."""
+
+
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def file_type_name(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_limited(handle, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """At most ``limit`` bytes of a binary stream; :class:`InputTooLarge` beyond that."""
+    data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputTooLarge(errno.EFBIG, f"larger than {limit // (1024 * 1024)} MiB: not read")
+    return data
+
+
+def read_regular(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the regular file ``path`` (a symbolic link is followed).
+
+    A FIFO, device or socket is never read: it is opened without blocking and refused after
+    ``fstat`` (so a file swapped for a FIFO between a check and the open cannot hang us).
+    Raises OSError (:class:`NotRegularFile`, :class:`InputTooLarge`, or the system's)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            error = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+            raise NotRegularFile(error, f"{file_type_name(mode)}: not read")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return read_limited(handle, limit)
+    finally:
+        os.close(fd)
+
+
+def read_head(path: str, size: int) -> bytes:
+    """The first ``size`` bytes of a regular file (b"" for anything else or on error)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.read(fd, size)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 class SourceError(Exception):
@@ -75,6 +153,45 @@ class SourceText:
     def to_bytes(self, text: str | None = None) -> bytes:
         body = (self.text if text is None else text).encode(self.encoding)
         return (BOM + body) if self.bom else body
+
+    def rewrite_problem(self, original: bytes) -> Optional[str]:
+        """Why a changed text could not be written back byte for byte (None: it can).
+
+        The codec must be stateless and never escape (:data:`UNSAFE_CODECS`), and the
+        unchanged text must encode to exactly ``original`` (cp932, big5 and others read
+        several byte sequences as one character and write back only one of them). A
+        stateless codec that round-trips the whole text writes each character as it was
+        read, so the bytes outside an edit stay as they were; ``encode_changed`` checks the
+        edited text itself."""
+        name = codecs.lookup(self.encoding).name.replace("_", "-")
+        if name in UNSAFE_CODECS:
+            return f"the file's encoding ({self.encoding}) cannot be rewritten byte for byte"
+        try:
+            again = self.to_bytes()
+        except UnicodeError:
+            again = None
+        if again != original:
+            offset = _first_difference(again or b"", original)
+            row = original.count(b"\n", 0, offset) + 1
+            return (f"the file's {self.encoding} bytes do not survive decoding and encoding unchanged"
+                    f" (line {row})")
+        return None
+
+    def encode_changed(self, text: str) -> Optional[bytes]:
+        """``text`` encoded, or None when that does not decode back to ``text`` exactly."""
+        try:
+            data = self.to_bytes(text)
+            body = data[len(BOM):] if self.bom else data
+            return data if body.decode(self.encoding) == text else None
+        except UnicodeError:
+            return None
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    for index, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return index
+    return min(len(a), len(b))
 
 
 class LineIndex:

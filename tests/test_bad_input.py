@@ -265,36 +265,57 @@ def test_broken_and_looping_symlinks_in_a_walked_tree(project):
     assert_other_file_fixed(project)
 
 
-def test_unreadable_file(project):
-    path = project / "secret.py"
+def as_nobody(*args, cwd):
+    """rocmport run as the unprivileged user ``nobody`` (these cases must run under root too)."""
+    import shutil
+
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:  # pragma: no cover - util-linux is in the CI image
+            pytest.fail("setpriv is needed to run the permission cases as root")
+        prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    else:
+        prefix = []
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return subprocess.run(prefix + [sys.executable, "-m", "rocmport", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, env=env)
+
+
+@pytest.fixture
+def open_project():
+    """A project that ``nobody`` can enter and write (pytest's tmp_path is root's alone)."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="rocmport-perm-"))
+    os.chmod(base, 0o777)
+    (base / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (base / "ok.py").write_text(HAZARD)
+    if os.geteuid() == 0:
+        os.chown(base / "ok.py", 65534, 65534)  # nobody's own file (rocmport keeps owners)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_unreadable_file(open_project):
+    path = open_project / "secret.py"
     path.write_text(HAZARD)
     os.chmod(path, 0)
-    try:
-        if os.access(path, os.R_OK):
-            pytest.skip("running as a user who can read mode-000 files (root)")
-        result = run("fix", "--write", ".", cwd=project)
-        assert result.exit_code == 1
-        assert out_lines(result)[0] == "secret.py:1:1: ROC001 cannot read: Permission denied"
-        assert_other_file_fixed(project)
-    finally:
-        os.chmod(path, 0o644)
+    result = as_nobody("fix", "--write", "--no-cache", ".", cwd=open_project)
+    assert result.returncode == 1, result.stderr
+    assert out_lines(result)[0] == "secret.py:1:1: ROC001 cannot read: Permission denied"
+    assert_other_file_fixed(open_project)
 
 
-def test_read_only_file_with_a_fix_pending(project):
-    path = project / "ro.py"
+def test_read_only_file_with_a_fix_pending(open_project):
+    path = open_project / "ro.py"
     path.write_text(HAZARD)
     os.chmod(path, 0o444)
-    try:
-        if os.access(path, os.W_OK):
-            pytest.skip("running as a user who can write read-only files (root); see the simulated case")
-        result = run("fix", "--write", "ro.py", "ok.py", cwd=project)
-        assert result.exit_code == 2
-        assert "error: ro.py: cannot write: Permission denied (the file is read-only)" in result.stderr
-        assert path.read_text() == HAZARD and stat.S_IMODE(os.stat(path).st_mode) == 0o444
-        assert_other_file_fixed(project)
-        assert not [p for p in project.iterdir() if p.name.startswith(".rocmport-")]
-    finally:
-        os.chmod(path, 0o644)
+    result = as_nobody("fix", "--write", "--no-cache", "ro.py", "ok.py", cwd=open_project)
+    assert result.returncode == 2, result.stderr
+    assert "error: ro.py: cannot write: Permission denied (the file is read-only)" in result.stderr
+    assert path.read_text() == HAZARD and stat.S_IMODE(os.stat(path).st_mode) == 0o444
+    assert_other_file_fixed(open_project)
+    assert not [p for p in open_project.iterdir() if p.name.startswith(".rocmport-")]
 
 
 def test_write_failure_is_reported_not_crashed(project, monkeypatch):
@@ -304,10 +325,10 @@ def test_write_failure_is_reported_not_crashed(project, monkeypatch):
 
     real = writer_module.write_atomic
 
-    def refuse(path, data):
+    def refuse(path, data, **kwargs):
         if os.path.basename(path) == "ro.py":
             raise PermissionError(13, "Permission denied (the file is read-only)", path)
-        return real(path, data)
+        return real(path, data, **kwargs)
 
     monkeypatch.setattr(cli_module, "write_atomic", refuse)
     monkeypatch.setattr(writer_module, "write_atomic", refuse)
