@@ -305,9 +305,14 @@ def unformatted(root: Path, checks: Checks, files: Sequence[str]) -> Tuple[List[
         exe = tool("ruff")
         if exe is None:
             return [], "ruff not found"
-        proc = run([exe, "format", "--no-cache", "--force-exclude", "--check", *files], root)
-        found = [line.split(":", 1)[1].strip() for line in proc.stdout.splitlines()
-                 if line.startswith("Would reformat:")]
+        proc = run([exe, "format", "--no-cache", "--force-exclude", "--check", "--output-format", "json", *files],
+                   root)
+        try:
+            found = sorted({v["filename"] for v in json.loads(proc.stdout)})
+        except (ValueError, KeyError, TypeError):  # a ruff without --output-format for format
+            proc = run([exe, "format", "--no-cache", "--force-exclude", "--check", *files], root)
+            found = [line.split(":", 1)[1].strip() for line in proc.stdout.splitlines()
+                     if line.startswith("Would reformat:")]
     else:
         exe = tool("black")
         if exe is None:
@@ -431,9 +436,9 @@ class Result:
 def lint_counts(rp: Rocmport, root: Path, target: str) -> Tuple[int, Dict[str, int], Optional[str]]:
     proc = rp(root, "lint", "--no-cache", "--output-format", "json", target)
     try:
-        if proc.returncode not in (0, 1):
+        if proc.returncode not in (0, 1) or not proc.stdout.strip():
             raise ValueError
-        data = json.loads(proc.stdout or "[]")
+        data = json.loads(proc.stdout)
     except ValueError:
         return 0, {}, f"lint exit {proc.returncode}: {(proc.stderr or proc.stdout).strip()[:500]}"
     by_code = collections.Counter(f.get("code", "?") for f in data)
@@ -688,9 +693,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 shutil.rmtree(scratch, ignore_errors=True)
         r = results[-1]
         print(f"{path}: {r.seconds} s" + (f" (error: {r.error})" if r.error else ""), file=sys.stderr, flush=True)
+        if args.json:  # after each repository, so a long run can be read as it goes
+            Path(args.json).write_text(json.dumps([asdict(r) for r in results], indent=2) + "\n", encoding="utf-8")
     print(table(results))
-    if args.json:
-        Path(args.json).write_text(json.dumps([asdict(r) for r in results], indent=2) + "\n", encoding="utf-8")
     return 1 if any(r.error for r in results) else 0
 
 
