@@ -45,9 +45,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -649,7 +651,7 @@ def table(results: Sequence[Result]) -> str:
             lint,
             f"{len(r.format_clean_broken)}" + (" [fmt error]" if r.format_error else ""),
             f"{_yes(r.refix_after_write_clean)} / {_yes(r.refix_after_fixers_clean)}",
-            str(len(r.lost_imports)),
+            str(len(r.lost_imports)) if r.more_exit in (0, 1) else f"- (exit {r.more_exit})",
             f"{r.findings_before} → {r.findings_after}",
         ])
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
@@ -677,6 +679,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per rocmport run (default: 3600)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies and print where they are")
     args = parser.parse_args(argv)
+    if threading.current_thread() is threading.main_thread():  # a kill still removes the scratch copy
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rp = Rocmport(args.rocmport_root, args.timeout)
     results = []
     for raw in args.paths:

@@ -157,7 +157,8 @@ path = next(Path(target).rglob("model.py"))
 text = path.read_text()
 hazard = 'mode="reduce-overhead"' in text
 if bad:
-    fixed = text.replace('import torch\n', "import torch\nfrom pkg._gen import is_rocm, is_rocm as IS_ROCM, is_rocm as IS_HIP, is_rocm as HIP_BUILD\n")
+    gate = "from pkg._gen import is_rocm, is_rocm as IS_ROCM, is_rocm as IS_HIP, is_rocm as HIP_BUILD\n"
+    fixed = text.replace("import torch\n", "import torch\n" + gate)
     fixed = fixed.replace('mode="reduce-overhead"', "mode='default' if is_rocm else 'reduce-overhead'")
 else:
     fixed = text.replace('mode="reduce-overhead"', 'mode="default"')
@@ -177,7 +178,8 @@ if "--write" in args:
 if hazard:
     a, b = ("pkg/model.py", "pkg/model.py") if bad else ("a/pkg/model.py", "b/pkg/model.py")
     if bad:
-        sys.stdout.write("".join(difflib.unified_diff([], ["is_rocm = False\n"], "/dev/null", str(Path.cwd() / "pkg/_gen.py"))))
+        new_module = str(Path.cwd() / "pkg/_gen.py")
+        sys.stdout.write("".join(difflib.unified_diff([], ["is_rocm = False\n"], "/dev/null", new_module)))
     sys.stdout.write("".join(difflib.unified_diff(text.splitlines(True), fixed.splitlines(True), a, b)))
     sys.exit(1)
 sys.exit(0)
