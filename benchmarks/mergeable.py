@@ -565,7 +565,7 @@ def _measure(root: Path, target: str, rp: Rocmport, r: Result, more: Sequence[st
     after_violations, r.ruff_error = ruff_violations(root, files_after) if checks.ruff_lint else ([], None)
     after_unformatted, r.format_error = unformatted(root, checks, files_after)
     after_unsorted, r.isort_error = unsorted(root, checks, files_after)
-    for f in after_unformatted:
+    for f in after_unformatted[:5]:  # what the formatter would change, for the first few files
         if checks.formatter == "ruff":
             out = run([tool("ruff"), "format", "--no-cache", "--diff", f], root).stdout
         else:
