@@ -435,16 +435,20 @@ class Result:
     broken_after_write: List[str] = field(default_factory=list)
 
 
-def lint_counts(rp: Rocmport, root: Path, target: str) -> Tuple[int, Dict[str, int], Optional[str]]:
-    proc = rp(root, "lint", "--no-cache", "--output-format", "json", target)
+def lint_findings(rp: Rocmport, root: Path, targets: Sequence[str]) -> Tuple[List[Tuple[str, str]], Optional[str]]:
+    """``rocmport lint`` on ``targets``: ([(file, code)], error)."""
+    proc = rp(root, "lint", "--no-cache", "--output-format", "json", *targets)
     try:
         if proc.returncode not in (0, 1) or not proc.stdout.strip():
             raise ValueError
         data = json.loads(proc.stdout)
     except ValueError:
-        return 0, {}, f"lint exit {proc.returncode}: {(proc.stderr or proc.stdout).strip()[:500]}"
-    by_code = collections.Counter(f.get("code", "?") for f in data)
-    return len(data), dict(sorted(by_code.items())), None
+        return [], f"lint exit {proc.returncode}: {(proc.stderr or proc.stdout).strip()[:500]}"
+    return [(os.path.normpath(f.get("filename", "")), f.get("code", "?")) for f in data], None
+
+
+def by_code(findings: Iterable[Tuple[str, str]]) -> Dict[str, int]:
+    return dict(sorted(collections.Counter(code for _, code in findings).items()))
 
 
 def changed_since(root: Path, base: str, head: str = "HEAD") -> Tuple[List[str], List[str], List[str]]:
@@ -513,9 +517,10 @@ def _measure(root: Path, target: str, rp: Rocmport, r: Result, more: Sequence[st
     r.checks = checks.describe()
 
     # 1. Findings before.
-    r.findings_before, r.findings_before_by_code, error = lint_counts(rp, root, target)
+    before_findings, error = lint_findings(rp, root, [target])
     if error:
         raise RuntimeError(error)
+    r.findings_before, r.findings_before_by_code = len(before_findings), by_code(before_findings)
 
     # 2. The diff, as a patch.
     proc = rp(root, "fix", "--no-cache", target)
@@ -554,10 +559,15 @@ def _measure(root: Path, target: str, rp: Rocmport, r: Result, more: Sequence[st
         r.net_lines_max = max(r.net_lines.values())
         r.net_lines_mean = round(sum(r.net_lines.values()) / len(r.net_lines), 1)
     r.broken_after_write = [f for f in python_files(modified + added) if not parses(root / f)]
-    r.findings_after, r.findings_after_by_code, error = lint_counts(rp, root, target)
+    # From here on rocmport runs on the changed files only (the others are as they were: their
+    # findings are those of the first lint), which keeps large repositories affordable.
+    touched = python_files(modified + added)
+    after_findings, error = lint_findings(rp, root, touched) if touched else ([], None)
     if error:
         r.error = error
-    r.refix_after_write_clean = not rp(root, "fix", "--no-cache", target).stdout.strip()
+    after_findings += [f for f in before_findings if f[0] not in set(touched)]
+    r.findings_after, r.findings_after_by_code = len(after_findings), by_code(after_findings)
+    r.refix_after_write_clean = not touched or not rp(root, "fix", "--no-cache", *touched).stdout.strip()
 
     # 4. The repository's own checks, before and after, on the changed Python files.
     files_after = python_files(modified + added)
@@ -599,14 +609,16 @@ def _measure(root: Path, target: str, rp: Rocmport, r: Result, more: Sequence[st
     # 5. The repository's fixers, then rocmport fix again.
     r.own_fixers = apply_own_fixers(root, checks, files_after)
     formatted = commit_all(root, "own fixers")
-    proc = rp(root, "fix", "--no-cache", target)
-    r.refix_after_fixers_clean = not proc.stdout.strip()
+    proc = rp(root, "fix", "--no-cache", *touched) if touched else None
+    r.refix_after_fixers_clean = proc is None or not proc.stdout.strip()
+    if proc is None:
+        return
     r.refix_after_fixers_files = [n if n != "/dev/null" else o for o, n in diff_file_headers(proc.stdout)]
     r.refix_after_fixers_diff = proc.stdout[:6000]
 
     # 6. A later fix that needs more generated code: every import survives.
     r.more_setting = " ".join(more)
-    proc = rp(root, "fix", "--no-cache", "--write", *more, target)
+    proc = rp(root, "fix", "--no-cache", "--write", *more, *touched)
     r.more_exit = proc.returncode
     later = commit_all(root, "rocmport fix --write " + r.more_setting)
     modified2, added2, _ = changed_since(root, formatted, later)
