@@ -663,7 +663,8 @@ def table(results: Sequence[Result]) -> str:
             lint,
             f"{len(r.format_clean_broken)}" + (" [fmt error]" if r.format_error else ""),
             f"{_yes(r.refix_after_write_clean)} / {_yes(r.refix_after_fixers_clean)}",
-            str(len(r.lost_imports)) if r.more_exit in (0, 1) else f"- (exit {r.more_exit})",
+            (str(len(r.lost_imports)) if r.more_exit in (0, 1)
+             else "-" if r.more_exit is None else f"- (exit {r.more_exit})"),
             f"{r.findings_before} → {r.findings_after}",
         ])
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
