@@ -139,14 +139,18 @@ def import_statements(source: str) -> Optional[collections.Counter]:
     return found
 
 
-def lost_imports(before: str, after: str) -> List[str]:
+def lost_imports(before: str, after: str, original: Optional[str] = None) -> List[str]:
     """Import statements of ``before`` that ``after`` no longer has (a file that stopped
-    parsing loses all of them)."""
+    parsing loses all of them); with ``original`` (the file before rocmport first wrote to it),
+    only the user's own: imports rocmport generated may come and go."""
     old = import_statements(before)
     if old is None:
         return []
     new = import_statements(after) or collections.Counter()
-    return sorted((old - new).elements())
+    lost = old - new
+    if original is not None:
+        lost &= import_statements(original) or collections.Counter()
+    return sorted(lost.elements())
 
 
 def numstat(text: str) -> Dict[str, Tuple[int, int]]:
@@ -626,7 +630,8 @@ def _measure(root: Path, target: str, rp: Rocmport, r: Result, more: Sequence[st
     for f in python_files(modified2):
         before_text = git(root, "show", f"{formatted}:{f}")
         after_text = git(root, "show", f"{later}:{f}")
-        r.lost_imports += [f"{f}: {imp}" for imp in lost_imports(before_text, after_text)]
+        original = git(root, "show", f"{base}:{f}", check=False) if f not in added else None
+        r.lost_imports += [f"{f}: {imp}" for imp in lost_imports(before_text, after_text, original)]
         if not parses(root / f):
             r.broken_after_more.append(f)
 

@@ -89,6 +89,9 @@ def test_lost_imports_sees_deleted_and_moved_imports():
     assert len(mergeable.lost_imports(before, "import os\n(")) == 5
     # One of two identical imports deleted is a loss too.
     assert mergeable.lost_imports("import os\nif x:\n    import os\n", "import os\n") == ["import os"]
+    # Given the file as it was before rocmport wrote to it, only the user's own imports count.
+    written = "import os\nimport torch as _rocmport_torch\nfrom pkg._rocm import is_rocm\n"
+    assert mergeable.lost_imports(written, "", original="import os\n") == ["import os"]
 
 
 def test_numstat_skips_binary_files():
