@@ -437,6 +437,7 @@ class Result:
     lost_imports: List[str] = field(default_factory=list)
     broken_after_more: List[str] = field(default_factory=list)
     broken_after_write: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
 
 
 def lint_findings(rp: Rocmport, root: Path, targets: Sequence[str]) -> Tuple[List[Tuple[str, str]], Optional[str]]:
@@ -468,6 +469,22 @@ def commit_all(root: Path, message: str) -> str:
     git(root, "add", "-A")
     git(root, "commit", "-q", "--allow-empty", "--no-verify", "-m", message)
     return git(root, "rev-parse", "HEAD").strip()
+
+
+def unpin_ruff(root: Path) -> List[str]:
+    """Comment out ``required-version`` in the root's ruff configuration; the files changed."""
+    changed = []
+    for name in ("pyproject.toml", *RUFF_CONFIGS):
+        path = root / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        new = re.sub(r"(?m)^(\s*required-version\s*=)", r"# \1", text)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            changed.append(name)
+    return changed
 
 
 def scratch_copy(path: Path, into: Path) -> Tuple[Path, str]:
@@ -519,6 +536,12 @@ def _measure(root: Path, target: str, rp: Rocmport, r: Result, more: Sequence[st
     base = r.commit
     checks = detect_checks(root)
     r.checks = checks.describe()
+    pinned = unpin_ruff(root)
+    if pinned:
+        # The repository asks for another ruff than the one installed, and ruff refuses to run:
+        # the scratch copy's pin is commented out (and committed) so its configuration is used.
+        r.notes.append(f"ruff's required-version commented out in {', '.join(pinned)}")
+        base = r.commit = commit_all(root, "scratch: run the installed ruff")
 
     # 1. Findings before.
     before_findings, error = lint_findings(rp, root, [target])

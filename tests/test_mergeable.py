@@ -305,3 +305,18 @@ def test_this_checkouts_rocmport_on_a_tiny_repository(tmp_path, monkeypatch):
     assert r["findings_before"] >= 1 and r["findings_after"] < r["findings_before"]
     assert "pkg/model.py" in r["files_changed"]
     assert isinstance(r["git_apply_check"], bool) and isinstance(r["refix_after_fixers_clean"], bool)
+
+
+@needs_ruff
+def test_a_ruff_pin_to_another_version_does_not_stop_the_checks(tmp_path, monkeypatch, fake_rocmport):
+    monkeypatch.setenv("FAKE_ROCMPORT", "bad")
+    repo = make_repo(tmp_path)
+    text = (repo / "pyproject.toml").read_text().replace("[tool.ruff]\n", '[tool.ruff]\nrequired-version = "==0.0.1"\n')
+    (repo / "pyproject.toml").write_text(text)
+    subprocess.run(["git", *mergeable.GIT_ID, "commit", "-qam", "pin ruff"], cwd=repo, check=True)
+    code, r = run_script(tmp_path, monkeypatch, repo, fake_rocmport)
+    assert r["notes"] == ["ruff's required-version commented out in pyproject.toml"]
+    assert r["ruff_error"] is None and r["format_error"] is None
+    assert r["new_ruff_violations"] == {"E501": 1, "F401": 3, "I001": 1}
+    assert r["files_changed"] == ["pkg/model.py"]  # the scratch commit is not counted as a change
+    assert "required-version" in (repo / "pyproject.toml").read_text().splitlines()[1]  # PATH untouched
