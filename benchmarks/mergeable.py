@@ -541,7 +541,7 @@ def _measure(root: Path, target: str, rp: Rocmport, r: Result, more: Sequence[st
         # The repository asks for another ruff than the one installed, and ruff refuses to run:
         # the scratch copy's pin is commented out (and committed) so its configuration is used.
         r.notes.append(f"ruff's required-version commented out in {', '.join(pinned)}")
-        base = r.commit = commit_all(root, "scratch: run the installed ruff")
+        base = commit_all(root, "scratch: run the installed ruff")
 
     # 1. Findings before.
     before_findings, error = lint_findings(rp, root, [target])
@@ -651,9 +651,11 @@ def _measure(root: Path, target: str, rp: Rocmport, r: Result, more: Sequence[st
     modified2, added2, _ = changed_since(root, formatted, later)
     r.more_files_changed = modified2 + added2
     for f in python_files(modified2):
+        if f in added:  # a file rocmport created holds no import of the user's
+            continue
         before_text = git(root, "show", f"{formatted}:{f}")
         after_text = git(root, "show", f"{later}:{f}")
-        original = git(root, "show", f"{base}:{f}", check=False) if f not in added else None
+        original = git(root, "show", f"{base}:{f}", check=False)
         r.lost_imports += [f"{f}: {imp}" for imp in lost_imports(before_text, after_text, original)]
         if not parses(root / f):
             r.broken_after_more.append(f)
