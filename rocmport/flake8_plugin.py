@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import io
 import os
+import sys
 import re
 import tokenize
 from pathlib import Path
@@ -77,27 +78,34 @@ def _roc_selected(options) -> bool:
     try:
         from flake8.style_guide import Decision, DecisionEngine
 
-        from .registry import rule_infos
+        with _OwnPath():
+            from .registry import rule_infos
 
+            infos = rule_infos()
         engine = DecisionEngine(options)
-        return any(engine.decision_for(code) is Decision.Selected for code in rule_infos())
+        return any(engine.decision_for(code) is Decision.Selected for code in infos)
     except Exception:  # pragma: no cover - flake8 internals moved: run as before
         return True
 
 
-def _engine():
-    """rocmport's engine, with its rule package imported from beside this file: under
+class _OwnPath:
+    """Imports inside resolve rocmport's rule package from beside this file: under
     ``python -m flake8`` the working directory comes first on sys.path, and a package of the
     user's named like rocmport's own must not be imported (and run) instead."""
-    import sys
 
+    def __enter__(self):
+        self.home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        sys.path.insert(0, self.home)
+
+    def __exit__(self, *exc):
+        sys.path.remove(self.home)
+
+
+def _engine():
+    """rocmport's engine, its rule package imported from beside this file (see ``_OwnPath``)."""
     if "rocmport.engine" not in sys.modules:
-        home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        sys.path.insert(0, home)
-        try:
+        with _OwnPath():
             from . import engine  # noqa: F401
-        finally:
-            sys.path.remove(home)
     return sys.modules["rocmport.engine"]
 
 

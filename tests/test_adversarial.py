@@ -363,7 +363,7 @@ def test_write_atomic_never_loses_an_edit_or_resurrects_a_file(tmp_path):
 
 @pytest.mark.parametrize("edit", ["change", "delete"])
 def test_fix_write_with_a_file_edited_meanwhile(project, monkeypatch, edit):
-    from rocmport import cli as cli_module
+    from rocmport import runner as cli_module  # the CLI imports check_files from the runner when it runs
 
     real = cli_module.check_files
 

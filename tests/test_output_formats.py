@@ -208,9 +208,10 @@ def test_sarif_is_valid_and_complete(project, sarif_validator):
     (fix,) = hazard["fixes"]
     (change,) = fix["artifactChanges"]
     assert change["artifactLocation"]["uri"] == "pkg/bad.py"
-    (replacement,) = change["replacements"]
+    replacement, gate = change["replacements"]  # the rewrite, and the gate line it tests
     assert replacement["deletedRegion"] == loc["region"]
     assert replacement["insertedContent"]["text"] == '"default" if is_rocm else "reduce-overhead"'
+    assert 'is_rocm = getattr(torch.version, "hip", None) is not None' in gate["insertedContent"]["text"]
     assert "fixes" not in by_rule["ROC105"]  # display-only
     assert run_["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.resolve().as_uri() + "/"
 
