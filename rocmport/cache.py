@@ -40,8 +40,12 @@ class Cache:
         self.fingerprint = settings_fingerprint(settings)
         self._ready = False
 
-    def key(self, path: str, data: bytes) -> str:
+    def key(self, path: str, data: bytes, dependencies: str = "") -> str:
+        """``dependencies``: the digest of the summaries of the project modules the file
+        imports (``ProjectIndex.dependency_digest``): a changed wrapper re-lints its callers."""
         digest = hashlib.blake2b(data, digest_size=20)
+        if dependencies:
+            digest.update(b"\0deps:" + dependencies.encode())
         digest.update(b"\0" + os.path.abspath(path).encode("utf-8", "surrogateescape"))
         digest.update(b"\0" + self.fingerprint.encode())
         return digest.hexdigest()

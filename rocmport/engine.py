@@ -70,7 +70,7 @@ def select_rules(settings: Settings, path: str) -> Tuple[FrozenSet[str], List[Ty
 
 
 def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]],
-            enabled: FrozenSet[str]) -> Analysis:
+            enabled: FrozenSet[str], index=None) -> Analysis:
     """Lint ``text`` once. Raises nothing for bad input: it becomes an ROC001 finding."""
     lines = LineIndex(text)
     if PREFILTER["enabled"]:
@@ -88,6 +88,8 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     if deep is not None:
         return Analysis(text, _roc001(path, *deep, enabled), lines=lines)
     facts = _prescan.Facts.of(tree) if tree is not None else None
+    if facts is not None:
+        facts.index, facts.path = index, path
     if facts is not None and PREFILTER["enabled"]:
         triggered = [r for r in triggered if r.may_match(facts)]
         if not triggered:
@@ -103,7 +105,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     gate, binding = _choose_gate(module, text, block)
     context = RuleContext(path=path, text=text, module=module, wrapper=wrapper, lines=lines,
                           gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes),
-                          facts=facts)
+                          facts=facts, index=index)
     visitors = [rule(context) for rule in triggered]
     try:
         # Not wrapper.visit_batched: that would resolve every declared provider up front.
@@ -453,7 +455,7 @@ def _prelude_edit(analysis: Analysis, requires: Set[str], before: int, path: str
     return Edit(offset, offset, blank + rendered + trailing), extra
 
 
-def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[str, Analysis, int, List[Finding], Dict[str, bytes]]:
+def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=None) -> Tuple[str, Analysis, int, List[Finding], Dict[str, bytes]]:
     """Apply fixes until none applies. Returns (text, last analysis, fixes applied, notes, extra files)."""
     unsafe = settings.unsafe_fixes
     failed: Set = set()
@@ -461,7 +463,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[
     applied = 0
     extra: Dict[str, bytes] = {}
     for _ in range(MAX_FIX_PASSES):
-        analysis = analyze(text, path, settings, rules, enabled)
+        analysis = analyze(text, path, settings, rules, enabled, index)
         candidates = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
         if not candidates or analysis.module is None:
             if analysis.block is not None and analysis.module is not None:
@@ -472,7 +474,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[
                     updated = apply_edits(text, [pedit])
                     if _parse_error(updated) is None:
                         text = updated
-                        analysis = analyze(text, path, settings, rules, enabled)
+                        analysis = analyze(text, path, settings, rules, enabled, index)
             return text, analysis, applied, notes, extra
         chosen: List[Finding] = []
         taken: List[Edit] = []
@@ -517,7 +519,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[
         text = new_text
         applied += len(chosen)
         extra.update(files)
-    analysis = analyze(text, path, settings, rules, enabled)
+    analysis = analyze(text, path, settings, rules, enabled, index)
     remaining = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
     for f in remaining:
         notes.append(_roc002(f, f"fix for {f.code} did not settle after {MAX_FIX_PASSES} passes; the rest was kept", enabled))
@@ -533,7 +535,7 @@ def _roc002(f: Finding, message: str, enabled) -> Finding:
 # Entry points
 # ------------------------------------------------------------------------------------------
 
-def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False) -> FileReport:
+def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False, index=None) -> FileReport:
     """Lint (or fix) the bytes of one file. Never raises for bad input."""
     if path.endswith(".ipynb"):  # Jupyter notebooks: code cells, magics masked
         from .notebook import check_notebook
@@ -555,14 +557,14 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
         return report
     try:
         if fix:
-            text, analysis, applied, notes, extra = fix_text(source.text, path, settings, rules, enabled)
+            text, analysis, applied, notes, extra = fix_text(source.text, path, settings, rules, enabled, index)
             report.findings = analysis.findings + [n for n in notes if n is not None]
             report.fixes_applied = applied
             report.extra_files = extra
             if text != source.text:
                 report.fixed = source.to_bytes(text)
         else:
-            report.findings = analyze(source.text, path, settings, rules, enabled).findings
+            report.findings = analyze(source.text, path, settings, rules, enabled, index).findings
     except Exception as exc:  # a bug in rocmport: report it, go on with other files
         import traceback
 
@@ -574,7 +576,7 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
     return report
 
 
-def check_path(path: str, settings: Settings, *, fix: bool = False) -> FileReport:
+def check_path(path: str, settings: Settings, *, fix: bool = False, index=None) -> FileReport:
     """Read ``path`` and check it; unreadable files become ROC001 findings."""
     try:
         if os.path.isdir(path):
@@ -589,4 +591,4 @@ def check_path(path: str, settings: Settings, *, fix: bool = False) -> FileRepor
             reason = "broken symbolic link"
         report.findings = _roc001(path, f"cannot read: {reason}", 1, 1, enabled)
         return report
-    return check_bytes(data, path, settings, fix=fix)
+    return check_bytes(data, path, settings, fix=fix, index=index)

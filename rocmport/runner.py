@@ -8,11 +8,14 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, List, Optional, Sequence
 
+from codemods._index import ProjectIndex
+
 from .cache import Cache
 from .config import Settings
 from .engine import FileReport, check_bytes, check_path
 
 _SETTINGS: Optional[Settings] = None
+_INDEX: Optional[ProjectIndex] = None
 
 
 def default_jobs() -> int:
@@ -22,16 +25,17 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _init(settings: Settings) -> None:
-    global _SETTINGS
+def _init(settings: Settings, index: Optional[ProjectIndex] = None) -> None:
+    global _SETTINGS, _INDEX
     _SETTINGS = settings
+    _INDEX = index
 
 
 def _work(item):
     path, data, fix = item
     if data is None:
-        return check_path(path, _SETTINGS, fix=fix)
-    return check_bytes(data, path, _SETTINGS, fix=fix)
+        return check_path(path, _SETTINGS, fix=fix, index=_INDEX)
+    return check_bytes(data, path, _SETTINGS, fix=fix, index=_INDEX)
 
 
 def _read(path: str) -> Optional[bytes]:
@@ -51,10 +55,11 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
     reports: List[Optional[FileReport]] = [None] * len(files)
     todo = []
     keys = {}
+    project = ProjectIndex(files)  # module names only: summaries are computed on demand
     for index, path in enumerate(files):
         data = _read(path) if cache is not None else None
         if data is not None:
-            key = cache.key(path, data)
+            key = cache.key(path, data, project.dependency_digest(path, data))
             cached = cache.get(key, path)
             if cached is not None and not (fix and any(f.applies(settings.unsafe_fixes) for f in cached)):
                 reports[index] = FileReport(path=path, findings=cached, original=data)
@@ -67,7 +72,7 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
     if jobs > 1 and len(todo) > 1:
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context,
-                                 initializer=_init, initargs=(settings,)) as pool:
+                                 initializer=_init, initargs=(settings, project)) as pool:
             chunk = max(1, min(16, len(todo) // (jobs * 8) or 1))
             results = pool.map(_work, [item for _, item in todo], chunksize=chunk)
             for (index, _), report in zip(todo, results):
@@ -75,7 +80,7 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
                 if progress:
                     progress(1)
     else:
-        _init(settings)
+        _init(settings, project)
         for index, item in todo:
             reports[index] = _work(item)
             if progress:
