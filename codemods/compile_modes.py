@@ -19,8 +19,7 @@ from rocmport.findings import Applicability, Fix
 
 from ._torch import (COMPILE_CONFIG_NAMES, COMPILE_NAMES, PARTIAL_NAMES, is_module_compile_method,
                      is_torch_compile, qualified_names)
-from ._resolve import (call_arguments, callee_summary, constant_value, dict_flow, function_summary,
-                       imported_as, project_index)
+from ._resolve import call_arguments, callee_summary, constant_value, dict_flow, function_summary
 from .base import Case, Rule, dotted_name, keyword, literal_string, mentions_rocm
 
 ROCM_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
