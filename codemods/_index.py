@@ -26,7 +26,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -34,9 +33,11 @@ COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
 PARTIAL = frozenset({"functools.partial"})
 LIST_MODE_OPTIONS = frozenset({"torch._inductor.list_mode_options"})
 # Words a module must hold for its summary to hold anything but imports (bytes).
-RELEVANT = (b"compile", b"cudagraphs", b"version.hip", b"reduce-overhead", b"max-autotune",
-            b"list_mode_options")
-_IMPORT_RE = re.compile(rb"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b|import[ \t]+([\w. \t,]+))", re.M)
+# A flow needs a compile call (``compile(``, ``partial(torch.compile, ...)``, an alias bound
+# with ``compile as``), or a call of another project function that takes a mode
+# (``..._compile(m, mode=mode)``: both words), an options dict, a ROCm test, a mode constant.
+RELEVANT = (b"compile(", b"compile,", b"compile)", b"compile as", b"cudagraphs", b"version.hip",
+            b"reduce-overhead", b"max-autotune", b"list_mode_options")
 _MAX_DEPTH = 8
 
 MODE, OPTIONS, CUDAGRAPHS = "mode", "options", "cudagraphs"
@@ -105,6 +106,7 @@ class ProjectIndex:
         self._summaries: Dict[str, ModuleSummary] = {}
         self._functions_done: Set[Tuple[str, str]] = set()
         self._dir_is_package: Dict[str, bool] = {}
+        self._record: Optional[Set[str]] = None  # modules whose summaries the current file consulted
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -197,8 +199,10 @@ class ProjectIndex:
         for its own module, not cached)."""
         if tree is not None:
             summary = ModuleSummary(name, path or "", bool(path and path.endswith("__init__.py")))
-            _summarise(self, summary, tree)
+            _summarise(self, summary, tree, own=True)
             return summary
+        if self._record is not None:
+            self._record.add(name)
         found = self._summaries.get(name)
         if found is not None:
             return found
@@ -210,12 +214,13 @@ class ProjectIndex:
         blob = self._bytes(path)
         if blob is None:
             return summary
-        if any(word in blob for word in RELEVANT) or (summary.is_package and b"import" in blob):
+        if (any(word in blob for word in RELEVANT) or (b"compile" in blob and b"mode" in blob)
+                or (summary.is_package and b"import" in blob)):
             try:
                 parsed = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return summary
-            _summarise(self, summary, parsed)
+            _summarise(self, summary, parsed, rebinds=b"global" in blob or b"nonlocal" in blob)
         return summary
 
     def lookup(self, module: str, attr: str, depth: int = 0):
@@ -270,57 +275,46 @@ class ProjectIndex:
                 out.extend((name, test, kind, path) for test, kind in summary.rocm_tests)
         return out
 
-    # -- cache keys ----------------------------------------------------------------------
-    def dependency_digest(self, path: str, data: bytes) -> str:
-        """A digest of the summaries of the first-party modules a file imports (and of the
-        modules those re-export from): part of the file's cache key, so that changing a
-        wrapper re-lints its callers. "" for a file that imports no module of the project."""
-        importer = self.module_name(path) or ""
-        seen: Set[str] = set()
-        todo = list(self._imported_modules(importer, data))
-        digests = []
-        while todo:
-            name = todo.pop()
-            if name in seen or len(seen) > 200:
-                continue
-            seen.add(name)
+    # -- cache keys: the summaries a file's findings depend on ----------------------------
+    def start_recording(self) -> None:
+        """Record every module whose summary is asked for from now on (one file's lint)."""
+        self._record = set()
+
+    def stop_recording(self) -> Dict[str, Tuple[str, str]]:
+        """{module: (hash of its bytes, digest of its summary)} for the modules consulted
+        since ``start_recording``: what the file's findings depend on besides its own text."""
+        names, self._record = self._record or set(), None
+        out = {}
+        for name in sorted(names):
             summary = self.summary(name)
-            if summary is None:
-                continue
-            digests.append(f"{name}:{summary.digest()}")
-            todo.extend(self._first_party(summary.imports.values()))
-        return hashlib.blake2b("\n".join(sorted(digests)).encode(), digest_size=12).hexdigest() if digests else ""
+            path = self.path_of(name)
+            blob = self._bytes(path) if path else None
+            out[name] = (_hash(blob), summary.digest() if summary is not None else "")
+        return out
 
-    def _first_party(self, names: Iterable[str]) -> Iterator:
-        for dotted in names:
-            while dotted:
-                if self.path_of(dotted) is not None:
-                    yield dotted
-                    break
-                dotted = dotted.rpartition(".")[0]
-
-    def _imported_modules(self, importer: str, data: bytes):
-        """First-party modules named by the import statements of ``data`` (a superset: read
-        with a pattern, not a parse), with the packages above them."""
-        for match in _IMPORT_RE.finditer(data):
-            if match.group(1) is not None:
-                raw = match.group(1).decode("ascii", "replace")
-                level = len(raw) - len(raw.lstrip("."))
-                base = self.absolute(importer, raw.lstrip(".") or None, level) if level else raw
-                names = [base] if base else []
-                if base:  # ``from pkg import mod``: the submodules too
-                    tail = data[match.end():match.end() + 400].split(b"\n\n", 1)[0]
-                    names += [f"{base}.{w.decode()}" for w in re.findall(rb"\b([A-Za-z_]\w*)\b", tail)]
+    def dependency_digest(self, record: Dict[str, Sequence[str]]) -> str:
+        """The digest of the current summaries of the modules in ``record`` (as
+        ``stop_recording`` made it): a summary is recomputed only for a module whose bytes
+        changed since, so a changed wrapper changes its callers' digests, and a comment
+        changes nothing. "" for a file that consulted no module."""
+        if not record:
+            return ""
+        parts = []
+        for name in sorted(record):
+            recorded_hash, recorded_digest = record[name]
+            path = self.path_of(name)
+            blob = self._bytes(path) if path else None
+            if _hash(blob) == recorded_hash:
+                digest = recorded_digest
             else:
-                names = [n.strip().split()[0] for n in match.group(2).decode("ascii", "replace").split(",")
-                         if n.strip()]
-            for name in names:
-                parts = name.split(".")
-                for i in range(1, len(parts) + 1):
-                    dotted = ".".join(parts[:i])
-                    if self.path_of(dotted) is not None:
-                        yield dotted
+                summary = self.summary(name)
+                digest = summary.digest() if summary is not None else ""
+            parts.append(f"{name}:{digest}")
+        return hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
 
+
+def _hash(blob: Optional[bytes]) -> str:
+    return "" if blob is None else hashlib.blake2b(blob, digest_size=12).hexdigest()
 
 
 # ----------------------------------------------------------------------------------------
@@ -419,18 +413,30 @@ def _top_level(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _top_level(handler.body)
 
 
-def _summarise(index: ProjectIndex, summary: ModuleSummary, tree: ast.AST) -> None:
+def _summarise(index: ProjectIndex, summary: ModuleSummary, tree: ast.AST, own: bool = False,
+               rebinds: bool = True) -> None:
+    """Fill ``summary`` from ``tree`` (``own``: the linted file itself, methods too;
+    ``rebinds``: whether a function may rebind a module name, ``global`` in the bytes)."""
     body = getattr(tree, "body", [])
     summary.parsed = True
     summary.imports = imports = _module_imports(index, summary.name, body)
     torch_names = _torch_names(imports)
     assigned: Dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            assigned[node.id] = assigned.get(node.id, 0) + 1
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            for n in node.names:
-                assigned[n] = assigned.get(n, 0) + 2
+    for stmt in _top_level(body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            assigned[stmt.name] = assigned.get(stmt.name, 0) + 1
+        elif not isinstance(stmt, (ast.If, ast.Try, ast.With)) and type(stmt).__name__ != "TryStar":
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    assigned[node.id] = assigned.get(node.id, 0) + 1
+                elif isinstance(node, ast.alias):
+                    bound = node.asname or node.name.split(".", 1)[0]
+                    assigned[bound] = assigned.get(bound, 0) + 1
+    if rebinds:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                for n in node.names:
+                    assigned[n] = assigned.get(n, 0) + 2
     functions: Dict[str, ast.AST] = {}
     partials: List[Tuple[str, ast.Call]] = []
     for stmt in body:  # functions and constants: the top level proper only
@@ -469,7 +475,7 @@ def _summarise(index: ProjectIndex, summary: ModuleSummary, tree: ast.AST) -> No
         found = builder.partial(target, call)
         if found is not None:
             summary.functions[target] = found
-    for stmt in body:
+    for stmt in body if own else ():  # methods: only the linted file's own rules ask
         if isinstance(stmt, ast.ClassDef):
             seen: Set[str] = set()
             for item in stmt.body:
@@ -608,36 +614,53 @@ class _FunctionFlows:
                         yield k.value, reached, False
 
     def function(self, node) -> Optional[FunctionSummary]:
+        args = node.args
+        if not (args.posonlyargs or args.args or args.kwonlyargs or args.kwarg):
+            return None  # nothing to forward (a closure's parameters belong to its outer function)
         positional, keywords, defaults, has_default = _params(node)
-        params = set(positional) | set(keywords) | {a.arg for a in node.args.kwonlyargs}
-        kwarg = node.args.kwarg.arg if node.args.kwarg else None
+        params = set(positional) | set(keywords)
+        kwarg = args.kwarg.arg if args.kwarg else None
         stored: Set[str] = set()
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
-                stored.add(sub.id)
+        calls: List[ast.Call] = []
+        returned_dicts: List[ast.Dict] = []
+        config_writes: List[ast.Assign] = []
+        for sub in ast.walk(node):  # one walk: what is rebound, called, returned, written
+            kind = type(sub)
+            if kind is ast.Name:
+                if type(sub.ctx) is not ast.Load:
+                    stored.add(sub.id)
+            elif kind is ast.Call:
+                calls.append(sub)
+            elif kind is ast.Return:
+                if type(sub.value) is ast.Dict:
+                    returned_dicts.append(sub.value)
+            elif kind is ast.Assign:
+                if len(sub.targets) == 1 and type(sub.targets[0]) is ast.Attribute \
+                        and sub.targets[0].attr == "cudagraphs":
+                    config_writes.append(sub)
         # a parameter that is rebound in the body is not followed
         clean = {p for p in params if p not in stored}
+        if kwarg in stored:
+            kwarg = None
+        if not clean and kwarg is None:
+            return None
         flows: Dict[str, str] = {}
         kw_flows: Dict[str, str] = {}
-        returned_dicts: List[ast.Dict] = []
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Return) and isinstance(sub.value, ast.Dict):
-                returned_dicts.append(sub.value)
-            elif isinstance(sub, ast.Assign) and len(sub.targets) == 1:
-                # torch._inductor.config.triton.cudagraphs = p
-                dotted = _dotted(sub.targets[0]) or ""
-                if dotted.endswith("triton.cudagraphs") and isinstance(sub.value, ast.Name) \
-                        and sub.value.id in clean:
-                    full = _resolve_name(self.imports, set(), self.module, sub.targets[0]) or ""
-                    if full.startswith("torch._inductor.config"):
-                        flows[sub.value.id] = CUDAGRAPHS
-            if not isinstance(sub, ast.Call):
-                continue
+        for sub in config_writes:
+            # torch._inductor.config.triton.cudagraphs = p
+            dotted = _dotted(sub.targets[0]) or ""
+            if dotted.endswith("triton.cudagraphs") and isinstance(sub.value, ast.Name) and sub.value.id in clean:
+                full = _resolve_name(self.imports, set(), self.module, sub.targets[0]) or ""
+                if full.startswith("torch._inductor.config"):
+                    flows[sub.value.id] = CUDAGRAPHS
+        for sub in calls:
+            if not _may_carry(sub, clean, kwarg):
+                continue  # no parameter in its arguments: spares resolving its callee
             for value, reached, splat in self._call_targets(sub):
                 if reached is None:
                     continue
                 if splat:
-                    if isinstance(value, ast.Name) and value.id == kwarg and kwarg not in stored:
+                    if isinstance(value, ast.Name) and value.id == kwarg:
                         if reached == "kwargs":
                             kw_flows.update({MODE: MODE, OPTIONS: OPTIONS})
                         elif isinstance(reached, tuple):
@@ -705,6 +728,24 @@ class _FunctionFlows:
                                    inner.has_default | frozenset(bound), dict(inner.flows), dict(inner.kw_flows),
                                    call.lineno, "partial")
         return None
+
+
+def _may_carry(call: ast.Call, clean: Set[str], kwarg: Optional[str]) -> bool:
+    """Can a call hand one of ``clean`` (or ``**kwarg``) on, in a shape ``function`` reads:
+    an argument that is the parameter (or a conditional of it), a dict or a call holding it?"""
+    values = [a for a in call.args if type(a) is not ast.Starred] + [k.value for k in call.keywords]
+    for value in values:
+        kind = type(value)
+        if kind is ast.Name or kind is ast.IfExp:
+            if any(name in clean or name == kwarg for name in _leaf_names(value)):
+                return True
+        elif kind is ast.Dict:
+            if any(name in clean for item in value.values if item is not None for name in _leaf_names(item)):
+                return True
+        elif kind is ast.Call:
+            if _may_carry(value, clean, None):
+                return True
+    return False
 
 
 def _leaf_names(value: ast.AST) -> Iterator[str]:

@@ -31,17 +31,30 @@ LIST_MODE_OPTIONS = frozenset({"torch._inductor.list_mode_options"})
 
 
 def _may_call_project_function(facts) -> bool:
-    """Could a call of this file reach torch.compile through a function of the project
-    (the project index's summaries): a module-level import of a name that the index knows
-    as such a function, used in the file."""
+    """Could a call of this file hand a CUDA-graph mode or option to torch.compile through a
+    function of the project (the index)? Only with something to hand on: a CUDA-graph mode
+    literal, a keyword about CUDA graphs, or a call with mode=, options= or ** whose callee
+    the index knows as such a function."""
     index = facts.index
     if index is None:
         return False
+    if not facts.strings.isdisjoint(ROCM_MODES) or any("cudagraph" in k for k in facts.keywords):
+        return True
     importer = None
-    for name, fulls in facts.binding_kinds_imports().items():
-        if name not in facts.names:
+    imports = None
+    splat_ok = not facts.dict_keys.isdisjoint(("mode", "options")) or not facts.stored_keys.isdisjoint(
+        ("mode", "options"))
+    for call in facts.keyword_calls:
+        if not splat_ok and not any(k.arg in ("mode", "options") for k in call.keywords):
+            continue  # only ** splats, and no dict of the file holds a mode or options
+        root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name):
             continue
-        for full in fulls:
+        if imports is None:
+            imports = _module_imports(facts)
+        for full in imports.get(root.id, ()):
             if full.startswith("."):
                 if importer is None:
                     importer = index.module_name(facts.path or "") or ""
@@ -49,13 +62,52 @@ def _may_call_project_function(facts) -> bool:
                 base = index.absolute(importer, None, level)
                 rest = full[level:]
                 full = f"{base}.{rest}" if base and rest else (base or rest)
-            found = index.lookup_dotted(full) if full else None
-            if found is not None and found[0] in ("function", "module"):
-                if found[0] == "function":
-                    return True
-                summary = index.summary(found[1])
-                if summary is not None and summary.functions:
-                    return True
+            func = call.func
+            tail = []
+            while isinstance(func, ast.Attribute):
+                tail.append(func.attr)
+                func = func.value
+            dotted = ".".join([full] + list(reversed(tail)))
+            if full and index.function(dotted) is not None:
+                return True
+    return False
+
+
+def _module_imports(facts) -> Dict[str, Set[str]]:
+    """name -> what imports bind to it: the absolute ones (``Facts.bindings``) and the
+    relative ones run at module level (dotted as ``Facts.binding_kinds_imports`` spells them)."""
+    out = {name: set(fulls) for name, fulls in facts.bindings.items()}
+    todo = list(getattr(facts.tree, "body", ()))
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, ast.ImportFrom) and stmt.level:
+            module = "." * stmt.level + (stmt.module or "")
+            for alias in stmt.names:
+                if alias.name != "*":
+                    full = f"{module}.{alias.name}" if stmt.module else f"{module}{alias.name}"
+                    out.setdefault(alias.asname or alias.name, set()).add(full)
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            todo.extend(stmt.body + stmt.orelse + getattr(stmt, "finalbody", []))
+            for handler in getattr(stmt, "handlers", ()):
+                todo.extend(handler.body)
+    return out
+
+
+def _may_hand_on(call: cst.Call) -> bool:
+    """Can a call of an imported function hand a CUDA-graph mode or option on: a keyword
+    about modes, options or CUDA graphs, a ** splat, a CUDA-graph mode literal or a True?"""
+    for arg in call.args:
+        if arg.star == "**":
+            return True
+        if arg.keyword is not None:
+            word = arg.keyword.value.lower()
+            if "mode" in word or "option" in word or "cudagraph" in word:
+                return True
+        value = arg.value
+        leaves = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+        for leaf in leaves:
+            if literal_string(leaf) in ROCM_MODES or (isinstance(leaf, cst.Name) and leaf.value == "True"):
+                return True
     return False
 
 
@@ -151,7 +203,7 @@ class _CompileCalls(Rule):
                 for element in a.value.elements:
                     if isinstance(element, cst.DictElement) and literal_string(element.key) == name:
                         yield element.value
-            elif a.star == "**" and isinstance(a.value, cst.Name):
+            elif a.star == "**" and isinstance(a.value, cst.Name) and self._file_has_key(name):
                 for key, value in dict_flow(self, a.value):
                     if key == name:
                         yield value
@@ -185,7 +237,7 @@ class _CompileCalls(Rule):
         if any(a.star == "**" or (a.keyword is not None and a.keyword.value in ("mode", "options"))
                for a in node.args):
             kind = self.compile_call_kind(node)
-        if kind is None and node.args:
+        if kind is None and node.args and (_may_hand_on(node) or self._local_callee(node.func)):
             summary = callee_summary(self, node.func)
             if summary is not None:
                 self._wrappers[node] = summary
@@ -194,6 +246,18 @@ class _CompileCalls(Rule):
             return
         self.check_call(node, kind)
 
+
+    def _file_has_key(self, name: str) -> bool:
+        """Does some dict of the file hold the key ``name`` (a display or ``d["name"] = ``)?
+        Spares following a ``**kw`` (a scope analysis) where no dict could hold it."""
+        facts = self.context.facts
+        return facts is None or name in facts.dict_keys or name in facts.stored_keys or name in facts.keywords
+
+    def _local_callee(self, func: cst.BaseExpression) -> bool:
+        """A bare name bound only at module level (a function or partial of this file)."""
+        facts = self.context.facts
+        return (isinstance(func, cst.Name) and facts is not None
+                and facts.binding_kinds().get(func.value) == {"module"})
 
     def in_cpu_branch(self, node: cst.CSTNode) -> bool:
         """True when ``node`` is only evaluated where the device is the CPU (``if device ==

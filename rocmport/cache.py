@@ -50,6 +50,48 @@ class Cache:
         digest.update(b"\0" + self.fingerprint.encode())
         return digest.hexdigest()
 
+    # A file's findings also depend on the summaries of the project modules its lint
+    # consulted (codemods._index): recorded per file content, they join its key.
+    def lookup_key(self, path: str, data: bytes, index) -> Optional[str]:
+        """The key of ``path``'s entry given the current summaries of the modules its last
+        lint consulted (none recorded: the plain key); None when a record is unreadable."""
+        record = self._read_json(self._record(self.key(path, data)))
+        if record is None:
+            return self.key(path, data)
+        try:
+            return self.key(path, data, index.dependency_digest(record))
+        except (TypeError, ValueError):
+            return None
+
+    def put_with_dependencies(self, path: str, data: bytes, index, record, findings: List[Finding]) -> None:
+        base = self.key(path, data)
+        target = self._record(base)
+        if record or target.exists():
+            self._write_json(target, record or {})
+        self.put(self.key(path, data, index.dependency_digest(record or {})), findings)
+
+    def _record(self, key: str) -> Path:
+        return self.directory / f"v{FORMAT}" / "deps" / key[:2] / f"{key}.json"
+
+    @staticmethod
+    def _read_json(path: Path):
+        try:
+            with open(path, "rb") as handle:
+                return json.loads(handle.read())
+        except (OSError, ValueError):
+            return None
+
+    def _write_json(self, entry: Path, value) -> None:
+        try:
+            self._prepare()
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(value, handle, separators=(",", ":"))
+            os.replace(tmp, entry)
+        except OSError:
+            pass
+
     def _entry(self, key: str) -> Path:
         return self.directory / f"v{FORMAT}" / key[:2] / f"{key}.json"
 

@@ -33,9 +33,13 @@ def _init(settings: Settings, index: Optional[ProjectIndex] = None) -> None:
 
 def _work(item):
     path, data, fix = item
-    if data is None:
-        return check_path(path, _SETTINGS, fix=fix, index=_INDEX)
-    return check_bytes(data, path, _SETTINGS, fix=fix, index=_INDEX)
+    if _INDEX is not None:
+        _INDEX.start_recording()
+    report = (check_path(path, _SETTINGS, fix=fix, index=_INDEX) if data is None
+              else check_bytes(data, path, _SETTINGS, fix=fix, index=_INDEX))
+    if _INDEX is not None:
+        report.dependencies = _INDEX.stop_recording()  # the summaries its findings depend on
+    return report
 
 
 def _read(path: str) -> Optional[bytes]:
@@ -59,14 +63,14 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
     for index, path in enumerate(files):
         data = _read(path) if cache is not None else None
         if data is not None:
-            key = cache.key(path, data, project.dependency_digest(path, data))
-            cached = cache.get(key, path)
+            key = cache.lookup_key(path, data, project)
+            cached = cache.get(key, path) if key is not None else None
             if cached is not None and not (fix and any(f.applies(settings.unsafe_fixes) for f in cached)):
                 reports[index] = FileReport(path=path, findings=cached, original=data)
                 if progress:
                     progress(1)
                 continue
-            keys[index] = key
+            keys[index] = data
         todo.append((index, (path, data, fix)))
     jobs = jobs or default_jobs()
     if jobs > 1 and len(todo) > 1:
@@ -86,11 +90,10 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
             if progress:
                 progress(1)
     if cache is not None:
-        for index, key in keys.items():
+        for index, data in keys.items():
             report = reports[index]
-            if report is not None and report.internal_error is None and not fix:
-                cache.put(key, report.findings)
-            elif report is not None and report.internal_error is None and fix and report.fixed is None \
-                    and not report.extra_files:
-                cache.put(key, report.findings)  # nothing to fix: the lint result is the same
+            if report is not None and report.internal_error is None and (not fix or (
+                    report.fixed is None and not report.extra_files)):  # nothing to fix: the lint result
+                cache.put_with_dependencies(files[index], data, project, getattr(report, "dependencies", {}),
+                                            report.findings)
     return reports  # type: ignore[return-value]
