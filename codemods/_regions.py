@@ -567,11 +567,16 @@ class Analysis:
         for scope, call, _cls in self.disable_calls:
             for target in self._compile_targets(call.args[0].value, scope):
                 target.island = True
+        self.compiled_when: Dict[int, Set[Optional[str]]] = {}  # id(target) -> conditions of its compile sites
         for scope, call, _cls in self.compile_calls:
             line = self.line(call)
             if call.args and call.args[0].keyword is None and not call.args[0].star:
                 for target in self._compile_targets(call.args[0].value, scope):
                     self.compiled.append((target, line))
+                    self.compiled_when.setdefault(id(target), set()).add(self._site_condition(call))
+        for scope in self.all_functions:
+            if scope.compiled_line is not None:
+                self.compiled_when.setdefault(id(scope), set()).add(None)
         # names bound to compiled callables (for ROC304)
         for scope in self._all_scopes():
             for target, value in scope.assigns:
@@ -694,9 +699,49 @@ class Analysis:
             if id(target) in seen:
                 continue
             seen.add(id(target))
-            regions.append(Region("compiled", line, f"inside `{target.label}`, compiled at line {line}", None,
-                                  entries=[target]))
+            region = Region("compiled", line, f"inside `{target.label}`, compiled at line {line}", None,
+                            entries=[target])
+            conditions = self.compiled_when.get(id(target), {None})
+            region.condition = next(iter(conditions)) if len(conditions) == 1 else None
+            regions.append(region)
         return regions
+
+    # -- the path on which a function is compiled ----------------------------------------------
+    def _parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        from libcst.metadata import ParentNodeProvider
+
+        return self.ctx.metadata(ParentNodeProvider).get(node)
+
+    def _site_condition(self, call: cst.Call) -> Optional[str]:
+        """``C`` when the compile call only runs under ``if C:`` (``not C`` in its ``else``),
+        C a flag (a name or attribute chain); None otherwise."""
+        child, node = call, self._parent(call)
+        while node is not None and not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+            if isinstance(node, cst.If) and child is not node.test:
+                flag = _flag(node.test)
+                if flag is None:
+                    return None
+                return flag if child is node.body else _negate(flag)
+            child, node = node, self._parent(node)
+        return None
+
+    def never_compiled_here(self, region: Region, node: cst.CSTNode) -> bool:
+        """Does ``node`` only run on the path where the region's function is not compiled:
+        it is compiled under ``if C:`` and ``node`` sits under ``if not C:`` (or the ``else``
+        of ``if C:``) in the compiled code?"""
+        condition = getattr(region, "condition", None)
+        if condition is None:
+            return False
+        child, current = node, self._parent(node)
+        while current is not None and not isinstance(current, cst.Module):
+            if isinstance(current, cst.If) and child is not current.test:
+                flag = _flag(current.test)
+                if flag is not None:
+                    runs_when = flag if child is current.body else _negate(flag)
+                    if runs_when == _negate(condition):
+                        return True
+            child, current = current, self._parent(current)
+        return False
 
     # -- scanning a function or a region's statements ------------------------------------------
     def values(self, scope: Optional[Scope]) -> Dict[str, List[cst.BaseExpression]]:
@@ -959,7 +1004,7 @@ class Analysis:
                     return
             if self._is_cpu_tensor(receiver, scope):
                 events.append(Event("h2d", node, "cpu-tensor"))
-        elif attr in LOG_METHODS and self._is_logger(receiver, scope):
+        elif attr in LOG_METHODS and self._is_logger(receiver, scope) and not self._silenced(receiver, attr, scope):
             events.append(Event("log", node))
 
     def _repeat_interleave(self, node: cst.Call, repeats: Sequence[cst.Arg], events: List[Event], label: str) -> None:
@@ -988,6 +1033,36 @@ class Analysis:
                             n.startswith("logging.") or n.endswith("get_logger") for n in self.qnames(value.func)):
                         return True
                 current = current.parent
+        return False
+
+    def _silenced(self, receiver: cst.BaseExpression, attr: str, scope: Optional[Scope]) -> bool:
+        """A logger that the file rebinds to a no-op (typically unless a variable is set):
+        ``logger.info = lambda *a, **k: None``, ``logger = _NullLogger()`` whose ``info`` does
+        nothing, or ``logger = noop``: the call may do nothing, so it is not reported."""
+        name = dotted_name(receiver)
+        if name is None:
+            return False
+        current = scope
+        while current is not None:
+            for target, value in current.assigns:
+                target_name = dotted_name(target)
+                if target_name == f"{name}.{attr}" and self._is_noop(value, current):
+                    return True
+                if target_name == name and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                    cls = self.lookup_class(current, value.func.value)
+                    method = self.method(cls, attr) if cls is not None else None
+                    if method is not None and _trivial(method.node):
+                        return True
+            current = current.parent
+        return False
+
+    def _is_noop(self, value: cst.BaseExpression, scope: Scope) -> bool:
+        if isinstance(value, cst.Lambda):
+            body = value.body
+            return (isinstance(body, cst.Name) and body.value == "None") or isinstance(body, cst.Ellipsis)
+        if isinstance(value, cst.Name):
+            func = self.lookup_func(scope, value.value)
+            return func is not None and _trivial(func.node)
         return False
 
     def _is_cpu_tensor(self, expr: cst.BaseExpression, scope: Optional[Scope], depth: int = 0) -> bool:
@@ -1079,7 +1154,8 @@ class Analysis:
                 self._compiled_in_capture(region, (), scope, where, chain)
         else:
             for event in events:
-                self._emit_compiled(event, where)
+                if not self.never_compiled_here(region, event.node):
+                    self._emit_compiled(event, where)
 
     def _emit_capture(self, region: Region, event: Event, chain, where: str, scope) -> None:
         invalid = ("a host synchronization invalidates the capture on CUDA and can be swallowed"
@@ -1230,6 +1306,38 @@ class Analysis:
             return None
         return Fix(Applicability.SAFE, "Move `torch.cuda.synchronize()` to just after the capture block",
                    (ctx.edit(line_start, stmt_start, indent),))
+
+
+def _trivial(function: cst.CSTNode) -> bool:
+    """A function whose body does nothing: ``pass``, ``...``, a docstring, ``return [None]``."""
+    if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    for stmt in function.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.Ellipsis,
+                                                                         cst.ConcatenatedString)):
+                continue
+            if isinstance(small, cst.Return) and (small.value is None or (
+                    isinstance(small.value, cst.Name) and small.value.value == "None")):
+                continue
+            return False
+    return True
+
+
+def _flag(test: cst.BaseExpression) -> Optional[str]:
+    """``args.compile`` / ``not USE_COMPILE``: a flag (a dotted name, or its negation)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _flag(test.expression)
+        return None if inner is None else _negate(inner)
+    return dotted_name(test)
+
+
+def _negate(flag: str) -> str:
+    return flag[4:] if flag.startswith("not ") else "not " + flag
 
 
 def _exits(block: cst.BaseSuite) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .harness import FIXTURES, assert_fix_properties, fixture_pairs, lint
+from .harness import FIXTURES, assert_fix_properties, codes, fixture_pairs, lint
 
 CODES = ["ROC401", "ROC402", "ROC403"]
 
@@ -98,3 +98,68 @@ def test_early_exit_guard():
     src = ("import torch\n@torch.compile\ndef f(x):\n    if torch.compiler.is_compiling():\n        return x\n"
            "    print(x)\n    return x\n")
     assert lint(src, select=CODES) == []
+
+
+# -- precision: the path on which a function is compiled, loggers silenced by the file -------
+
+_FLAGGED = '''import torch
+USE_COMPILE = True
+def step(x):
+    if not USE_COMPILE:
+        print(x.sum().item())
+    if USE_COMPILE:
+        y = x
+    else:
+        y = x.item()
+    return x.tolist()
+if USE_COMPILE:
+    step = torch.compile(step)
+'''
+
+
+def test_hazards_on_the_path_where_the_function_is_not_compiled_are_not_reported():
+    found = lint(_FLAGGED)
+    assert [(f.code, f.start.row) for f in found] == [("ROC401", 10)]
+
+
+def test_the_same_hazards_are_reported_when_compiled_on_every_path():
+    src = _FLAGGED.replace("if USE_COMPILE:\n    step = torch.compile(step)", "step = torch.compile(step)")
+    assert sorted((f.code, f.start.row) for f in lint(src)) == [
+        ("ROC401", 5), ("ROC401", 9), ("ROC401", 10), ("ROC402", 5)]
+
+
+def test_a_different_flag_is_no_proof():
+    src = _FLAGGED.replace("if not USE_COMPILE:", "if not VERBOSE:")
+    assert ("ROC401", 5) in [(f.code, f.start.row) for f in lint(src)]
+
+
+_LOGGER = '''import logging
+import os
+import torch
+logger = logging.getLogger(__name__)
+{rebind}
+@torch.compile
+def f(x):
+    logger.info("x")
+    return x
+'''
+
+
+@pytest.mark.parametrize("rebind", [
+    'if not os.environ.get("DEBUG"):\n    logger.info = lambda *args, **kwargs: None',
+    'def _noop(*args, **kwargs):\n    pass\nif not os.environ.get("DEBUG"):\n    logger.info = _noop',
+    'class _Null:\n    def info(self, *args):\n        """Nothing."""\nif not os.environ.get("DEBUG"):\n'
+    '    logger = _Null()',
+])
+def test_a_logger_rebound_to_a_no_op_is_not_reported(rebind):
+    assert codes(_LOGGER.format(rebind=rebind)) == []
+
+
+@pytest.mark.parametrize("rebind", [
+    "",
+    'if not os.environ.get("DEBUG"):\n    logger.warning = lambda *args, **kwargs: None',  # another method
+    'def _loud(*args):\n    print(*args)\nlogger.info = _loud',  # not a no-op
+    'class _Null:\n    def info(self, *args):\n        print(args)\nlogger = _Null()',
+])
+def test_a_logger_that_still_logs_is_reported(rebind):
+    assert "ROC402" in codes(_LOGGER.format(rebind=rebind))
