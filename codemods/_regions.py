@@ -50,7 +50,14 @@ RNG_NAMES = {
     "torch.random.manual_seed": "seed",
     "torch.cuda.seed": "seed", "torch.cuda.seed_all": "seed", "torch.seed": "seed",
     "torch.random.seed": "seed",
+    "torch.Generator.get_state": "get", "torch.Generator.set_state": "set",
+    "torch.Generator.manual_seed": "seed", "torch.Generator.seed": "seed",
 }
+# nn.Module methods that return the module itself: ``Model().cuda().eval()`` holds a Model.
+_MODULE_SELF_METHODS = frozenset({"cuda", "to", "eval", "train", "half", "float", "double", "bfloat16", "cpu",
+                                  "requires_grad_", "share_memory", "to_empty", "type", "xpu", "apply"})
+# torch.Generator methods that read or change the generator's state: "get", "set" or "seed".
+GENERATOR_METHODS = {"get_state": "get", "set_state": "set", "manual_seed": "seed", "seed": "seed"}
 NONZERO_NAMES = frozenset({"torch.nonzero", "torch.argwhere", "torch.masked_select",
                            "torch.unique", "torch.unique_consecutive"})
 # Factories that make a CPU tensor unless told otherwise.
@@ -436,6 +443,10 @@ class Analysis:
                 cls = self.lookup_class(scope, func.value)
                 if cls is not None:
                     return {cls}
+            if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_SELF_METHODS:
+                held = self.classes_of(func.value, scope, depth + 1)  # Model().cuda().eval(): still a Model
+                if held:
+                    return held
             if expr.args and self.ctx.may_resolve(func, COMPILE_NAMES) and self.qnames(func) & COMPILE_NAMES:
                 return self.classes_of(expr.args[0].value, scope, depth + 1)
             found: Set[ClassInfo] = set()
@@ -983,7 +994,9 @@ class Analysis:
             if attr in LOG_METHODS and "logging" in {q.split(".")[0] for q in self.qnames(receiver)} | {dotted_name(receiver)}:
                 events.append(Event("log", node))
             return
-        if attr in ("item", "tolist", "numpy") and not node.args:
+        if GENERATOR_METHODS.get(attr) and self._is_cuda_generator(receiver, scope):
+            events.append(Event("rng", node, f"torch.Generator.{attr}"))
+        elif attr in ("item", "tolist", "numpy") and not node.args:
             events.append(Event("item", node, attr))
         elif attr == "cpu":
             events.append(Event("cpu", node, ".cpu()"))
@@ -1034,6 +1047,52 @@ class Analysis:
                         return True
                 current = current.parent
         return False
+
+    def _is_cuda_generator(self, expr: cst.BaseExpression, scope: Optional[Scope], depth: int = 0) -> bool:
+        """A CUDA ``torch.Generator``: ``torch.cuda.default_generators[i]``, a generator that
+        a ``for`` takes from them, ``torch.Generator(device="cuda")``, or a name bound to one."""
+        if depth > 3:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return "torch.cuda.default_generators" in self.qnames(expr.value)
+        if isinstance(expr, cst.Call):
+            if not self.qnames(expr.func) & {"torch.Generator", "torch._C.Generator"}:
+                return False
+            device = keyword(expr, "device")
+            value = device.value if device is not None else (
+                expr.args[0].value if expr.args and expr.args[0].keyword is None else None)
+            return value is not None and not _is_cpu_device(value)
+        if isinstance(expr, cst.Name):
+            current = scope
+            while current is not None:
+                if any(self._is_cuda_generator(v, current, depth + 1)
+                       for v in self.values(current).get(expr.value, ())):
+                    return True
+                for target, iterable in current.fors:
+                    if isinstance(target, cst.Name) and target.value == expr.value \
+                            and "torch.cuda.default_generators" in self.qnames(iterable):
+                        return True
+                current = current.parent
+        return False
+
+    def _size_read(self, node: cst.Subscript) -> bool:
+        """``t = x[mask]`` followed by ``t.numel()``, ``t.size(...)``, ``t.shape`` or ``len(t)``
+        in the same function (or ``x[mask].numel()`` itself): the data-dependent size reaches
+        Python."""
+        parent = self._parent(node)
+        if isinstance(parent, cst.Attribute) and parent.attr.value in ("numel", "size", "shape"):
+            return True
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1
+                and isinstance(parent.targets[0].target, cst.Name)):
+            return False
+        name = re.escape(parent.targets[0].target.value)
+        body = parent
+        while body is not None and not isinstance(body, (cst.FunctionDef, cst.Module)):
+            body = self._parent(body)
+        if body is None:
+            return False
+        return bool(re.search(rf"(?<![\w.]){name}\s*\.\s*(?:numel|size)\s*\(|(?<![\w.]){name}\s*\.\s*shape\b"
+                              rf"|\blen\(\s*{name}\s*\)", self.code(body)))
 
     def _silenced(self, receiver: cst.BaseExpression, attr: str, scope: Optional[Scope]) -> bool:
         """A logger that the file rebinds to a no-op (typically unless a variable is set):
@@ -1286,6 +1345,12 @@ class Analysis:
             what = "`print()`" if kind == "print" else f"logging call `{self.short(node.func)}()`"
             self._add("ROC402", node, f"{what} breaks the graph {where}: move it out of the compiled code,"
                       " or guard it with `if not torch.compiler.is_compiling():`")
+        elif kind == "dynamic" or (kind == "mask" and self._size_read(node)):
+            label = "boolean-mask indexing whose size is then read" if kind == "mask" else (
+                event.detail if event.detail.startswith(".") else f"{event.detail}()")
+            self._add("ROC404", node, f"`{label}` has a data-dependent shape {where}: dynamo breaks the graph"
+                      " there (or recompiles per shape); keep a fixed shape (`torch.where(mask, x, 0)`, a"
+                      " fixed `size=`) or move it out of the compiled code")
         elif kind == "branch":
             self._add("ROC403", node, f"`{event.detail}` on a tensor value breaks the graph {where}"
                       " (data-dependent control flow): use `torch.where` or `torch.cond`, or decide before"

@@ -163,3 +163,69 @@ def test_a_logger_rebound_to_a_no_op_is_not_reported(rebind):
 ])
 def test_a_logger_that_still_logs_is_reported(rebind):
     assert "ROC402" in codes(_LOGGER.format(rebind=rebind))
+
+
+# -- types through chains, generator objects in a capture, dynamic shapes in compiled code ----
+
+_CHAIN = '''import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x.item()
+class Other(torch.nn.Module):
+    def forward(self, x):
+        return x.tolist()
+{use}
+'''
+
+
+@pytest.mark.parametrize("use,expected", [
+    ("m = torch.compile(Model().cuda().eval().half())", [("ROC401", 4)]),
+    ('m = torch.compile(Model().to("cuda").bfloat16())', [("ROC401", 4)]),
+    ("net = Model().cuda()\nm = torch.compile(net.eval())", [("ROC401", 4)]),
+    ('fn = torch.cuda.make_graphed_callables(Model().cuda(), (torch.randn(2, device="cuda"),))',
+     [("ROC301", 4)]),
+    ("m = torch.compile(Model().cuda().state_dict())", []),  # not the module: a dict
+    ("m = torch.compile(Other().parameters())", []),
+])
+def test_module_methods_that_return_the_module_keep_its_class(use, expected):
+    found = [(f.code, f.start.row) for f in lint(_CHAIN.format(use=use)) if f.code in ("ROC401", "ROC301")]
+    assert found == expected
+
+
+_GEN = '''import torch
+g = torch.cuda.CUDAGraph()
+{setup}
+with torch.cuda.graph(g):
+    {call}
+'''
+
+
+@pytest.mark.parametrize("setup,call,hazard", [
+    ("gen = torch.cuda.default_generators[0]", "state = gen.get_state()", True),
+    ("gen = torch.cuda.default_generators[0]", "gen.set_state(saved)", True),
+    ('gen = torch.Generator(device="cuda")', "gen.manual_seed(0)", True),
+    ("pass", "for gen in torch.cuda.default_generators:\n        gen.manual_seed(0)", True),
+    ("gen = torch.Generator()", "gen.manual_seed(0)", False),  # a CPU generator
+    ('gen = torch.Generator(device="cpu")', "state = gen.get_state()", False),
+    ("gen = make_rng()", "state = gen.get_state()", False),  # not known to be a torch.Generator
+])
+def test_rng_state_of_generator_objects_in_a_capture(setup, call, hazard):
+    found = [f.code for f in lint(_GEN.format(setup=setup, call=call), select=["ROC303"])]
+    assert found == (["ROC303"] if hazard else [])
+
+
+@pytest.mark.parametrize("body,hazard", [
+    ("    return x.nonzero()", True),
+    ("    return torch.unique(x)", True),
+    ("    y = x[x > 0]\n    return y, y.numel()", True),
+    ("    y = x[x > 0]\n    return len(y)", True),
+    ("    y = x[x > 0]\n    return y.sum()", False),  # the size never reaches Python
+    ("    return torch.where(x > 0, x, 0)", False),
+    ("    return x.repeat_interleave(3)", False),
+    ('    s = "x.nonzero()"\n    return x', False),
+])
+def test_dynamic_shapes_in_compiled_code(body, hazard):
+    src = f"import torch\n@torch.compile\ndef f(x: torch.Tensor):\n{body}\n"
+    assert ([f.code for f in lint(src, select=["ROC404"])] == ["ROC404"]) is hazard
+    eager = f"import torch\ndef f(x: torch.Tensor):\n{body}\n"
+    assert lint(eager, select=["ROC404"]) == []
