@@ -55,9 +55,10 @@ class Cache:
     def lookup_key(self, path: str, data: bytes, index) -> Optional[str]:
         """The key of ``path``'s entry given the current summaries of the modules its last
         lint consulted (none recorded: the plain key); None when a record is unreadable."""
-        record = self._read_json(self._record(self.key(path, data)))
+        base = self.key(path, data)
+        record = self._read_json(self._record(base))
         if record is None:
-            return self.key(path, data)
+            return base
         try:
             return self.key(path, data, index.dependency_digest(record))
         except (TypeError, ValueError):
@@ -68,7 +69,7 @@ class Cache:
         target = self._record(base)
         if record or target.exists():
             self._write_json(target, record or {})
-        self.put(self.key(path, data, index.dependency_digest(record or {})), findings)
+        self.put(self.key(path, data, index.dependency_digest(record)) if record else base, findings)
 
     def _record(self, key: str) -> Path:
         return self.directory / f"v{FORMAT}" / "deps" / key[:2] / f"{key}.json"
