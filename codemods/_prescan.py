@@ -93,7 +93,7 @@ class Facts:
 
     __slots__ = ("bindings", "names", "attributes", "calls", "decorators", "keyword_calls", "keywords",
                  "strings", "assigned_names", "assigned_attributes", "stored_keys", "dict_keys",
-                 "subscript_call_keywords", "other_bindings", "class_paths", "tree", "_kinds", "_imports")
+                 "subscript_call_keywords", "other_bindings", "class_paths", "tree", "_kinds", "_imports", "index", "path")
 
     def __init__(self) -> None:
         self.bindings: Dict[str, Set[str]] = {}  # name -> qualified names that imports bind to it
@@ -116,6 +116,8 @@ class Facts:
         self.tree: Optional[ast.AST] = None
         self._kinds: Optional[Dict[str, Set[str]]] = None
         self._imports: Dict[str, Set[str]] = {}
+        self.index = None  # the project index (codemods._index) and the file's path: set by the engine
+        self.path: Optional[str] = None
 
     @classmethod
     def of(cls, tree: ast.AST) -> "Facts":

@@ -53,7 +53,14 @@ RNG_NAMES = {
     "torch.random.manual_seed": "seed",
     "torch.cuda.seed": "seed", "torch.cuda.seed_all": "seed", "torch.seed": "seed",
     "torch.random.seed": "seed",
+    "torch.Generator.get_state": "get", "torch.Generator.set_state": "set",
+    "torch.Generator.manual_seed": "seed", "torch.Generator.seed": "seed",
 }
+# nn.Module methods that return the module itself: ``Model().cuda().eval()`` holds a Model.
+_MODULE_SELF_METHODS = frozenset({"cuda", "to", "eval", "train", "half", "float", "double", "bfloat16", "cpu",
+                                  "requires_grad_", "share_memory", "to_empty", "type", "xpu", "apply"})
+# torch.Generator methods that read or change the generator's state: "get", "set" or "seed".
+GENERATOR_METHODS = {"get_state": "get", "set_state": "set", "manual_seed": "seed", "seed": "seed"}
 NONZERO_NAMES = frozenset({"torch.nonzero", "torch.argwhere", "torch.masked_select",
                            "torch.unique", "torch.unique_consecutive"})
 # Factories that make a CPU tensor unless told otherwise.
@@ -439,6 +446,10 @@ class Analysis:
                 cls = self.lookup_class(scope, func.value)
                 if cls is not None:
                     return {cls}
+            if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_SELF_METHODS:
+                held = self.classes_of(func.value, scope, depth + 1)  # Model().cuda().eval(): still a Model
+                if held:
+                    return held
             if expr.args and self.ctx.may_resolve(func, COMPILE_NAMES) and self.qnames(func) & COMPILE_NAMES:
                 return self.classes_of(expr.args[0].value, scope, depth + 1)
             found: Set[ClassInfo] = set()
@@ -570,11 +581,16 @@ class Analysis:
         for scope, call, _cls in self.disable_calls:
             for target in self._compile_targets(call.args[0].value, scope):
                 target.island = True
+        self.compiled_when: Dict[int, Set[Optional[str]]] = {}  # id(target) -> conditions of its compile sites
         for scope, call, _cls in self.compile_calls:
             line = self.line(call)
             if call.args and call.args[0].keyword is None and not call.args[0].star:
                 for target in self._compile_targets(call.args[0].value, scope):
                     self.compiled.append((target, line))
+                    self.compiled_when.setdefault(id(target), set()).add(self._site_condition(call))
+        for scope in self.all_functions:
+            if scope.compiled_line is not None:
+                self.compiled_when.setdefault(id(scope), set()).add(None)
         # names bound to compiled callables (for ROC304)
         for scope in self._all_scopes():
             for target, value in scope.assigns:
@@ -697,9 +713,49 @@ class Analysis:
             if id(target) in seen:
                 continue
             seen.add(id(target))
-            regions.append(Region("compiled", line, f"inside `{target.label}`, compiled at line {line}", None,
-                                  entries=[target]))
+            region = Region("compiled", line, f"inside `{target.label}`, compiled at line {line}", None,
+                            entries=[target])
+            conditions = self.compiled_when.get(id(target), {None})
+            region.condition = next(iter(conditions)) if len(conditions) == 1 else None
+            regions.append(region)
         return regions
+
+    # -- the path on which a function is compiled ----------------------------------------------
+    def _parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        from libcst.metadata import ParentNodeProvider
+
+        return self.ctx.metadata(ParentNodeProvider).get(node)
+
+    def _site_condition(self, call: cst.Call) -> Optional[str]:
+        """``C`` when the compile call only runs under ``if C:`` (``not C`` in its ``else``),
+        C a flag (a name or attribute chain); None otherwise."""
+        child, node = call, self._parent(call)
+        while node is not None and not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+            if isinstance(node, cst.If) and child is not node.test:
+                flag = _flag(node.test)
+                if flag is None:
+                    return None
+                return flag if child is node.body else _negate(flag)
+            child, node = node, self._parent(node)
+        return None
+
+    def never_compiled_here(self, region: Region, node: cst.CSTNode) -> bool:
+        """Does ``node`` only run on the path where the region's function is not compiled:
+        it is compiled under ``if C:`` and ``node`` sits under ``if not C:`` (or the ``else``
+        of ``if C:``) in the compiled code?"""
+        condition = getattr(region, "condition", None)
+        if condition is None:
+            return False
+        child, current = node, self._parent(node)
+        while current is not None and not isinstance(current, cst.Module):
+            if isinstance(current, cst.If) and child is not current.test:
+                flag = _flag(current.test)
+                if flag is not None:
+                    runs_when = flag if child is current.body else _negate(flag)
+                    if runs_when == _negate(condition):
+                        return True
+            child, current = current, self._parent(current)
+        return False
 
     # -- scanning a function or a region's statements ------------------------------------------
     def values(self, scope: Optional[Scope]) -> Dict[str, List[cst.BaseExpression]]:
@@ -944,7 +1000,9 @@ class Analysis:
             if attr in LOG_METHODS and "logging" in {q.split(".")[0] for q in self.qnames(receiver)} | {dotted_name(receiver)}:
                 events.append(Event("log", node))
             return
-        if attr in ("item", "tolist", "numpy") and not node.args:
+        if GENERATOR_METHODS.get(attr) and self._is_cuda_generator(receiver, scope):
+            events.append(Event("rng", node, f"torch.Generator.{attr}"))
+        elif attr in ("item", "tolist", "numpy") and not node.args:
             events.append(Event("item", node, attr))
         elif attr == "cpu":
             events.append(Event("cpu", node, ".cpu()"))
@@ -965,7 +1023,7 @@ class Analysis:
                     return
             if self._is_cpu_tensor(receiver, scope):
                 events.append(Event("h2d", node, "cpu-tensor"))
-        elif attr in LOG_METHODS and self._is_logger(receiver, scope):
+        elif attr in LOG_METHODS and self._is_logger(receiver, scope) and not self._silenced(receiver, attr, scope):
             events.append(Event("log", node))
 
     def _repeat_interleave(self, node: cst.Call, repeats: Sequence[cst.Arg], events: List[Event], label: str) -> None:
@@ -994,6 +1052,82 @@ class Analysis:
                             n.startswith("logging.") or n.endswith("get_logger") for n in self.qnames(value.func)):
                         return True
                 current = current.parent
+        return False
+
+    def _is_cuda_generator(self, expr: cst.BaseExpression, scope: Optional[Scope], depth: int = 0) -> bool:
+        """A CUDA ``torch.Generator``: ``torch.cuda.default_generators[i]``, a generator that
+        a ``for`` takes from them, ``torch.Generator(device="cuda")``, or a name bound to one."""
+        if depth > 3:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return "torch.cuda.default_generators" in self.qnames(expr.value)
+        if isinstance(expr, cst.Call):
+            if not self.qnames(expr.func) & {"torch.Generator", "torch._C.Generator"}:
+                return False
+            device = keyword(expr, "device")
+            value = device.value if device is not None else (
+                expr.args[0].value if expr.args and expr.args[0].keyword is None else None)
+            return value is not None and not _is_cpu_device(value)
+        if isinstance(expr, cst.Name):
+            current = scope
+            while current is not None:
+                if any(self._is_cuda_generator(v, current, depth + 1)
+                       for v in self.values(current).get(expr.value, ())):
+                    return True
+                for target, iterable in current.fors:
+                    if isinstance(target, cst.Name) and target.value == expr.value \
+                            and "torch.cuda.default_generators" in self.qnames(iterable):
+                        return True
+                current = current.parent
+        return False
+
+    def _size_read(self, node: cst.Subscript) -> bool:
+        """``t = x[mask]`` followed by ``t.numel()``, ``t.size(...)``, ``t.shape`` or ``len(t)``
+        in the same function (or ``x[mask].numel()`` itself): the data-dependent size reaches
+        Python."""
+        parent = self._parent(node)
+        if isinstance(parent, cst.Attribute) and parent.attr.value in ("numel", "size", "shape"):
+            return True
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1
+                and isinstance(parent.targets[0].target, cst.Name)):
+            return False
+        name = re.escape(parent.targets[0].target.value)
+        body = parent
+        while body is not None and not isinstance(body, (cst.FunctionDef, cst.Module)):
+            body = self._parent(body)
+        if body is None:
+            return False
+        return bool(re.search(rf"(?<![\w.]){name}\s*\.\s*(?:numel|size)\s*\(|(?<![\w.]){name}\s*\.\s*shape\b"
+                              rf"|\blen\(\s*{name}\s*\)", self.code(body)))
+
+    def _silenced(self, receiver: cst.BaseExpression, attr: str, scope: Optional[Scope]) -> bool:
+        """A logger that the file rebinds to a no-op (typically unless a variable is set):
+        ``logger.info = lambda *a, **k: None``, ``logger = _NullLogger()`` whose ``info`` does
+        nothing, or ``logger = noop``: the call may do nothing, so it is not reported."""
+        name = dotted_name(receiver)
+        if name is None:
+            return False
+        current = scope
+        while current is not None:
+            for target, value in current.assigns:
+                target_name = dotted_name(target)
+                if target_name == f"{name}.{attr}" and self._is_noop(value, current):
+                    return True
+                if target_name == name and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                    cls = self.lookup_class(current, value.func.value)
+                    method = self.method(cls, attr) if cls is not None else None
+                    if method is not None and _trivial(method.node):
+                        return True
+            current = current.parent
+        return False
+
+    def _is_noop(self, value: cst.BaseExpression, scope: Scope) -> bool:
+        if isinstance(value, cst.Lambda):
+            body = value.body
+            return (isinstance(body, cst.Name) and body.value == "None") or isinstance(body, cst.Ellipsis)
+        if isinstance(value, cst.Name):
+            func = self.lookup_func(scope, value.value)
+            return func is not None and _trivial(func.node)
         return False
 
     def _is_cpu_tensor(self, expr: cst.BaseExpression, scope: Optional[Scope], depth: int = 0) -> bool:
@@ -1085,7 +1219,8 @@ class Analysis:
                 self._compiled_in_capture(region, (), scope, where, chain)
         else:
             for event in events:
-                self._emit_compiled(event, where)
+                if not self.never_compiled_here(region, event.node):
+                    self._emit_compiled(event, where)
 
     def _emit_capture(self, region: Region, event: Event, chain, where: str, scope) -> None:
         invalid = ("a host synchronization invalidates the capture on CUDA and can be swallowed"
@@ -1218,6 +1353,12 @@ class Analysis:
             what = "`print()`" if kind == "print" else f"logging call `{self.short(node.func)}()`"
             self._add("ROC402", node, f"{what} breaks the graph {where}: move it out of the compiled code,"
                       " or guard it with `if not torch.compiler.is_compiling():`")
+        elif kind == "dynamic" or (kind == "mask" and self._size_read(node)):
+            label = "boolean-mask indexing whose size is then read" if kind == "mask" else (
+                event.detail if event.detail.startswith(".") else f"{event.detail}()")
+            self._add("ROC404", node, f"`{label}` has a data-dependent shape {where}: dynamo breaks the graph"
+                      " there (or recompiles per shape); keep a fixed shape (`torch.where(mask, x, 0)`, a"
+                      " fixed `size=`) or move it out of the compiled code")
         elif kind == "branch":
             self._add("ROC403", node, f"`{event.detail}` on a tensor value breaks the graph {where}"
                       " (data-dependent control flow): use `torch.where` or `torch.cond`, or decide before"
@@ -1278,6 +1419,38 @@ def _emit_stream(analysis: "Analysis", region: Region, event: Event, chain, wher
         analysis._add("ROC307", event.node, f"stream `{event.detail}` is entered {where} but no warm-up ran on it"
                       f" before the capture; {hipblaslt}: run the same work in `with torch.cuda.stream("
                       f"{event.detail}):` once before the capture")
+
+
+def _trivial(function: cst.CSTNode) -> bool:
+    """A function whose body does nothing: ``pass``, ``...``, a docstring, ``return [None]``."""
+    if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    for stmt in function.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.Ellipsis,
+                                                                         cst.ConcatenatedString)):
+                continue
+            if isinstance(small, cst.Return) and (small.value is None or (
+                    isinstance(small.value, cst.Name) and small.value.value == "None")):
+                continue
+            return False
+    return True
+
+
+def _flag(test: cst.BaseExpression) -> Optional[str]:
+    """``args.compile`` / ``not USE_COMPILE``: a flag (a dotted name, or its negation)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _flag(test.expression)
+        return None if inner is None else _negate(inner)
+    return dotted_name(test)
+
+
+def _negate(flag: str) -> str:
+    return flag[4:] if flag.startswith("not ") else "not " + flag
 
 
 def _exits(block: cst.BaseSuite) -> bool:

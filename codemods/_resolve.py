@@ -142,3 +142,139 @@ def operand(rule, node: cst.BaseExpression) -> str:
     if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield)) and not node.lpar:
         return f"({source})"
     return source
+
+
+# ----------------------------------------------------------------------------------------
+# The project index (codemods._index), as rules see it from one file
+# ----------------------------------------------------------------------------------------
+
+def project_index(rule):
+    """The project index of the run, or an index of this one file when it is linted alone."""
+    ctx = rule.context
+    if ctx.index is not None:
+        return ctx.index
+    from ._index import ProjectIndex
+
+    return ctx.shared("own_index", lambda c: ProjectIndex([c.path]))
+
+
+def module_name(rule) -> str:
+    return rule.context.shared("module_name", lambda c: project_index(rule).module_name(c.path) or "__main__")
+
+
+def own_summary(rule):
+    """This file's summary, from its current text (a fix pass sees its own edits)."""
+    ctx = rule.context
+
+    def build(c):
+        if c.facts is None or c.facts.tree is None:
+            return None
+        return project_index(rule).summary(module_name(rule), tree=c.facts.tree, path=c.path)
+
+    return ctx.shared("own_summary", build)
+
+
+def imported_as(rule, name: str) -> Optional[str]:
+    """The absolute dotted name that a module-level import (the only binding of ``name``)
+    binds to ``name``; relative imports resolved against this module."""
+    facts = rule.context.facts
+    if facts is None or facts.binding_kinds().get(name) != {"import"}:
+        return None
+    bound = facts.binding_kinds_imports().get(name, set())
+    if len(bound) != 1:
+        return None
+    full = next(iter(bound))
+    if full.startswith("."):
+        level = len(full) - len(full.lstrip("."))
+        base = project_index(rule).absolute(module_name(rule), None, level)
+        rest = full[level:]
+        if not base:
+            return rest or None
+        return f"{base}.{rest}" if rest else base
+    return full
+
+
+def callee_summary(rule, func: cst.BaseExpression):
+    """The index's summary of the project function (or partial) a call's callee names: a
+    module-level function or partial of this file, or one imported from the project
+    (``wrap``, ``pkg.mod.wrap``, ``mod.wrap``); None otherwise."""
+    from .base import dotted_name
+
+    dotted = dotted_name(func)
+    if dotted is None:
+        return None
+    root, _, rest = dotted.partition(".")
+    facts = rule.context.facts
+    if facts is None:
+        return None
+    kinds = facts.binding_kinds().get(root)
+    if not rest and kinds == {"module"}:
+        own = own_summary(rule)
+        return own.functions.get(root) if own is not None else None
+    full = imported_as(rule, root)
+    if full is None:
+        return None
+    return project_index(rule).function(f"{full}.{rest}" if rest else full)
+
+
+def constant_value(rule, node: cst.BaseExpression):
+    """(True, value) when ``node`` names a literal constant of this module or of a project
+    module (assigned once, at module level), else (False, None)."""
+    from .base import dotted_name
+
+    dotted = dotted_name(node)
+    facts = rule.context.facts
+    if dotted is None or facts is None:
+        return False, None
+    root, _, rest = dotted.partition(".")
+    kinds = facts.binding_kinds().get(root)
+    if not rest and kinds == {"module"}:
+        own = own_summary(rule)
+        if own is not None and root in own.constants:
+            return True, own.constants[root]
+        return False, None
+    full = imported_as(rule, root)
+    if full is None:
+        return False, None
+    found = project_index(rule).constant(f"{full}.{rest}" if rest else full)
+    return (True, found[1]) if found is not None else (False, None)
+
+
+def function_summary(rule, node: cst.FunctionDef):
+    """This file's summary of a module-level function or a method of a module-level class."""
+    own = own_summary(rule)
+    if own is None:
+        return None
+    parent = rule.get_metadata(ParentNodeProvider, node, None)
+    if isinstance(parent, cst.Module):
+        found = own.functions.get(node.name.value)
+        return found if found is not None and found.kind == "function" else None
+    block = parent
+    cls = rule.get_metadata(ParentNodeProvider, block, None) if block is not None else None
+    if isinstance(cls, cst.ClassDef) and isinstance(rule.get_metadata(ParentNodeProvider, cls, None), cst.Module):
+        return own.methods.get(f"{cls.name.value}.{node.name.value}")
+    return None
+
+
+def call_arguments(call: cst.Call, summary, target: str) -> Iterator[Tuple[cst.BaseExpression, Optional[str]]]:
+    """(value, parameter) for the arguments of a call of a project function that reach
+    ``target`` ("mode", "options", "cudagraphs"), also inside a literal ``**{...}``; the
+    parameter is None for a keyword that the function takes through ``**kwargs``."""
+    position = 0
+    for arg in call.args:
+        if arg.star == "*":
+            break
+        if arg.star == "**":
+            if isinstance(arg.value, cst.Dict):
+                for key, value in dict_items(arg.value):
+                    if summary.target(key, None) == target:
+                        yield value, (key if key in summary.keywords else None)
+            continue
+        if arg.keyword is not None:
+            if summary.target(arg.keyword.value, None) == target:
+                key = arg.keyword.value
+                yield arg.value, (key if key in summary.keywords else None)
+        else:
+            if summary.target(None, position) == target:
+                yield arg.value, summary.positional[position]
+            position += 1

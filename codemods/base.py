@@ -28,6 +28,7 @@ from rocmport.findings import Applicability, Edit, Finding, Fix
 if TYPE_CHECKING:  # pragma: no cover
     from rocmport.source import LineIndex
 
+    from ._index import ProjectIndex
     from ._prescan import Facts
 
 
@@ -73,8 +74,10 @@ class RuleContext:
     """Per-file state shared by every rule: source text, positions, names, the gate."""
 
     def __init__(self, *, path: str, text: str, module: cst.Module, wrapper: cst.MetadataWrapper,
-                 lines: "LineIndex", gate_name: str, options: RuleOptions, facts: "Optional[Facts]" = None):
+                 lines: "LineIndex", gate_name: str, options: RuleOptions, facts: "Optional[Facts]" = None,
+                 index: "Optional[ProjectIndex]" = None):
         self.path = path
+        self.index = index  # the project index (codemods._index), None for a file linted alone
         self.facts = facts  # CPython's view of the file's imports (None when it does not parse)
         self.text = text
         self.module = module

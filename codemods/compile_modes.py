@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, List, Optional, Set
+from typing import Dict, Iterator, List, Optional, Set
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -19,13 +19,122 @@ from rocmport.findings import Applicability, Fix
 
 from ._torch import (COMPILE_CONFIG_NAMES, COMPILE_NAMES, PARTIAL_NAMES, is_module_compile_method,
                      is_torch_compile, qualified_names)
-from .base import Case, Rule, keyword, literal_string, mentions_rocm
+from ._resolve import call_arguments, callee_summary, constant_value, dict_flow, function_summary
+from .base import Case, Rule, dotted_name, keyword, literal_string, mentions_rocm
 
 ROCM_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 MODE_MAPPER = "rocmport_compile_mode"
 GRAPH_HELPER = "rocmport_cudagraph"
-_TRIGGERS = ("compile", "CompileConfig")
+_TRIGGERS = ("compile", "CompileConfig", "reduce-overhead", "max-autotune", "cudagraphs")
 _COMPILE_LAST = COMPILE_NAMES | PARTIAL_NAMES | COMPILE_CONFIG_NAMES
+LIST_MODE_OPTIONS = frozenset({"torch._inductor.list_mode_options"})
+
+
+def _may_call_project_function(facts) -> bool:
+    """Could a call of this file hand a CUDA-graph mode or option to torch.compile through a
+    function of the project (the index)? Only with something to hand on: a CUDA-graph mode
+    literal, a keyword about CUDA graphs, or a call with mode=, options= or ** whose callee
+    the index knows as such a function."""
+    index = facts.index
+    if index is None:
+        return False
+    if not facts.strings.isdisjoint(ROCM_MODES) or any("cudagraph" in k for k in facts.keywords):
+        return True
+    importer = None
+    imports = None
+    splat_ok = not facts.dict_keys.isdisjoint(("mode", "options")) or not facts.stored_keys.isdisjoint(
+        ("mode", "options"))
+    for call in facts.keyword_calls:
+        if not splat_ok and not any(k.arg in ("mode", "options") for k in call.keywords):
+            continue  # only ** splats, and no dict of the file holds a mode or options
+        root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name):
+            continue
+        if imports is None:
+            imports = _module_imports(facts)
+        for full in imports.get(root.id, ()):
+            if full.startswith("."):
+                if importer is None:
+                    importer = index.module_name(facts.path or "") or ""
+                level = len(full) - len(full.lstrip("."))
+                base = index.absolute(importer, None, level)
+                rest = full[level:]
+                full = f"{base}.{rest}" if base and rest else (base or rest)
+            func = call.func
+            tail = []
+            while isinstance(func, ast.Attribute):
+                tail.append(func.attr)
+                func = func.value
+            dotted = ".".join([full] + list(reversed(tail)))
+            if full and index.function(dotted) is not None:
+                return True
+    return False
+
+
+def _module_imports(facts) -> Dict[str, Set[str]]:
+    """name -> what imports bind to it: the absolute ones (``Facts.bindings``) and the
+    relative ones run at module level (dotted as ``Facts.binding_kinds_imports`` spells them)."""
+    out = {name: set(fulls) for name, fulls in facts.bindings.items()}
+    todo = list(getattr(facts.tree, "body", ()))
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, ast.ImportFrom) and stmt.level:
+            module = "." * stmt.level + (stmt.module or "")
+            for alias in stmt.names:
+                if alias.name != "*":
+                    full = f"{module}.{alias.name}" if stmt.module else f"{module}{alias.name}"
+                    out.setdefault(alias.asname or alias.name, set()).add(full)
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            todo.extend(stmt.body + stmt.orelse + getattr(stmt, "finalbody", []))
+            for handler in getattr(stmt, "handlers", ()):
+                todo.extend(handler.body)
+    return out
+
+
+def _may_hand_on(call: cst.Call) -> bool:
+    """Can a call of an imported function hand a CUDA-graph mode or option on: a keyword
+    about modes, options or CUDA graphs, a ** splat, a CUDA-graph mode literal or a True?"""
+    for arg in call.args:
+        if arg.star == "**":
+            return True
+        if arg.keyword is not None:
+            word = arg.keyword.value.lower()
+            if "mode" in word or "option" in word or "cudagraph" in word:
+                return True
+        value = arg.value
+        leaves = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+        for leaf in leaves:
+            if literal_string(leaf) in ROCM_MODES or (isinstance(leaf, cst.Name) and leaf.value == "True"):
+                return True
+    return False
+
+
+_CPU = "cpu"
+
+
+def _device_test(test: cst.BaseExpression) -> Optional[bool]:
+    """True when a test means "the device is the CPU", False when it means "the device is
+    not the CPU" (a GPU), None otherwise."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _device_test(test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        sides = (test.left, target.comparator)
+        if any(literal_string(side) == _CPU for side in sides):
+            if isinstance(target.operator, (cst.Equal, cst.Is)):
+                return True
+            if isinstance(target.operator, (cst.NotEqual, cst.IsNot)):
+                return False
+            if isinstance(target.operator, cst.In) and literal_string(test.left) == _CPU:
+                return True
+            if isinstance(target.operator, cst.NotIn) and literal_string(test.left) == _CPU:
+                return False
+    if isinstance(test, cst.Call) and (dotted_name(test.func) or "").endswith("cuda.is_available") and not test.args:
+        return False
+    return None
 
 
 def _quote(original: str) -> str:
@@ -38,6 +147,10 @@ class _CompileCalls(Rule):
 
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     TRIGGERS = _TRIGGERS
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._wrappers: Dict[cst.Call, object] = {}  # calls of project functions -> their summary
 
     @classmethod
     def may_match(cls, facts) -> bool:
@@ -54,7 +167,9 @@ class _CompileCalls(Rule):
             if (not names.isdisjoint(PARTIAL_NAMES) and call.args and not isinstance(call.args[0], ast.Starred)
                     and not facts.qualified_names(call.args[0]).isdisjoint(COMPILE_NAMES)):
                 return True
-        return False
+        # a function or partial of this file that forwards to torch.compile (its compile call
+        # is above), else one of the project's, imported (the index)
+        return _may_call_project_function(facts)
 
     def compile_call_kind(self, call: cst.Call) -> Optional[str]:
         """"compile", "partial" or "config" when ``call`` hands a mode to torch.compile."""
@@ -70,26 +185,112 @@ class _CompileCalls(Rule):
         return None
 
     def argument(self, call: cst.Call, name: str) -> Iterator[cst.BaseExpression]:
-        """The value of keyword ``name``, also inside a literal ``**{"name": value}``."""
-        arg = keyword(call, name)
-        if arg is not None:
-            yield arg.value
+        """The value of keyword ``name``, also inside a literal ``**{"name": value}`` or a
+        dict variable splatted with ``**kw`` (built in the same scope); for a call of a
+        project function (the index), the arguments that reach its ``name``."""
+        summary = self._wrappers.get(call)
+        if summary is not None:
+            for value, _param in call_arguments(call, summary, name):
+                yield value
+            if summary.kw_flows.get(name) != name:
+                return
+        else:
+            arg = keyword(call, name)
+            if arg is not None:
+                yield arg.value
         for a in call.args:
-            if a.star == "**" and isinstance(a.value, cst.Dict):
+            if a.star == "**" and isinstance(a.value, cst.Dict) and summary is None:
                 for element in a.value.elements:
                     if isinstance(element, cst.DictElement) and literal_string(element.key) == name:
                         yield element.value
+            elif a.star == "**" and isinstance(a.value, cst.Name) and self._file_has_key(name):
+                for key, value in dict_flow(self, a.value):
+                    if key == name:
+                        yield value
+
+    def wrapper_parameter(self, call: cst.Call, value: cst.BaseExpression):
+        """(summary, parameter or None) when ``value`` is an argument of a call of a project
+        function; None for a direct compile call."""
+        summary = self._wrappers.get(call)
+        if summary is None:
+            return None
+        for target in ("mode", "options", "cudagraphs"):
+            for found, param in call_arguments(call, summary, target):
+                if found is value:
+                    return summary, param
+        return summary, None
+
+    def mode_values(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
+        """What reaches the mode: ``mode=``, and the mode of ``options=list_mode_options(m)``
+        (inductor's own table for a mode: handed to options=, it turns CUDA graphs back on)."""
+        yield from self.argument(call, "mode")
+        for value in self.argument(call, "options"):
+            if (isinstance(value, cst.Call) and value.args and value.args[0].star == ""
+                    and (qualified_names(self, value.func, LIST_MODE_OPTIONS) & LIST_MODE_OPTIONS)):
+                first = value.args[0]
+                yield first.value if first.keyword is None or first.keyword.value == "mode" else None
 
     def visit_Call(self, node: cst.Call) -> None:
-        # Every rule of this family needs mode= or options= (or a ** dict): skip other calls
-        # before resolving any name.
-        if not any(a.star == "**" or (a.keyword is not None and a.keyword.value in ("mode", "options"))
-                   for a in node.args):
-            return
-        kind = self.compile_call_kind(node)
+        # Every rule of this family needs mode= or options= (or a ** dict), or a call of a
+        # project function that forwards one: skip other calls before resolving any name.
+        kind = None
+        if any(a.star == "**" or (a.keyword is not None and a.keyword.value in ("mode", "options"))
+               for a in node.args):
+            kind = self.compile_call_kind(node)
+        if kind is None and node.args and (_may_hand_on(node) or self._local_callee(node.func)):
+            summary = callee_summary(self, node.func)
+            if summary is not None:
+                self._wrappers[node] = summary
+                kind = "wrapper"
         if kind is None or self.in_rocm_branch(node):
             return
         self.check_call(node, kind)
+
+
+    def _file_has_key(self, name: str) -> bool:
+        """Does some dict of the file hold the key ``name`` (a display or ``d["name"] = ``)?
+        Spares following a ``**kw`` (a scope analysis) where no dict could hold it."""
+        facts = self.context.facts
+        return facts is None or name in facts.dict_keys or name in facts.stored_keys or name in facts.keywords
+
+    def _local_callee(self, func: cst.BaseExpression) -> bool:
+        """A bare name bound only at module level (a function or partial of this file)."""
+        facts = self.context.facts
+        return (isinstance(func, cst.Name) and facts is not None
+                and facts.binding_kinds().get(func.value) == {"module"})
+
+    def in_cpu_branch(self, node: cst.CSTNode) -> bool:
+        """True when ``node`` is only evaluated where the device is the CPU (``if device ==
+        "cpu":``, ``x if dev.type == "cpu" else y``): inductor captures no CUDA graph there."""
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+                meaning = _device_test(ancestor.test)
+                if meaning is not None:
+                    if child is ancestor.body:
+                        return meaning
+                    return not meaning
+            elif isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            child = ancestor
+        return False
+
+    def parameter_of(self, leaf: cst.BaseExpression):
+        """(function, Param) when ``leaf`` is a parameter of an enclosing function that the
+        function never rebinds, else None."""
+        if not isinstance(leaf, cst.Name):
+            return None
+        for ancestor in self.ancestors(leaf):
+            if isinstance(ancestor, cst.Lambda):
+                return None
+            if isinstance(ancestor, cst.FunctionDef):
+                params = ancestor.params
+                for param in (list(params.posonly_params) + list(params.params) + list(params.kwonly_params)):
+                    if param.name.value == leaf.value:
+                        return (None if _rebinds(ancestor, leaf.value) else (ancestor, param))
+                if _rebinds(ancestor, leaf.value):
+                    return None
+        return None
 
     def check_call(self, call: cst.Call, kind: str) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -107,7 +308,7 @@ class _CompileCalls(Rule):
         q = _quote(original)
         text = f"{q}{rocm_value}{q} if {self.context.gate_name} else {original}"
         parent = self.parent(node)
-        if not isinstance(parent, (cst.Arg, cst.DictElement)):
+        if not isinstance(parent, (cst.Arg, cst.DictElement, cst.Param)):
             text = f"({text})"
         return Fix(Applicability.SAFE, message, (self.context.replace(node, text),), ("gate",))
 
@@ -116,9 +317,12 @@ class _LiteralMode(_CompileCalls):
     MODE = ""
 
     def check_call(self, call: cst.Call, kind: str) -> None:
-        for value in self.argument(call, "mode"):
+        for value in self.mode_values(call):
+            if value is None:
+                continue
             for leaf in self.mode_leaves(value):
-                if literal_string(leaf) == self.MODE and not self.in_rocm_branch(leaf):
+                if literal_string(leaf) == self.MODE and not self.in_rocm_branch(leaf) \
+                        and not self.in_cpu_branch(leaf):
                     rocm = ROCM_MODES[self.MODE]
                     self.report(
                         leaf,
@@ -126,6 +330,86 @@ class _LiteralMode(_CompileCalls):
                         f' use "{rocm}" there',
                         fix=self.gated_literal_fix(leaf, rocm, f'Use mode="{rocm}" on ROCm'),
                     )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """A parameter default that the function hands to torch.compile's mode (directly,
+        through ``list_mode_options`` or through a project function): the value is there."""
+        summary = function_summary(self, node)
+        if summary is None:
+            return
+        for param in _params(node):
+            if (summary.flows.get(param.name.value) == "mode" and param.default is not None
+                    and literal_string(param.default) == self.MODE and not self.in_rocm_branch(param.default)):
+                rocm = ROCM_MODES[self.MODE]
+                self.report(
+                    param.default,
+                    f'the default mode="{self.MODE}" of `{param.name.value}` reaches torch.compile and turns on'
+                    f' CUDA graphs, which hang or slow down on ROCm; use "{rocm}" there',
+                    fix=self.gated_literal_fix(param.default, rocm, f'Use mode="{rocm}" on ROCm'),
+                )
+
+
+def _params(node: cst.FunctionDef) -> List[cst.Param]:
+    p = node.params
+    return list(p.posonly_params) + list(p.params) + list(p.kwonly_params)
+
+
+def _rebinds(function: cst.FunctionDef, name: str) -> bool:
+    """Does the body of ``function`` (nested functions included) bind ``name`` again?"""
+    found = False
+
+    class _Finder(cst.CSTVisitor):
+        def _target(self, target) -> None:
+            nonlocal found
+            for sub in _names_in(target):
+                if sub == name:
+                    found = True
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            self._target(n.target)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            if n.value is not None:
+                self._target(n.target)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            self._target(n.target)
+
+        def visit_For(self, n: cst.For) -> None:
+            self._target(n.target)
+
+        def visit_AsName(self, n: cst.AsName) -> None:
+            self._target(n.name)
+
+        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+            self._target(n.target)
+
+        def visit_Global(self, n: cst.Global) -> None:
+            self._names(n.names)
+
+        def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
+            self._names(n.names)
+
+        def visit_Del(self, n: cst.Del) -> None:
+            self._target(n.target)
+
+        def _names(self, items) -> None:
+            nonlocal found
+            if any(item.name.value == name for item in items):
+                found = True
+
+    function.body.visit(_Finder())
+    return found
+
+
+def _names_in(target: cst.CSTNode) -> Iterator[str]:
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _names_in(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _names_in(target.value)
 
 
 class ReduceOverheadMode(_LiteralMode):
@@ -273,27 +557,60 @@ class CudagraphsOption(_CompileCalls):
         self._seen: Set[int] = set()
 
     def check_call(self, call: cst.Call, kind: str) -> None:
+        flags = list(self.argument(call, "cudagraphs")) if kind == "wrapper" else []
         for value in self.argument(call, "options"):
-            for target in self._cudagraph_values(call, value):
-                if id(target) in self._seen or self.in_rocm_branch(target):
-                    continue
-                if isinstance(target, cst.IfExp) and mentions_rocm(target.test, self.context.gate_name):
-                    continue
-                self._seen.add(id(target))
-                if isinstance(target, cst.Name) and target.value in ("False", "None"):
-                    continue
-                if isinstance(target, cst.Integer) and target.value in ("0",):
-                    continue
-                original = self.context.source(target)
-                text = f"False if {self.context.gate_name} else {original}"
-                if not isinstance(self.parent(target), (cst.DictElement, cst.Assign, cst.Arg)):
-                    text = f"({text})"
-                self.report(
-                    target,
-                    '"triton.cudagraphs" in options= turns on CUDA graphs, which hang or slow down on ROCm',
-                    fix=Fix(Applicability.SAFE, 'Set "triton.cudagraphs" to False on ROCm',
-                            (self.context.replace(target, text),), ("gate",)),
-                )
+            flags.extend(self._cudagraph_values(call, value))
+        self._report_flags(flags)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """A parameter default that becomes "triton.cudagraphs" (of the options dict the
+        function builds or hands to torch.compile, or of inductor's config): the value is there."""
+        summary = function_summary(self, node)
+        if summary is None:
+            return
+        self._report_flags([param.default for param in _params(node)
+                            if summary.flows.get(param.name.value) == "cudagraphs"
+                            and isinstance(param.default, (cst.Name, cst.Integer))])  # True, 1: literals only
+
+    def _report_flags(self, flags) -> None:
+        for target in flags:
+            if id(target) in self._seen or self.in_rocm_branch(target) or self.in_cpu_branch(target):
+                continue
+            if isinstance(target, cst.IfExp) and mentions_rocm(target.test, self.context.gate_name):
+                continue
+            self._seen.add(id(target))
+            if isinstance(target, cst.Name) and target.value in ("False", "None"):
+                continue
+            if isinstance(target, cst.Integer) and target.value in ("0",):
+                continue
+            if self._off_by_default(target):
+                continue  # the callers' values are checked at their call sites
+            if isinstance(self.parent(target), cst.Param) and not (
+                    isinstance(target, cst.Integer) or (isinstance(target, cst.Name) and target.value == "True")):
+                continue
+            original = self.context.source(target)
+            text = f"False if {self.context.gate_name} else {original}"
+            if not isinstance(self.parent(target), (cst.DictElement, cst.Assign, cst.Arg, cst.Param)):
+                text = f"({text})"
+            self.report(
+                target,
+                '"triton.cudagraphs" in options= turns on CUDA graphs, which hang or slow down on ROCm',
+                fix=Fix(Applicability.SAFE, 'Set "triton.cudagraphs" to False on ROCm',
+                        (self.context.replace(target, text),), ("gate",)),
+            )
+
+    def _off_by_default(self, target: cst.BaseExpression) -> bool:
+        """A parameter whose literal default is off and which the index follows to
+        "triton.cudagraphs" (so a call that turns it on is reported where it does)."""
+        found = self.parameter_of(target)
+        if found is None or found[1].default is None:
+            return False
+        default = found[1].default
+        if not ((isinstance(default, cst.Name) and default.value in ("False", "None"))
+                or (isinstance(default, cst.Integer) and default.value == "0")):
+            return False
+        summary = function_summary(self, found[0])
+        return summary is not None and summary.flows.get(found[1].name.value) == "cudagraphs"
 
     def _dict_values(self, d: cst.Dict) -> Iterator[cst.BaseExpression]:
         for element in d.elements:
@@ -386,11 +703,18 @@ class NonLiteralMode(_CompileCalls):
     )
 
     def check_call(self, call: cst.Call, kind: str) -> None:
-        for value in self.argument(call, "mode"):
+        for value in self.mode_values(call):
+            if value is None:
+                continue
+            wrapped = self.wrapper_parameter(call, value)
+            if wrapped is not None and wrapped[1] is not None and wrapped[1] not in wrapped[0].defaults:
+                continue  # the project function's own compile call reports its parameter
             for leaf in self.mode_leaves(value):
-                if literal_string(leaf) is not None or self.in_rocm_branch(leaf):
+                if literal_string(leaf) is not None or self.in_rocm_branch(leaf) or self.in_cpu_branch(leaf):
                     continue
                 if isinstance(leaf, cst.Name) and leaf.value == "None":
+                    continue
+                if self._known_value(leaf):
                     continue
                 if isinstance(leaf, cst.Call) and isinstance(leaf.func, cst.Name) and leaf.func.value == MODE_MAPPER:
                     continue
@@ -415,6 +739,30 @@ class NonLiteralMode(_CompileCalls):
         pure = _reads_without_effects(leaf)
         return Fix(Applicability.SAFE if pure else Applicability.UNSAFE, "Map the mode to its ROCm form at run time",
                    (self.context.replace(leaf, text),), ("gate",))
+
+    def _known_value(self, leaf: cst.BaseExpression) -> bool:
+        """Is the value of ``leaf`` known well enough that another finding (or none) covers
+        it: a parameter with a literal default (clean: the callers' literals are checked at
+        their call sites; a CUDA-graph mode: ROC101/ROC102 report the default), or a
+        literal constant of the project that is no CUDA-graph mode."""
+        found = self.parameter_of(leaf)
+        if found is not None:
+            function, param = found
+            if param.default is None:
+                return False
+            hazard = False
+            for default in self.mode_leaves(param.default):
+                value = literal_string(default)
+                if value is None and not (isinstance(default, cst.Name) and default.value == "None"):
+                    return False
+                if value in ROCM_MODES and not self.in_rocm_branch(default):
+                    hazard = True
+            if not hazard:
+                return True
+            summary = function_summary(self, function)
+            return summary is not None and summary.flows.get(param.name.value) == "mode"
+        ok, value = constant_value(self, leaf)
+        return ok and (value is None or (isinstance(value, str) and value not in ROCM_MODES))
 
 
 def _reads_without_effects(node: cst.BaseExpression) -> bool:
@@ -648,6 +996,9 @@ class ModeDefault(Rule):
             if isinstance(func, cst.FunctionDef) and re.search(
                     rf"\bmode\s*=\s*{re.escape(parent.name.value)}\b", self.context.source(func)):
                 return None
+            summary = function_summary(self, func) if isinstance(func, cst.FunctionDef) else None
+            if summary is not None and summary.flows.get(parent.name.value) == "mode":
+                return None  # it reaches torch.compile: ROC101/ROC102 report the default
             return f"the default of parameter `{parent.name.value}`"
         if isinstance(parent, cst.DictElement) and parent.value is node:
             key = literal_string(parent.key)
@@ -657,6 +1008,10 @@ class ModeDefault(Rule):
                 grand = self.parent(self.parent(parent))
                 if isinstance(grand, cst.Arg) and grand.star == "**":
                     return None  # **{"mode": ...} in a call: ROC101/ROC102 handle compile calls
+                if (isinstance(grand, cst.Assign) and len(grand.targets) == 1
+                        and isinstance(grand.targets[0].target, cst.Name)
+                        and re.search(rf"\*\*\s*{re.escape(grand.targets[0].target.value)}\b", text)):
+                    return None  # kw = {"mode": ...} splatted into a call: ROC101/ROC102 follow it
                 return 'the config value "mode"'
         return None
 

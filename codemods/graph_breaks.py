@@ -173,4 +173,47 @@ class CompiledTensorBranch(_GraphBreakRule):
     )
 
 
-RULES = [CompiledScalarRead, CompiledPrint, CompiledTensorBranch]
+class CompiledDynamicShape(_GraphBreakRule):
+    CODE = "ROC404"
+    NAME = "compiled-dynamic-shape"
+    SUMMARY = "An operation whose output shape depends on the data (`nonzero`, `unique`, ...) in compiled code."
+    WHAT = """
+        `torch.nonzero` / `.nonzero()`, `argwhere`, `masked_select`, `unique`,
+        `unique_consecutive`, one-argument `torch.where`, `repeat_interleave` without
+        `output_size=`, and boolean-mask indexing (`x[mask]`) whose size is then read
+        (`.numel()`, `.size()`, `.shape`, `len()`), in compiled code.
+        """ + _REACH
+    WHY = """
+        The output's shape depends on the tensor's values. Unless
+        `torch._dynamo.config.capture_dynamic_output_shape_ops` is on, dynamo breaks the graph
+        there; otherwise the shape is a fresh symbol and reading it recompiles or breaks.
+        Each break splits the compiled function (and, with a CUDA-graph mode, the captured
+        graphs, where ROCm's HIP graphs are slowest and least tested).
+        """
+    EXAMPLE = """
+        @torch.compile
+        def route(x, scores):
+            idx = scores.argmax(-1).nonzero()
+            return x[idx]
+        """
+    FIX = """
+        Display-only: keep a fixed shape (`torch.where(mask, x, 0)`, a fixed `size=` for
+        `nonzero_static`/`unique`, `output_size=` for `repeat_interleave`), or move the
+        operation out of the compiled code.
+        """
+    VALID = (
+        Case(_PRE + "def f(x):\n    return x.nonzero()\n"),
+        Case(_PRE + "@torch.compile\ndef f(x, mask):\n    y = x[mask]\n    return y * 2\n"),
+        Case(_PRE + "@torch.compile\ndef f(x):\n    return x.repeat_interleave(2)\n"),
+        Case(_PRE + "@torch.compile\ndef f(x, mask):\n    return torch.where(mask, x, 0)\n"),
+    )
+    INVALID = (
+        Case(_PRE + "@torch.compile\ndef f(x):\n    return torch.nonzero(x)\n"),
+        Case(_PRE + "@torch.compile\ndef f(x, mask: torch.Tensor):\n    y = x[mask > 0]\n    n = y.numel()\n"
+             "    return y, n\n"),
+        Case(_PRE + "class M(torch.nn.Module):\n    def forward(self, x):\n        return x.unique()\n"
+             "model = torch.compile(M().cuda().eval())\n"),
+    )
+
+
+RULES = [CompiledScalarRead, CompiledPrint, CompiledTensorBranch, CompiledDynamicShape]

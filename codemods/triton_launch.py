@@ -494,12 +494,14 @@ class TritonHalfAccumulator(_TritonRule):
 class TritonUnclampedExp(_TritonRule):
     CODE = "ROC505"
     NAME = "triton-unclamped-exp-activation"
-    SUMMARY = "A hand-built tanh or sigmoid on tl.exp without a clamp of its input."
+    SUMMARY = "A hand-built tanh (a ratio of tl.exp terms) without a clamp of its input."
     WHAT = """
         A division whose denominator adds to (or subtracts from) a `tl.exp` / `tl.exp2` of a
-        kernel value, as in `1 / (1 + tl.exp(-x))` or `(e - 1) / (e + 1)` with
+        kernel value and whose numerator holds one too, as in `(e - 1) / (e + 1)` with
         `e = tl.exp(2 * x)`, when the exponent is not bounded first (`tl.clamp`,
-        `tl.minimum`/`tl.maximum`, `tl.where`, or the `-tl.abs(x)` form).
+        `tl.minimum`/`tl.maximum`, `tl.where`, or the `-tl.abs(x)` form). Not flagged:
+        sigmoid and SiLU (`1 / (1 + tl.exp(-x))`, `x / (1 + tl.exp(-x))`): an infinite
+        denominator gives 0 there, never NaN, and a clamp would change their result.
         """
     WHY = """
         `tl.exp` overflows to inf above about 88 in fp32 (11 in fp16); `inf / inf` gives NaN.
@@ -531,10 +533,14 @@ class TritonUnclampedExp(_TritonRule):
         Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
              "    tl.store(p, 1 / (1 + tl.exp(-tl.abs(x))))\n"),
         Case("import math\nimport triton\ndef f(x):\n    return 1 / (1 + math.exp(-x))\n"),
+        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
+             "    tl.store(p, 1.0 / (1.0 + tl.exp(-x)))\n"),
+        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
+             "    tl.store(p, x / (1 + tl.exp(-x)))\n"),
     )
     INVALID = (
         Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
-             "    tl.store(p, 1.0 / (1.0 + tl.exp(-x)))\n"),
+             "    tl.store(p, (tl.exp(x) - tl.exp(-x)) / (tl.exp(x) + tl.exp(-x)))\n"),
         Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
              "    e = tl.exp(2 * x)\n    tl.store(p, (e - 1) / (e + 1))\n"),
     )
@@ -563,8 +569,8 @@ class TritonUnclampedExp(_TritonRule):
             kernel.func.body.visit(_V())
             for div in divisions:
                 exps = self._exp_in_sum(a, div.right, assigned)
-                if not exps:
-                    continue
+                if not exps or not self._exp_calls(a, div.left, assigned):
+                    continue  # no exp above the line: sigmoid, SiLU (an inf below gives 0, not NaN)
                 if all(self._clamped(a, e.args[0].value if e.args else e, assigned, 0) for e in exps):
                     continue
                 if self.skipped(a, div):

@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '475666acee4085059ded1be4f9c0133d'
+FINGERPRINT = '09d0c98fad16baa8811c968a7fa807db'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -1582,6 +1582,92 @@ RULES = [{'code': 'ROC001',
          'Display-only: `torch.where(cond, a, b)` for values, `torch.cond` for branches, or '
          'decide\n'
          'the branch before the compiled call.\n'},
+ {'code': 'ROC404',
+  'name': 'compiled-dynamic-shape',
+  'summary': 'An operation whose output shape depends on the data (`nonzero`, `unique`, ...) in '
+             'compiled code.',
+  'what': '\n'
+          '        `torch.nonzero` / `.nonzero()`, `argwhere`, `masked_select`, `unique`,\n'
+          '        `unique_consecutive`, one-argument `torch.where`, `repeat_interleave` without\n'
+          '        `output_size=`, and boolean-mask indexing (`x[mask]`) whose size is then read\n'
+          '        (`.numel()`, `.size()`, `.shape`, `len()`), in compiled code.\n'
+          '        \n'
+          '        Compiled code is a function decorated with `@torch.compile` (or '
+          '`@torch.compile(...)`),\n'
+          '        a function compiled by assignment (`f = torch.compile(f)`), a method compiled '
+          'in place\n'
+          "        (`self.forward = torch.compile(self.forward)`: that class's method only), and "
+          'the\n'
+          '        `forward` (or `__call__`) of a class of the file whose instance is compiled\n'
+          '        (`model = torch.compile(Model())`, `self.net = torch.compile(self.net)`). The '
+          'analysis\n'
+          '        follows calls to functions and methods of the same file, through '
+          '`self.method()` and\n'
+          '        instances of classes defined in the file, transitively; it does not enter code '
+          'under\n'
+          '        `@torch.compiler.disable` / `torch._dynamo.disable` (an eager island), and '
+          'follows only\n'
+          '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
+          'names\n'
+          '        the compiled function, the line where it is compiled and the call chain.\n'
+          '        ',
+  'why': '\n'
+         "        The output's shape depends on the tensor's values. Unless\n"
+         '        `torch._dynamo.config.capture_dynamic_output_shape_ops` is on, dynamo breaks the '
+         'graph\n'
+         '        there; otherwise the shape is a fresh symbol and reading it recompiles or '
+         'breaks.\n'
+         '        Each break splits the compiled function (and, with a CUDA-graph mode, the '
+         'captured\n'
+         "        graphs, where ROCm's HIP graphs are slowest and least tested).\n"
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC404 compiled-dynamic-shape\n'
+         '\n'
+         'An operation whose output shape depends on the data (`nonzero`, `unique`, ...) in '
+         'compiled code.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         '`torch.nonzero` / `.nonzero()`, `argwhere`, `masked_select`, `unique`,\n'
+         '`unique_consecutive`, one-argument `torch.where`, `repeat_interleave` without\n'
+         '`output_size=`, and boolean-mask indexing (`x[mask]`) whose size is then read\n'
+         '(`.numel()`, `.size()`, `.shape`, `len()`), in compiled code.\n'
+         '\n'
+         'Compiled code is a function decorated with `@torch.compile` (or `@torch.compile(...)`),\n'
+         'a function compiled by assignment (`f = torch.compile(f)`), a method compiled in place\n'
+         "(`self.forward = torch.compile(self.forward)`: that class's method only), and the\n"
+         '`forward` (or `__call__`) of a class of the file whose instance is compiled\n'
+         '(`model = torch.compile(Model())`, `self.net = torch.compile(self.net)`). The analysis\n'
+         'follows calls to functions and methods of the same file, through `self.method()` and\n'
+         'instances of classes defined in the file, transitively; it does not enter code under\n'
+         '`@torch.compiler.disable` / `torch._dynamo.disable` (an eager island), and follows only\n'
+         'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
+         'the compiled function, the line where it is compiled and the call chain.\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         "The output's shape depends on the tensor's values. Unless\n"
+         '`torch._dynamo.config.capture_dynamic_output_shape_ops` is on, dynamo breaks the graph\n'
+         'there; otherwise the shape is a fresh symbol and reading it recompiles or breaks.\n'
+         'Each break splits the compiled function (and, with a CUDA-graph mode, the captured\n'
+         "graphs, where ROCm's HIP graphs are slowest and least tested).\n"
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         '@torch.compile\n'
+         'def route(x, scores):\n'
+         '    idx = scores.argmax(-1).nonzero()\n'
+         '    return x[idx]\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only: keep a fixed shape (`torch.where(mask, x, 0)`, a fixed `size=` for\n'
+         '`nonzero_static`/`unique`, `output_size=` for `repeat_interleave`), or move the\n'
+         'operation out of the compiled code.\n'},
  {'code': 'ROC501',
   'name': 'triton-block-not-wavefront-multiple',
   'summary': "A 1-D Triton block that is not a multiple of AMD's 64-lane wavefront.",
@@ -1862,13 +1948,15 @@ RULES = [{'code': 'ROC001',
          '(`acc.to(tl.float16)`). This changes numerics, so rocmport never applies it.\n'},
  {'code': 'ROC505',
   'name': 'triton-unclamped-exp-activation',
-  'summary': 'A hand-built tanh or sigmoid on tl.exp without a clamp of its input.',
+  'summary': 'A hand-built tanh (a ratio of tl.exp terms) without a clamp of its input.',
   'what': '\n'
           '        A division whose denominator adds to (or subtracts from) a `tl.exp` / `tl.exp2` '
           'of a\n'
-          '        kernel value, as in `1 / (1 + tl.exp(-x))` or `(e - 1) / (e + 1)` with\n'
+          '        kernel value and whose numerator holds one too, as in `(e - 1) / (e + 1)` with\n'
           '        `e = tl.exp(2 * x)`, when the exponent is not bounded first (`tl.clamp`,\n'
-          '        `tl.minimum`/`tl.maximum`, `tl.where`, or the `-tl.abs(x)` form).\n'
+          '        `tl.minimum`/`tl.maximum`, `tl.where`, or the `-tl.abs(x)` form). Not flagged:\n'
+          '        sigmoid and SiLU (`1 / (1 + tl.exp(-x))`, `x / (1 + tl.exp(-x))`): an infinite\n'
+          '        denominator gives 0 there, never NaN, and a clamp would change their result.\n'
           '        ',
   'why': '\n'
          '        `tl.exp` overflows to inf above about 88 in fp32 (11 in fp16); `inf / inf` gives '
@@ -1881,14 +1969,16 @@ RULES = [{'code': 'ROC001',
   'fix': 'display-only',
   'doc': '# ROC505 triton-unclamped-exp-activation\n'
          '\n'
-         'A hand-built tanh or sigmoid on tl.exp without a clamp of its input.\n'
+         'A hand-built tanh (a ratio of tl.exp terms) without a clamp of its input.\n'
          '\n'
          '## What it finds\n'
          '\n'
          'A division whose denominator adds to (or subtracts from) a `tl.exp` / `tl.exp2` of a\n'
-         'kernel value, as in `1 / (1 + tl.exp(-x))` or `(e - 1) / (e + 1)` with\n'
+         'kernel value and whose numerator holds one too, as in `(e - 1) / (e + 1)` with\n'
          '`e = tl.exp(2 * x)`, when the exponent is not bounded first (`tl.clamp`,\n'
-         '`tl.minimum`/`tl.maximum`, `tl.where`, or the `-tl.abs(x)` form).\n'
+         '`tl.minimum`/`tl.maximum`, `tl.where`, or the `-tl.abs(x)` form). Not flagged:\n'
+         'sigmoid and SiLU (`1 / (1 + tl.exp(-x))`, `x / (1 + tl.exp(-x))`): an infinite\n'
+         'denominator gives 0 there, never NaN, and a clamp would change their result.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'

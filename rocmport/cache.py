@@ -105,11 +105,57 @@ class Cache:
         self.fingerprint = settings_fingerprint(settings)
         self._ready = False
 
-    def key(self, path: str, data: bytes) -> str:
+    def key(self, path: str, data: bytes, dependencies: str = "") -> str:
+        """``dependencies``: the digest of the summaries of the project modules the file
+        imports (``ProjectIndex.dependency_digest``): a changed wrapper re-lints its callers."""
         digest = hashlib.blake2b(data, digest_size=20)
+        if dependencies:
+            digest.update(b"\0deps:" + dependencies.encode())
         digest.update(b"\0" + os.path.abspath(path).encode("utf-8", "surrogateescape"))
         digest.update(b"\0" + self.fingerprint.encode())
         return digest.hexdigest()
+
+    # A file's findings also depend on the summaries of the project modules its lint
+    # consulted (codemods._index): recorded per file content, they join its key.
+    def lookup_key(self, path: str, data: bytes, index) -> Optional[str]:
+        """The key of ``path``'s entry given the current summaries of the modules its last
+        lint consulted (none recorded: the plain key); None when a record is unreadable."""
+        base = self.key(path, data)
+        record = self._read_json(self._record(base))
+        if record is None:
+            return base
+        try:
+            return self.key(path, data, index.dependency_digest(record))
+        except (TypeError, ValueError):
+            return None
+
+    def put_with_dependencies(self, path: str, data: bytes, index, record, findings: List[Finding]) -> None:
+        base = self.key(path, data)
+        target = self._record(base)
+        if record or target.exists():
+            self._write_json(target, record or {})
+        self.put(self.key(path, data, index.dependency_digest(record)) if record else base, findings)
+
+    def _record(self, key: str) -> Path:
+        return self.directory / f"v{FORMAT}" / "deps" / key[:2] / f"{key}.json"
+
+    @staticmethod
+    def _read_json(path: Path):
+        try:
+            return json.loads(read_regular(str(path), MAX_ENTRY_BYTES))
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def _write_json(self, entry: Path, value) -> None:
+        try:
+            self._prepare()
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(value, handle, separators=(",", ":"))
+            os.replace(tmp, entry)
+        except OSError:
+            pass
 
     def _entry(self, key: str) -> Path:
         return self.directory / f"v{FORMAT}" / key[:2] / f"{key}.json"

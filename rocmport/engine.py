@@ -60,7 +60,7 @@ def select_rules(settings: Settings, path: str) -> Tuple[FrozenSet[str], List[Ty
 
 
 def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]],
-            enabled: FrozenSet[str]) -> Analysis:
+            enabled: FrozenSet[str], index=None) -> Analysis:
     """Lint ``text`` once. Raises nothing for bad input: it becomes an ROC001 finding."""
     lines = LineIndex(text)
     if PREFILTER["enabled"]:
@@ -78,6 +78,8 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     if deep is not None:
         return Analysis(text, _roc001(path, *deep, enabled), lines=lines)
     facts = _prescan.Facts.of(tree) if tree is not None else None
+    if facts is not None:
+        facts.index, facts.path = index, path
     if facts is not None and PREFILTER["enabled"]:
         triggered = [r for r in triggered if r.may_match(facts)]
         if not triggered:
@@ -93,7 +95,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     gate, binding = _choose_gate(module, text, block)
     context = RuleContext(path=path, text=text, module=module, wrapper=wrapper, lines=lines,
                           gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes),
-                          facts=facts)
+                          facts=facts, index=index)
     context.quote = house.style_for(path).quote
     visitors = [rule(context) for rule in triggered]
     try:
@@ -605,7 +607,7 @@ def _binds_gate(content: str, gate: str) -> bool:
     return re.search(rf"(?m)^[ \t]*{re.escape(gate)} = ", content) is not None
 
 
-def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[str, Analysis, int, List[Finding], Dict[str, bytes]]:
+def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=None) -> Tuple[str, Analysis, int, List[Finding], Dict[str, bytes]]:
     """Apply fixes until none applies. Returns (text, last analysis, fixes applied, notes, extra files)."""
     unsafe = settings.unsafe_fixes
     failed: Set = set()
@@ -613,7 +615,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[
     applied = 0
     extra: Dict[str, bytes] = {}
     for _ in range(MAX_FIX_PASSES):
-        analysis = analyze(text, path, settings, rules, enabled)
+        analysis = analyze(text, path, settings, rules, enabled, index)
         candidates = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
         if not candidates or analysis.module is None:
             return text, analysis, applied, notes, extra
@@ -671,7 +673,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled) -> Tuple[
         text = new_text
         applied += len(chosen)
         extra.update(files)
-    analysis = analyze(text, path, settings, rules, enabled)
+    analysis = analyze(text, path, settings, rules, enabled, index)
     remaining = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
     for f in remaining:
         notes.append(_roc002(f, f"fix for {f.code} did not settle after {MAX_FIX_PASSES} passes; the rest was kept", enabled))
@@ -687,7 +689,7 @@ def _roc002(f: Finding, message: str, enabled) -> Finding:
 # Entry points
 # ------------------------------------------------------------------------------------------
 
-def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False) -> FileReport:
+def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False, index=None) -> FileReport:
     """Lint (or fix) the bytes of one file. Never raises for bad input."""
     kind = file_kind(path, data[:HEAD_BYTES])  # None: a file named on the command line, read as Python
     if kind == "notebook":  # Jupyter notebooks: code cells, magics masked
@@ -709,15 +711,15 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
         return report
     try:
         if fix:
-            text, analysis, applied, notes, extra = fix_text(source.text, path, settings, rules, enabled)
+            text, analysis, applied, notes, extra = fix_text(source.text, path, settings, rules, enabled, index)
             if settings.is_entry_point(path):
                 text, extra = _with_setup(text, path, settings, rules, enabled, extra)
-                analysis = analyze(text, path, settings, rules, enabled)
+                analysis = analyze(text, path, settings, rules, enabled, index)
             if text != source.text:
                 formatted = reformat.reformat(source.text, text, house.style_for(path), path, analysis.lines.newline())
                 if formatted != text:
                     text = formatted
-                    analysis = analyze(text, path, settings, rules, enabled)
+                    analysis = analyze(text, path, settings, rules, enabled, index)
             report.findings = analysis.findings + [n for n in notes if n is not None]
             report.fixes_applied = applied
             report.extra_files = extra
@@ -726,7 +728,7 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
                 fixed = source.encode_changed(text) if problem is None else None
                 if fixed is None:  # keep every byte: no fix rather than a changed file
                     problem = problem or f"the fixed text cannot be encoded in {source.encoding} byte for byte"
-                    findings = analyze(source.text, path, settings, rules, enabled).findings
+                    findings = analyze(source.text, path, settings, rules, enabled, index).findings
                     notes = [_roc002(f, f"fix for {f.code} not applied: {problem}; the file is left as it was",
                                      enabled) for f in findings if f.applies(settings.unsafe_fixes)]
                     report.findings = findings + [n for n in notes if n is not None]
@@ -734,7 +736,7 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
                 else:
                     report.fixed = fixed
         else:
-            report.findings = analyze(source.text, path, settings, rules, enabled).findings
+            report.findings = analyze(source.text, path, settings, rules, enabled, index).findings
     except Exception as exc:  # a bug in rocmport: report it, go on with other files
         import traceback
 
@@ -746,7 +748,7 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
     return report
 
 
-def check_path(path: str, settings: Settings, *, fix: bool = False) -> FileReport:
+def check_path(path: str, settings: Settings, *, fix: bool = False, index=None) -> FileReport:
     """Read ``path`` and check it; unreadable files become ROC001 findings."""
     try:
         data = read_regular(path)
@@ -764,4 +766,4 @@ def check_path(path: str, settings: Settings, *, fix: bool = False) -> FileRepor
                 reason = f"cannot list the directory: {listing.strerror or listing}"
         report.findings = _roc001(path, f"cannot read: {reason}", 1, 1, enabled)
         return report
-    return check_bytes(data, path, settings, fix=fix)
+    return check_bytes(data, path, settings, fix=fix, index=index)

@@ -21,7 +21,10 @@ from .source import read_limited, read_regular
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import ProcessPoolExecutor
 
+    from codemods._index import ProjectIndex
+
 _SETTINGS: Optional[Settings] = None
+_INDEX: Optional["ProjectIndex"] = None  # the project index, in each worker
 _PR_SET_PDEATHSIG = 1
 
 
@@ -79,9 +82,10 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _init(settings: Settings, parent: Optional[int] = None) -> None:
-    global _SETTINGS
+def _init(settings: Settings, parent: Optional[int] = None, index: Optional["ProjectIndex"] = None) -> None:
+    global _SETTINGS, _INDEX
     _SETTINGS = settings
+    _INDEX = index
     if parent is not None:  # a worker process
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -92,9 +96,13 @@ def _work(item):
     from .engine import check_bytes, check_path
 
     path, data, fix = item
-    if data is None:
-        return check_path(path, _SETTINGS, fix=fix)
-    return check_bytes(data, path, _SETTINGS, fix=fix)
+    if _INDEX is not None:
+        _INDEX.start_recording()
+    report = (check_path(path, _SETTINGS, fix=fix, index=_INDEX) if data is None
+              else check_bytes(data, path, _SETTINGS, fix=fix, index=_INDEX))
+    if _INDEX is not None:
+        report.dependencies = _INDEX.stop_recording()  # the summaries its findings depend on
+    return report
 
 
 def _read(path: str) -> Optional[bytes]:
@@ -123,11 +131,11 @@ def _context():
     return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
 
 
-def _pool(workers: int, settings: Settings) -> "ProcessPoolExecutor":
+def _pool(workers: int, settings: Settings, index: Optional["ProjectIndex"] = None) -> "ProcessPoolExecutor":
     from concurrent.futures import ProcessPoolExecutor
 
     return ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init,
-                               initargs=(settings, os.getpid()))
+                               initargs=(settings, os.getpid(), index))
 
 
 def _stop(pool: "ProcessPoolExecutor") -> None:
@@ -155,12 +163,13 @@ def _crashed(path: str, settings: Settings) -> FileReport:
     return report
 
 
-def _in_pool(todo, reports, settings: Settings, jobs: int, progress) -> None:
+def _in_pool(todo, reports, settings: Settings, jobs: int, progress,
+             project: Optional["ProjectIndex"] = None) -> None:
     from concurrent.futures.process import BrokenProcessPool
 
     """Check ``todo`` in a pool; after a worker's death, the files not done go one by one."""
     pending = list(todo)
-    pool = _pool(min(jobs, len(pending)), settings)
+    pool = _pool(min(jobs, len(pending)), settings, project)
     try:
         futures = [(index, pool.submit(_work, item)) for index, item in pending]
         left = []
@@ -177,7 +186,7 @@ def _in_pool(todo, reports, settings: Settings, jobs: int, progress) -> None:
     pool.shutdown(wait=True)
     items = dict(pending)
     for index in left:  # one file per worker: the one that dies is the culprit
-        single = _pool(1, settings)
+        single = _pool(1, settings, project)
         try:
             reports[index] = single.submit(_work, items[index]).result()
         except BrokenProcessPool:
@@ -201,32 +210,36 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
     keys = {}
     if fix:
         cache = None
+    from codemods._index import ProjectIndex  # reads no file and imports no LibCST
+
+    project = ProjectIndex(files)  # module names only: summaries are computed on demand
     for index, path in enumerate(files):
         data = _read(path) if cache is not None else None
         if data is not None:
-            key = cache.key(path, data)
-            cached = cache.get(key, path)
+            key = cache.lookup_key(path, data, project)
+            cached = cache.get(key, path) if key is not None else None
             if cached is not None:
                 reports[index] = FileReport(path=path, findings=cached, original=data)
                 if progress:
                     progress(1)
                 continue
-            keys[index] = key
+            keys[index] = data
         todo.append((index, (path, data, fix)))
     if todo:
         from . import engine  # noqa: F401 (before the fork: workers inherit it instead of importing it each)
     jobs = jobs or default_jobs()
     if jobs > 1 and len(todo) > 1:
-        _in_pool(todo, reports, settings, jobs, progress)
+        _in_pool(todo, reports, settings, jobs, progress, project)
     else:
-        _init(settings)
+        _init(settings, index=project)
         for index, item in todo:
             reports[index] = _work(item)
             if progress:
                 progress(1)
     if cache is not None:
-        for index, key in keys.items():
+        for index, data in keys.items():
             report = reports[index]
-            if report is not None and report.internal_error is None:
-                cache.put(key, report.findings)
+            if report is not None and report.internal_error is None:  # lint only: fix has no cache
+                cache.put_with_dependencies(files[index], data, project, getattr(report, "dependencies", {}),
+                                            report.findings)
     return reports  # type: ignore[return-value]

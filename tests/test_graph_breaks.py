@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .harness import FIXTURES, assert_fix_properties, fixture_pairs, lint
+from .harness import FIXTURES, assert_fix_properties, codes, fixture_pairs, lint
 
 CODES = ["ROC401", "ROC402", "ROC403"]
 
@@ -98,3 +98,134 @@ def test_early_exit_guard():
     src = ("import torch\n@torch.compile\ndef f(x):\n    if torch.compiler.is_compiling():\n        return x\n"
            "    print(x)\n    return x\n")
     assert lint(src, select=CODES) == []
+
+
+# -- precision: the path on which a function is compiled, loggers silenced by the file -------
+
+_FLAGGED = '''import torch
+USE_COMPILE = True
+def step(x):
+    if not USE_COMPILE:
+        print(x.sum().item())
+    if USE_COMPILE:
+        y = x
+    else:
+        y = x.item()
+    return x.tolist()
+if USE_COMPILE:
+    step = torch.compile(step)
+'''
+
+
+def test_hazards_on_the_path_where_the_function_is_not_compiled_are_not_reported():
+    found = lint(_FLAGGED)
+    assert [(f.code, f.start.row) for f in found] == [("ROC401", 10)]
+
+
+def test_the_same_hazards_are_reported_when_compiled_on_every_path():
+    src = _FLAGGED.replace("if USE_COMPILE:\n    step = torch.compile(step)", "step = torch.compile(step)")
+    assert sorted((f.code, f.start.row) for f in lint(src)) == [
+        ("ROC401", 5), ("ROC401", 9), ("ROC401", 10), ("ROC402", 5)]
+
+
+def test_a_different_flag_is_no_proof():
+    src = _FLAGGED.replace("if not USE_COMPILE:", "if not VERBOSE:")
+    assert ("ROC401", 5) in [(f.code, f.start.row) for f in lint(src)]
+
+
+_LOGGER = '''import logging
+import os
+import torch
+logger = logging.getLogger(__name__)
+{rebind}
+@torch.compile
+def f(x):
+    logger.info("x")
+    return x
+'''
+
+
+@pytest.mark.parametrize("rebind", [
+    'if not os.environ.get("DEBUG"):\n    logger.info = lambda *args, **kwargs: None',
+    'def _noop(*args, **kwargs):\n    pass\nif not os.environ.get("DEBUG"):\n    logger.info = _noop',
+    'class _Null:\n    def info(self, *args):\n        """Nothing."""\nif not os.environ.get("DEBUG"):\n'
+    '    logger = _Null()',
+])
+def test_a_logger_rebound_to_a_no_op_is_not_reported(rebind):
+    assert codes(_LOGGER.format(rebind=rebind)) == []
+
+
+@pytest.mark.parametrize("rebind", [
+    "",
+    'if not os.environ.get("DEBUG"):\n    logger.warning = lambda *args, **kwargs: None',  # another method
+    'def _loud(*args):\n    print(*args)\nlogger.info = _loud',  # not a no-op
+    'class _Null:\n    def info(self, *args):\n        print(args)\nlogger = _Null()',
+])
+def test_a_logger_that_still_logs_is_reported(rebind):
+    assert "ROC402" in codes(_LOGGER.format(rebind=rebind))
+
+
+# -- types through chains, generator objects in a capture, dynamic shapes in compiled code ----
+
+_CHAIN = '''import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x.item()
+class Other(torch.nn.Module):
+    def forward(self, x):
+        return x.tolist()
+{use}
+'''
+
+
+@pytest.mark.parametrize("use,expected", [
+    ("m = torch.compile(Model().cuda().eval().half())", [("ROC401", 4)]),
+    ('m = torch.compile(Model().to("cuda").bfloat16())', [("ROC401", 4)]),
+    ("net = Model().cuda()\nm = torch.compile(net.eval())", [("ROC401", 4)]),
+    ('fn = torch.cuda.make_graphed_callables(Model().cuda(), (torch.randn(2, device="cuda"),))',
+     [("ROC301", 4)]),
+    ("m = torch.compile(Model().cuda().state_dict())", []),  # not the module: a dict
+    ("m = torch.compile(Other().parameters())", []),
+])
+def test_module_methods_that_return_the_module_keep_its_class(use, expected):
+    found = [(f.code, f.start.row) for f in lint(_CHAIN.format(use=use)) if f.code in ("ROC401", "ROC301")]
+    assert found == expected
+
+
+_GEN = '''import torch
+g = torch.cuda.CUDAGraph()
+{setup}
+with torch.cuda.graph(g):
+    {call}
+'''
+
+
+@pytest.mark.parametrize("setup,call,hazard", [
+    ("gen = torch.cuda.default_generators[0]", "state = gen.get_state()", True),
+    ("gen = torch.cuda.default_generators[0]", "gen.set_state(saved)", True),
+    ('gen = torch.Generator(device="cuda")', "gen.manual_seed(0)", True),
+    ("pass", "for gen in torch.cuda.default_generators:\n        gen.manual_seed(0)", True),
+    ("gen = torch.Generator()", "gen.manual_seed(0)", False),  # a CPU generator
+    ('gen = torch.Generator(device="cpu")', "state = gen.get_state()", False),
+    ("gen = make_rng()", "state = gen.get_state()", False),  # not known to be a torch.Generator
+])
+def test_rng_state_of_generator_objects_in_a_capture(setup, call, hazard):
+    found = [f.code for f in lint(_GEN.format(setup=setup, call=call), select=["ROC303"])]
+    assert found == (["ROC303"] if hazard else [])
+
+
+@pytest.mark.parametrize("body,hazard", [
+    ("    return x.nonzero()", True),
+    ("    return torch.unique(x)", True),
+    ("    y = x[x > 0]\n    return y, y.numel()", True),
+    ("    y = x[x > 0]\n    return len(y)", True),
+    ("    y = x[x > 0]\n    return y.sum()", False),  # the size never reaches Python
+    ("    return torch.where(x > 0, x, 0)", False),
+    ("    return x.repeat_interleave(3)", False),
+    ('    s = "x.nonzero()"\n    return x', False),
+])
+def test_dynamic_shapes_in_compiled_code(body, hazard):
+    src = f"import torch\n@torch.compile\ndef f(x: torch.Tensor):\n{body}\n"
+    assert ([f.code for f in lint(src, select=["ROC404"])] == ["ROC404"]) is hazard
+    eager = f"import torch\ndef f(x: torch.Tensor):\n{body}\n"
+    assert lint(eager, select=["ROC404"]) == []

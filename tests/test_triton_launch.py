@@ -36,7 +36,7 @@ EXPECTED = {
     "positional_local.py": (["ROC501"], Applicability.SAFE),
     "reduction_row.py": (["ROC501"], Applicability.UNSAFE),
     "small_tile.py": (["ROC502"], None),
-    "unclamped_tanh.py": (["ROC505", "ROC505"], None),
+    "unclamped_tanh.py": (["ROC505"], None),  # the tanh; the SiLU cannot give NaN
     "unmasked.py": (["ROC501"], Applicability.UNSAFE),
 }
 SAFE_BLOCK_FIXTURES = sorted(name for name, (_, app) in EXPECTED.items() if app is Applicability.SAFE)

@@ -1,0 +1,759 @@
+"""The project index: what one module of the project tells the rules of another.
+
+A shared analysis (facts, never findings). The runner builds one index over the files being
+linted before the per-file work; a rule reaches it through ``RuleContext.index``. Building
+it reads no file: it only maps paths to dotted module names (packages, namespace packages).
+A module's summary is computed the first time a rule asks for it, once, from CPython's
+``ast`` -- and only when the module's bytes mention something a summary can hold (see
+``RELEVANT``): any other module's summary is empty but for its imports, which are read
+without parsing the rest. That keeps the index provably conservative and cheap: a module
+whose bytes hold none of those words cannot forward a mode, build options or test for ROCm.
+
+What a summary records, per module:
+- functions that forward a parameter (or ``**kwargs``) to ``torch.compile``'s ``mode`` or
+  ``options`` (directly, through ``inductor.list_mode_options(p)``, or through another such
+  function of the project), or whose parameter becomes ``"triton.cudagraphs"`` of an options
+  dict they return or of an inductor config write (``FunctionSummary.flows``);
+- ``functools.partial(torch.compile | wrapper, ...)`` bound to a module-level name;
+- module constants (a literal assigned once at module level);
+- re-exports (``from .a import f`` in a package) and every other first-party import;
+- ROCm-build tests (``IS_HIP = torch.version.hip is not None``, or a function that returns
+  such a test), with the same meaning as ``rocmport.engine.means_rocm_build``.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+
+from rocmport.source import read_regular
+
+COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
+PARTIAL = frozenset({"functools.partial"})
+LIST_MODE_OPTIONS = frozenset({"torch._inductor.list_mode_options"})
+# Words a module must hold for its summary to hold anything but imports (bytes).
+# A flow needs a compile call (``compile(``, ``partial(torch.compile, ...)``, an alias bound
+# with ``compile as``), or a call of another project function that takes a mode
+# (``..._compile(m, mode=mode)``: both words), an options dict, a ROCm test, a mode constant.
+RELEVANT = (b"compile(", b"compile,", b"compile)", b"compile as", b"cudagraphs", b"version.hip",
+            b"reduce-overhead", b"max-autotune", b"list_mode_options")
+_MAX_DEPTH = 8
+
+MODE, OPTIONS, CUDAGRAPHS = "mode", "options", "cudagraphs"
+
+
+@dataclass
+class FunctionSummary:
+    """How a project function's parameters reach torch.compile (``flows``: parameter ->
+    "mode" | "options" | "cudagraphs"; ``kw_flows``: keyword passed through ``**kwargs`` ->
+    the same)."""
+
+    module: str
+    name: str
+    positional: Tuple[str, ...] = ()  # names that positional arguments bind, in order
+    keywords: FrozenSet[str] = frozenset()  # every parameter that a keyword can bind
+    defaults: Dict[str, object] = field(default_factory=dict)  # param -> literal default (str/bool/None)
+    has_default: FrozenSet[str] = frozenset()
+    flows: Dict[str, str] = field(default_factory=dict)
+    kw_flows: Dict[str, str] = field(default_factory=dict)
+    lineno: int = 0
+    kind: str = "function"  # "function" or "partial"
+
+    def target(self, keyword: Optional[str], position: Optional[int]) -> Optional[str]:
+        """What an argument of a call reaches: by keyword, or by position."""
+        if keyword is not None:
+            if keyword in self.keywords:
+                return self.flows.get(keyword)
+            return self.kw_flows.get(keyword)
+        if position is not None and position < len(self.positional):
+            return self.flows.get(self.positional[position])
+        return None
+
+    def digest(self) -> str:
+        return repr((self.kind, self.positional, sorted(self.keywords), sorted(self.defaults.items(), key=str),
+                     sorted(self.has_default), sorted(self.flows.items()), sorted(self.kw_flows.items())))
+
+
+@dataclass
+class ModuleSummary:
+    name: str
+    path: str
+    is_package: bool
+    imports: Dict[str, str] = field(default_factory=dict)  # module-level name -> absolute dotted name
+    constants: Dict[str, object] = field(default_factory=dict)
+    functions: Dict[str, FunctionSummary] = field(default_factory=dict)  # with flows only
+    methods: Dict[str, FunctionSummary] = field(default_factory=dict)  # "Class.name", this module's own use
+    rocm_tests: List[Tuple[str, str]] = field(default_factory=list)  # (name, "constant"|"function")
+    parsed: bool = False
+
+    def digest(self) -> str:
+        parts = [self.name, repr(sorted(self.imports.items())), repr(sorted(self.constants.items(), key=str)),
+                 repr(sorted(self.rocm_tests))]
+        parts += [f.digest() for _, f in sorted(self.functions.items())]
+        return hashlib.blake2b("\0".join(parts).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
+
+class ProjectIndex:
+    """Dotted names of the files being linted, and their summaries on demand."""
+
+    def __init__(self, paths: Iterable[str], data: Optional[Dict[str, bytes]] = None):
+        self._data: Dict[str, bytes] = {}
+        self._name_of: Dict[str, str] = {}
+        self._package: Dict[str, bool] = {}
+        self._by_name: Dict[str, List[str]] = {}
+        self._by_long_name: Dict[str, List[str]] = {}
+        self._summaries: Dict[str, ModuleSummary] = {}
+        self._functions_done: Set[Tuple[str, str]] = set()
+        self._dir_is_package: Dict[str, bool] = {}
+        self._record: Optional[Set[str]] = None  # modules whose summaries the current file consulted
+        files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
+        self._files = set(files)
+        for path, blob in (data or {}).items():
+            self._data[os.path.abspath(path)] = blob
+        dirs = {os.path.dirname(p) for p in files}
+        root = os.path.commonpath(sorted(dirs)) if dirs else ""
+        for path in files:
+            name = self._canonical(path)
+            if name is None:
+                continue
+            self._name_of[path] = name
+            self._package[path] = os.path.basename(path) in ("__init__.py", "__init__.pyi")
+            self._by_name.setdefault(name, []).append(path)
+            # namespace packages: the same module, named from each directory above its top
+            top = os.path.dirname(path)
+            for _ in range(name.count(".") + (1 if self._package[path] else 0)):
+                top = os.path.dirname(top)
+            long_name = name
+            while root and top.startswith(root) and len(top) > len(root):
+                part = os.path.basename(top)
+                if not part.isidentifier():
+                    break
+                long_name = f"{part}.{long_name}"
+                self._by_long_name.setdefault(long_name, []).append(path)
+                top = os.path.dirname(top)
+
+    # -- names -------------------------------------------------------------------------
+    def _is_package_dir(self, directory: str) -> bool:
+        known = self._dir_is_package.get(directory)
+        if known is None:
+            init = os.path.join(directory, "__init__.py")
+            known = init in self._files or os.path.isfile(init)
+            self._dir_is_package[directory] = known
+        return known
+
+    def _canonical(self, path: str) -> Optional[str]:
+        directory, base = os.path.split(path)
+        stem = base.rsplit(".", 1)[0]
+        parts = [] if stem == "__init__" else [stem]
+        while self._is_package_dir(directory):
+            directory, part = os.path.split(directory)
+            if not part:
+                break
+            parts.append(part)
+        if not parts or not all(p.isidentifier() for p in parts):
+            return None
+        return ".".join(reversed(parts))
+
+    def module_name(self, path: str) -> Optional[str]:
+        """The dotted name of a linted file (its regular-package name), or None."""
+        return self._name_of.get(os.path.abspath(path))
+
+    def path_of(self, name: str) -> Optional[str]:
+        """The one linted file that is module ``name`` (exact name first, then a namespace
+        package's longer name); None when there is none or more than one."""
+        for table in (self._by_name, self._by_long_name):
+            found = table.get(name)
+            if found:
+                return found[0] if len(found) == 1 else None
+        return None
+
+    def absolute(self, importer: str, module: Optional[str], level: int) -> Optional[str]:
+        """``from <.. module> import``: the absolute name, seen from module ``importer``."""
+        if not level:
+            return module
+        path = self.path_of(importer)
+        package = importer if path is not None and self._package.get(path) else importer.rpartition(".")[0]
+        for _ in range(level - 1):
+            if not package:
+                return None
+            package = package.rpartition(".")[0]
+        if not package:
+            return module
+        return f"{package}.{module}" if module else package
+
+    # -- summaries -----------------------------------------------------------------------
+    def _bytes(self, path: str) -> Optional[bytes]:
+        blob = self._data.get(path)
+        if blob is None:
+            try:
+                blob = read_regular(path)  # never a FIFO or a device (it would block)
+            except OSError:
+                return None
+            self._data[path] = blob
+        return blob
+
+    def summary(self, name: str, tree: Optional[ast.AST] = None, path: Optional[str] = None) -> Optional[ModuleSummary]:
+        """Module ``name``'s summary, computed once (``tree``: the importer's current tree
+        for its own module, not cached)."""
+        if tree is not None:
+            summary = ModuleSummary(name, path or "", bool(path and path.endswith("__init__.py")))
+            _summarise(self, summary, tree, own=True)
+            return summary
+        if self._record is not None:
+            self._record.add(name)
+        found = self._summaries.get(name)
+        if found is not None:
+            return found
+        path = self.path_of(name)
+        if path is None:
+            return None
+        summary = ModuleSummary(name, path, self._package.get(path, False))
+        self._summaries[name] = summary
+        blob = self._bytes(path)
+        if blob is None:
+            return summary
+        if (any(word in blob for word in RELEVANT) or (b"compile" in blob and b"mode" in blob)
+                or (summary.is_package and b"import" in blob)):
+            try:
+                parsed = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return summary
+            _summarise(self, summary, parsed, rebinds=b"global" in blob or b"nonlocal" in blob)
+        return summary
+
+    def lookup(self, module: str, attr: str, depth: int = 0):
+        """What ``module.attr`` is: ("function", FunctionSummary), ("constant", value),
+        ("module", name) or None; follows re-exports."""
+        if depth > _MAX_DEPTH:
+            return None
+        summary = self.summary(module)
+        if summary is not None:
+            function = summary.functions.get(attr)
+            if function is not None:
+                return "function", function
+            if attr in summary.constants:
+                return "constant", summary.constants[attr]
+            target = summary.imports.get(attr)
+            if target is not None:
+                return self.lookup_dotted(target, depth + 1)
+        if self.path_of(f"{module}.{attr}") is not None:
+            return "module", f"{module}.{attr}"
+        return None
+
+    def lookup_dotted(self, dotted: str, depth: int = 0):
+        """What an absolute dotted name is: a module of the project, or a name inside one."""
+        if self.path_of(dotted) is not None:
+            return "module", dotted
+        module, _, attr = dotted.rpartition(".")
+        if not module:
+            return None
+        head = self.lookup_dotted(module, depth + 1) if depth <= _MAX_DEPTH else None
+        if head is None or head[0] != "module":
+            return None
+        return self.lookup(head[1], attr, depth + 1)
+
+    def function(self, dotted: str) -> Optional[FunctionSummary]:
+        found = self.lookup_dotted(dotted)
+        return found[1] if found is not None and found[0] == "function" else None
+
+    def constant(self, dotted: str):
+        found = self.lookup_dotted(dotted)
+        return found if found is not None and found[0] == "constant" else None
+
+    def rocm_tests(self) -> List[Tuple[str, str, str, str]]:
+        """(module dotted name, name, "constant" | "function", path) for every ROCm-build
+        test the linted files define at module level."""
+        out = []
+        for path, name in sorted(self._name_of.items(), key=lambda item: item[1]):
+            blob = self._bytes(path)
+            if not blob or b"hip" not in blob:
+                continue
+            summary = self.summary(name)
+            if summary is not None and self.path_of(name) == path:
+                out.extend((name, test, kind, path) for test, kind in summary.rocm_tests)
+        return out
+
+    # -- cache keys: the summaries a file's findings depend on ----------------------------
+    def start_recording(self) -> None:
+        """Record every module whose summary is asked for from now on (one file's lint)."""
+        self._record = set()
+
+    def stop_recording(self) -> Dict[str, Tuple[str, str]]:
+        """{module: (hash of its bytes, digest of its summary)} for the modules consulted
+        since ``start_recording``: what the file's findings depend on besides its own text."""
+        names, self._record = self._record or set(), None
+        out = {}
+        for name in sorted(names):
+            summary = self.summary(name)
+            path = self.path_of(name)
+            blob = self._bytes(path) if path else None
+            out[name] = (_hash(blob), summary.digest() if summary is not None else "")
+        return out
+
+    def dependency_digest(self, record: Dict[str, Sequence[str]]) -> str:
+        """The digest of the current summaries of the modules in ``record`` (as
+        ``stop_recording`` made it): a summary is recomputed only for a module whose bytes
+        changed since, so a changed wrapper changes its callers' digests, and a comment
+        changes nothing. "" for a file that consulted no module."""
+        if not record:
+            return ""
+        parts = []
+        for name in sorted(record):
+            recorded_hash, recorded_digest = record[name]
+            path = self.path_of(name)
+            blob = self._bytes(path) if path else None
+            if _hash(blob) == recorded_hash:
+                digest = recorded_digest
+            else:
+                summary = self.summary(name)
+                digest = summary.digest() if summary is not None else ""
+            parts.append(f"{name}:{digest}")
+        return hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
+
+
+def _hash(blob: Optional[bytes]) -> str:
+    return "" if blob is None else hashlib.blake2b(blob, digest_size=12).hexdigest()
+
+
+# ----------------------------------------------------------------------------------------
+# Summaries, from CPython's tree
+# ----------------------------------------------------------------------------------------
+
+def _literal(node: Optional[ast.AST]):
+    """(True, value) for a str/bool/None/number literal, else (False, None)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bool, int, float, type(None))):
+        return True, node.value
+    return False, None
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _resolve_name(imports: Dict[str, str], local_functions: Set[str], module: str, node: ast.AST) -> Optional[str]:
+    """The absolute dotted name a callee spells, through the module's imports and its own
+    top-level functions; None when unknown."""
+    dotted = _dotted(node)
+    if dotted is None:
+        return None
+    root, _, rest = dotted.partition(".")
+    if root in imports:
+        full = imports[root]
+        return f"{full}.{rest}" if rest else full
+    if root in local_functions and not rest:
+        return f"{module}.{root}"
+    return None
+
+
+def _torch_names(imports: Dict[str, str]) -> Set[str]:
+    return {name for name, full in imports.items() if full == "torch"}
+
+
+def means_rocm_build(expr: ast.AST, torch_names: Set[str]) -> bool:
+    """``rocmport.engine.means_rocm_build`` on CPython's tree: does ``expr`` mean exactly
+    "this torch is a ROCm build"? (``tests/test_project_index.py`` holds both to the same
+    answers.)"""
+    def is_hip(node) -> bool:
+        return any(_dotted(node) == f"{t}.version.hip" for t in torch_names)
+
+    def is_getattr_hip(node) -> bool:
+        return (isinstance(node, ast.Call) and _dotted(node.func) == "getattr" and len(node.args) == 3
+                and not node.keywords
+                and any(_dotted(node.args[0]) == f"{t}.version" for t in torch_names)
+                and isinstance(node.args[1], ast.Constant) and node.args[1].value == "hip"
+                and isinstance(node.args[2], ast.Constant) and node.args[2].value is None)
+
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+        comparator = expr.comparators[0]
+        if (isinstance(expr.ops[0], (ast.IsNot, ast.NotEq)) and isinstance(comparator, ast.Constant)
+                and comparator.value is None):
+            return is_hip(expr.left) or is_getattr_hip(expr.left)
+    if isinstance(expr, ast.Call) and _dotted(expr.func) == "bool" and len(expr.args) == 1 and not expr.keywords:
+        return is_hip(expr.args[0]) or is_getattr_hip(expr.args[0])
+    return False
+
+
+def _module_imports(index: ProjectIndex, name: str, body: Sequence[ast.stmt]) -> Dict[str, str]:
+    imports: Dict[str, str] = {}
+    for stmt in _top_level(body):
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    imports[alias.asname] = alias.name
+                else:
+                    first = alias.name.split(".", 1)[0]
+                    imports[first] = first
+        elif isinstance(stmt, ast.ImportFrom):
+            base = index.absolute(name, stmt.module, stmt.level) if stmt.level else stmt.module
+            if not base:
+                continue
+            for alias in stmt.names:
+                if alias.name != "*":
+                    imports[alias.asname or alias.name] = f"{base}.{alias.name}"
+    return imports
+
+
+def _top_level(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements that run at module level: the body, and blocks of if/try/with in it."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
+            for attr in ("body", "orelse", "finalbody"):
+                yield from _top_level(getattr(stmt, attr, ()))
+            for handler in getattr(stmt, "handlers", ()):
+                yield from _top_level(handler.body)
+
+
+def _summarise(index: ProjectIndex, summary: ModuleSummary, tree: ast.AST, own: bool = False,
+               rebinds: bool = True) -> None:
+    """Fill ``summary`` from ``tree`` (``own``: the linted file itself, methods too;
+    ``rebinds``: whether a function may rebind a module name, ``global`` in the bytes)."""
+    body = getattr(tree, "body", [])
+    summary.parsed = True
+    summary.imports = imports = _module_imports(index, summary.name, body)
+    torch_names = _torch_names(imports)
+    assigned: Dict[str, int] = {}
+    for stmt in _top_level(body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            assigned[stmt.name] = assigned.get(stmt.name, 0) + 1
+        elif not isinstance(stmt, (ast.If, ast.Try, ast.With)) and type(stmt).__name__ != "TryStar":
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    assigned[node.id] = assigned.get(node.id, 0) + 1
+                elif isinstance(node, ast.alias):
+                    bound = node.asname or node.name.split(".", 1)[0]
+                    assigned[bound] = assigned.get(bound, 0) + 1
+    if rebinds:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                for n in node.names:
+                    assigned[n] = assigned.get(n, 0) + 2
+    functions: Dict[str, ast.AST] = {}
+    partials: List[Tuple[str, ast.Call]] = []
+    for stmt in body:  # functions and constants: the top level proper only
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions[stmt.name] = stmt if stmt.name not in functions else None
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                continue
+            target = targets[0].id
+            if assigned.get(target) != 1:
+                continue
+            ok, value = _literal(stmt.value)
+            if ok:
+                summary.constants[target] = value
+            elif torch_names and means_rocm_build(stmt.value, torch_names):
+                summary.rocm_tests.append((target, "constant"))
+            elif isinstance(stmt.value, ast.Call):
+                partials.append((target, stmt.value))
+    local = {n for n, f in functions.items() if f is not None}
+    module = summary.name
+    builder = _FunctionFlows(index, module, imports, local, summary.constants)
+    for fname, node in functions.items():
+        if node is None:
+            continue
+        if torch_names and _returns_rocm_test(node, torch_names, summary):
+            summary.rocm_tests.append((fname, "function"))
+    summary.functions = {}
+    # Local functions may forward to one another: settle them in dependency order (a
+    # call to a local function not yet summarised is summarised first; cycles give up).
+    builder.pending = {n: f for n, f in functions.items() if f is not None}
+    builder.summary = summary
+    for fname in list(builder.pending):
+        builder.settle(fname)
+    for target, call in partials:
+        found = builder.partial(target, call)
+        if found is not None:
+            summary.functions[target] = found
+    for stmt in body if own else ():  # methods: only the linted file's own rules ask
+        if isinstance(stmt, ast.ClassDef):
+            seen: Set[str] = set()
+            for item in stmt.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    key = f"{stmt.name}.{item.name}"
+                    if key in seen:
+                        summary.methods.pop(key, None)
+                        continue
+                    seen.add(key)
+                    found = builder.function(item)
+                    if found is not None:
+                        summary.methods[key] = found
+
+
+def _returns_rocm_test(node, torch_names: Set[str], summary: ModuleSummary) -> bool:
+    body = list(node.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return False
+    if node.args.args or node.args.posonlyargs or node.args.kwonlyargs or node.args.vararg or node.args.kwarg:
+        return False
+    value = body[0].value
+    if means_rocm_build(value, torch_names):
+        return True
+    return isinstance(value, ast.Name) and (value.id, "constant") in summary.rocm_tests
+
+
+def _params(node) -> Tuple[Tuple[str, ...], FrozenSet[str], Dict[str, object], FrozenSet[str]]:
+    args = node.args
+    positional = tuple(a.arg for a in args.posonlyargs + args.args)
+    keywords = frozenset(a.arg for a in args.args + args.kwonlyargs)
+    defaults: Dict[str, object] = {}
+    has_default: Set[str] = set()
+    pos_with_default = (args.posonlyargs + args.args)[len(positional) - len(args.defaults):]
+    for arg, default in list(zip(pos_with_default, args.defaults)) + [
+            (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]:
+        has_default.add(arg.arg)
+        ok, value = _literal(default)
+        if ok:
+            defaults[arg.arg] = value
+        elif isinstance(default, ast.IfExp) and _literal(default.body)[0] and _literal(default.orelse)[0]:
+            defaults[arg.arg] = (_literal(default.body)[1], _literal(default.orelse)[1])  # a gated literal
+    return positional, keywords, defaults, frozenset(has_default)
+
+
+class _FunctionFlows:
+    """Computes ``FunctionSummary.flows`` for the functions of one module."""
+
+    def __init__(self, index: ProjectIndex, module: str, imports: Dict[str, str], local: Set[str], constants):
+        self.index = index
+        self.module = module
+        self.imports = imports
+        self.local = local
+        self.constants = constants
+        self.pending: Dict[str, ast.AST] = {}
+        self.active: Set[str] = set()
+        self.summary: Optional[ModuleSummary] = None
+
+    def settle(self, name: str) -> Optional[FunctionSummary]:
+        assert self.summary is not None
+        if name in self.summary.functions:
+            return self.summary.functions[name]
+        node = self.pending.get(name)
+        if node is None or name in self.active:
+            return None
+        self.active.add(name)
+        try:
+            found = self.function(node)
+        finally:
+            self.active.discard(name)
+            self.pending.pop(name, None)
+        if found is not None:
+            self.summary.functions[name] = found
+        return found
+
+    def callee(self, func: ast.AST) -> Tuple[Optional[str], Optional[FunctionSummary]]:
+        """("compile" | "partial" | "list_mode_options" | "wrapper" | None, summary)."""
+        if isinstance(func, ast.Name) and func.id in self.local and func.id not in self.imports:
+            found = self.settle(func.id)
+            return ("wrapper", found) if found is not None else (None, None)
+        full = _resolve_name(self.imports, set(), self.module, func)
+        if full is None:
+            return None, None
+        if full in COMPILE:
+            return "compile", None
+        if full in PARTIAL:
+            return "partial", None
+        if full in LIST_MODE_OPTIONS:
+            return "list_mode_options", None
+        if full.split(".", 1)[0] == "torch":
+            return None, None
+        found = self.index.function(full)
+        return ("wrapper", found) if found is not None else (None, None)
+
+    def _call_targets(self, call: ast.Call):
+        """(argument node, what it reaches, is a ** splat) for a call that hands values to
+        torch.compile, else nothing."""
+        kind, wrapper = self.callee(call.func)
+        if kind == "partial" and call.args:
+            inner_kind, inner = self.callee(call.args[0])
+            if inner_kind == "compile":
+                for k in call.keywords:
+                    yield k.value, (MODE if k.arg == MODE else OPTIONS if k.arg == OPTIONS else None) \
+                        if k.arg else "kwargs", k.arg is None
+            elif inner_kind == "wrapper" and inner is not None:
+                for k in call.keywords:
+                    yield k.value, (inner.target(k.arg, None) if k.arg else ("kwargs", inner)), k.arg is None
+            return
+        if kind == "compile" or (kind is None and isinstance(call.func, ast.Attribute) and call.func.attr == "compile"
+                                 and _dotted(call.func.value) not in self.imports):
+            for k in call.keywords:
+                if k.arg is None:
+                    yield k.value, "kwargs", True
+                elif k.arg in (MODE, OPTIONS):
+                    yield k.value, k.arg, False
+        elif kind == "list_mode_options":
+            if call.args:
+                yield call.args[0], MODE, False
+            for k in call.keywords:
+                if k.arg == MODE:
+                    yield k.value, MODE, False
+        elif kind == "wrapper" and wrapper is not None:
+            for position, arg in enumerate(call.args):
+                if isinstance(arg, ast.Starred):
+                    break
+                reached = wrapper.target(None, position)
+                if reached:
+                    yield arg, reached, False
+            for k in call.keywords:
+                if k.arg is None:
+                    yield k.value, ("kwargs", wrapper), True
+                else:
+                    reached = wrapper.target(k.arg, None)
+                    if reached:
+                        yield k.value, reached, False
+
+    def function(self, node) -> Optional[FunctionSummary]:
+        args = node.args
+        if not (args.posonlyargs or args.args or args.kwonlyargs or args.kwarg):
+            return None  # nothing to forward (a closure's parameters belong to its outer function)
+        positional, keywords, defaults, has_default = _params(node)
+        params = set(positional) | set(keywords)
+        kwarg = args.kwarg.arg if args.kwarg else None
+        stored: Set[str] = set()
+        calls: List[ast.Call] = []
+        returned_dicts: List[ast.Dict] = []
+        config_writes: List[ast.Assign] = []
+        for sub in ast.walk(node):  # one walk: what is rebound, called, returned, written
+            kind = type(sub)
+            if kind is ast.Name:
+                if type(sub.ctx) is not ast.Load:
+                    stored.add(sub.id)
+            elif kind is ast.Call:
+                calls.append(sub)
+            elif kind is ast.Return:
+                if type(sub.value) is ast.Dict:
+                    returned_dicts.append(sub.value)
+            elif kind is ast.Assign:
+                if len(sub.targets) == 1 and type(sub.targets[0]) is ast.Attribute \
+                        and sub.targets[0].attr == "cudagraphs":
+                    config_writes.append(sub)
+        # a parameter that is rebound in the body is not followed
+        clean = {p for p in params if p not in stored}
+        if kwarg in stored:
+            kwarg = None
+        if not clean and kwarg is None:
+            return None
+        flows: Dict[str, str] = {}
+        kw_flows: Dict[str, str] = {}
+        for sub in config_writes:
+            # torch._inductor.config.triton.cudagraphs = p
+            dotted = _dotted(sub.targets[0]) or ""
+            if dotted.endswith("triton.cudagraphs") and isinstance(sub.value, ast.Name) and sub.value.id in clean:
+                full = _resolve_name(self.imports, set(), self.module, sub.targets[0]) or ""
+                if full.startswith("torch._inductor.config"):
+                    flows[sub.value.id] = CUDAGRAPHS
+        for sub in calls:
+            if not _may_carry(sub, clean, kwarg):
+                continue  # no parameter in its arguments: spares resolving its callee
+            for value, reached, splat in self._call_targets(sub):
+                if reached is None:
+                    continue
+                if splat:
+                    if isinstance(value, ast.Name) and value.id == kwarg:
+                        if reached == "kwargs":
+                            kw_flows.update({MODE: MODE, OPTIONS: OPTIONS})
+                        elif isinstance(reached, tuple):
+                            inner = reached[1]
+                            kw_flows.update({k: v for k, v in inner.flows.items() if k in inner.keywords})
+                            kw_flows.update(inner.kw_flows)
+                    continue
+                for name in _leaf_names(value):
+                    if name in clean:
+                        flows[name] = reached
+                if reached == OPTIONS and isinstance(value, ast.Dict):
+                    for key, item in zip(value.keys, value.values):
+                        if isinstance(key, ast.Constant) and key.value == "triton.cudagraphs":
+                            for name in _leaf_names(item):
+                                if name in clean:
+                                    flows[name] = CUDAGRAPHS
+                if reached == OPTIONS and isinstance(value, ast.Call):
+                    # options=build(p): the helper's cudagraphs parameter
+                    for inner_value, inner_reached, _ in self._call_targets_of_builder(value):
+                        for name in _leaf_names(inner_value):
+                            if name in clean and inner_reached == CUDAGRAPHS:
+                                flows[name] = CUDAGRAPHS
+        for d in returned_dicts:
+            for key, value in zip(d.keys, d.values):
+                if isinstance(key, ast.Constant) and key.value == "triton.cudagraphs":
+                    for name in _leaf_names(value):
+                        if name in clean:
+                            flows[name] = CUDAGRAPHS
+        if not flows and not kw_flows:
+            return None
+        return FunctionSummary(self.module, node.name, positional, keywords, defaults, has_default,
+                               flows, kw_flows, node.lineno)
+
+    def _call_targets_of_builder(self, call: ast.Call):
+        kind, wrapper = self.callee(call.func)
+        if kind != "wrapper" or wrapper is None:
+            return
+        for position, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            reached = wrapper.target(None, position)
+            if reached:
+                yield arg, reached, False
+        for k in call.keywords:
+            if k.arg is not None:
+                reached = wrapper.target(k.arg, None)
+                if reached:
+                    yield k.value, reached, False
+
+    def partial(self, target: str, call: ast.Call) -> Optional[FunctionSummary]:
+        """``name = functools.partial(torch.compile | wrapper, ...)``: a callable that takes
+        ``mode=`` / ``options=`` (and the wrapper's parameters past those bound)."""
+        kind, _ = self.callee(call.func)
+        if kind != "partial" or not call.args or isinstance(call.args[0], ast.Starred):
+            return None
+        inner_kind, inner = self.callee(call.args[0])
+        bound = {k.arg for k in call.keywords if k.arg}
+        if inner_kind == "compile":
+            flows = {MODE: MODE, OPTIONS: OPTIONS}
+            return FunctionSummary(self.module, target, ("model",), frozenset({"model", MODE, OPTIONS}),
+                                   {}, frozenset(bound), flows, {}, call.lineno, "partial")
+        if inner_kind == "wrapper" and inner is not None:
+            skip = len(call.args) - 1
+            return FunctionSummary(self.module, target, inner.positional[skip:], inner.keywords, inner.defaults,
+                                   inner.has_default | frozenset(bound), dict(inner.flows), dict(inner.kw_flows),
+                                   call.lineno, "partial")
+        return None
+
+
+def _may_carry(call: ast.Call, clean: Set[str], kwarg: Optional[str]) -> bool:
+    """Can a call hand one of ``clean`` (or ``**kwarg``) on, in a shape ``function`` reads:
+    an argument that is the parameter (or a conditional of it), a dict or a call holding it?"""
+    values = [a for a in call.args if type(a) is not ast.Starred] + [k.value for k in call.keywords]
+    for value in values:
+        kind = type(value)
+        if kind is ast.Name or kind is ast.IfExp:
+            if any(name in clean or name == kwarg for name in _leaf_names(value)):
+                return True
+        elif kind is ast.Dict:
+            if any(name in clean for item in value.values if item is not None for name in _leaf_names(item)):
+                return True
+        elif kind is ast.Call:
+            if _may_carry(value, clean, None):
+                return True
+    return False
+
+
+def _leaf_names(value: ast.AST) -> Iterator[str]:
+    """Names that are the value of an expression: ``p``, either arm of ``a if c else b``."""
+    if isinstance(value, ast.Name):
+        yield value.id
+    elif isinstance(value, ast.IfExp):
+        yield from _leaf_names(value.body)
+        yield from _leaf_names(value.orelse)
+

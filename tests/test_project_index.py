@@ -1,0 +1,282 @@
+"""The project index (codemods._index) and the ROC1xx rules that consult it: hazards one
+call or one module away, multi-module fixtures with near misses, execution proofs of the
+fixed packages on both paths, and the cache key that follows the summaries of imports."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from codemods._index import ProjectIndex, means_rocm_build
+from rocmport.cache import Cache
+from rocmport.config import Settings
+from rocmport.engine import means_rocm_build as cst_means_rocm_build
+from rocmport.runner import check_files
+
+from .harness import codes
+from .torch_runner import run_file
+
+PROJECT = Path(__file__).parent / "fixtures" / "project"
+
+
+def _files(root: Path):
+    return sorted(str(p) for p in root.rglob("*.py"))
+
+
+def _lint(root: Path, fix: bool = False):
+    return {Path(r.path).relative_to(root).as_posix(): r for r in check_files(_files(root), Settings(), jobs=1, fix=fix)}
+
+
+def _found(root: Path):
+    return sorted((name, f.start.row, f.code) for name, r in _lint(root).items() for f in r.findings)
+
+
+def _apply_fix(root: Path) -> None:
+    """``rocmport fix --write`` on the tree: the fixed files and the generated prelude module."""
+    for path, report in _lint(root, fix=True).items():
+        if report.fixed is not None:
+            (root / path).write_bytes(report.fixed)
+        for extra, data in report.extra_files.items():
+            Path(extra).write_bytes(data)
+
+
+def _write(root: Path, files: dict) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+# -- the index ------------------------------------------------------------------------------
+
+def test_module_names_packages_and_namespace_packages(tmp_path):
+    _write(tmp_path, {"src/pkg/__init__.py": "", "src/pkg/a.py": "", "src/pkg/sub/__init__.py": "",
+                      "src/pkg/sub/b.py": "", "src/ns/inner/__init__.py": "", "src/ns/inner/c.py": "",
+                      "src/script.py": ""})
+    index = ProjectIndex(_files(tmp_path))
+    assert index.module_name(str(tmp_path / "src/pkg/a.py")) == "pkg.a"
+    assert index.module_name(str(tmp_path / "src/pkg/sub/__init__.py")) == "pkg.sub"
+    assert index.module_name(str(tmp_path / "src/pkg/sub/b.py")) == "pkg.sub.b"
+    assert index.module_name(str(tmp_path / "src/script.py")) == "script"
+    # ns/ has no __init__.py: a namespace package, found by its longer name too
+    assert index.path_of("ns.inner.c") == str(tmp_path / "src/ns/inner/c.py")
+    assert index.path_of("inner.c") == str(tmp_path / "src/ns/inner/c.py")
+    assert index.module_name(str(tmp_path / "elsewhere.py")) is None
+    # relative imports, seen from a module and from a package
+    assert index.absolute("pkg.sub.b", "x", 1) == "pkg.sub.x"
+    assert index.absolute("pkg.sub.b", None, 2) == "pkg"
+    assert index.absolute("pkg.sub", "b", 1) == "pkg.sub.b"
+
+
+def test_summaries_follow_wrappers_partials_and_re_exports():
+    index = ProjectIndex(_files(PROJECT / "zoo"))
+    wrap = index.function("zoo.compile_model")  # re-exported by the package
+    assert wrap is not None and wrap.module == "zoo.compiling"
+    assert wrap.flows == {"mode": "mode"} and wrap.kw_flows["options"] == "options"
+    assert wrap.defaults["mode"] == "default"
+    assert index.function("zoo.compiling.compile_with_kwargs").kw_flows == {"mode": "mode", "options": "options"}
+    assert index.function("zoo.compiled").flows == {"mode": "mode"}  # through compile_model
+    assert index.function("zoo.compiling.build_inductor_options").flows == {"use_cudagraphs": "cudagraphs"}
+    assert index.function("zoo.compiling.compile_from_table").flows == {"table_mode": "mode"}
+    assert index.function("zoo.fast_compile").kind == "partial"
+    assert index.function("zoo.compiling.functools") is None
+
+
+def test_summary_is_computed_once_and_unrelated_modules_are_not_parsed(tmp_path, monkeypatch):
+    _write(tmp_path, {"p/__init__.py": "", "p/w.py": "import torch\ndef w(m, mode):\n    return torch.compile(m, mode=mode)\n",
+                      "p/plain.py": "def helper(x):\n    return x\n"})
+    index = ProjectIndex(_files(tmp_path))
+    parsed = []
+    import codemods._index as module
+
+    real = module._summarise
+    monkeypatch.setattr(module, "_summarise", lambda i, s, t, **kw: (parsed.append(s.name), real(i, s, t, **kw)))
+    assert index.function("p.w.w") is not None
+    assert index.function("p.w.w") is not None
+    assert index.lookup("p.plain", "helper") is None
+    assert parsed == ["p.w"]  # once; p.plain holds none of the words a summary needs
+
+
+def test_rocm_tests_of_the_project(tmp_path):
+    _write(tmp_path, {"app/__init__.py": "", "app/env.py": """
+        import torch
+        IS_HIP = torch.version.hip is not None
+        ON_AMD = bool(torch.version.hip)
+        NOT_IT = torch.version.cuda is not None
+        def is_rocm():
+            \"\"\"ROCm build?\"\"\"
+            return getattr(torch.version, "hip", None) is not None
+        def uses_hip():
+            return IS_HIP
+        def takes_args(x):
+            return torch.version.hip is not None
+        """})
+    index = ProjectIndex(_files(tmp_path))
+    path = str(tmp_path / "app/env.py")
+    assert sorted(index.rocm_tests()) == sorted([("app.env", "IS_HIP", "constant", path),
+                                                 ("app.env", "ON_AMD", "constant", path),
+                                                 ("app.env", "is_rocm", "function", path),
+                                                 ("app.env", "uses_hip", "function", path)])
+
+
+@pytest.mark.parametrize("expr", [
+    "torch.version.hip is not None", "torch.version.hip != None", "bool(torch.version.hip)",
+    'getattr(torch.version, "hip", None) is not None', "bool(getattr(torch.version, 'hip', None))",
+    "torch.version.hip is None", "torch.version.hip", "torch.version.cuda is not None", "tv.hip is not None",
+    'getattr(torch.version, "hip") is not None', "th.version.hip is not None", "bool(x)",
+])
+def test_rocm_build_test_means_what_the_engine_means(expr):
+    names = {"torch"}
+    assert means_rocm_build(ast.parse(expr, mode="eval").body, names) == cst_means_rocm_build(
+        cst.parse_expression(expr), names)
+
+
+# -- rules across modules -------------------------------------------------------------------
+
+ZOO_FINDINGS = [
+    ("compiling.py", 17, "ROC101"),  # compiled(mode="reduce-overhead"): the default reaches compile
+    ("models.py", 15, "ROC101"),  # compile_model(step, mode="reduce-overhead")
+    ("models.py", 16, "ROC102"),  # positional
+    ("models.py", 17, "ROC101"),  # through **kwargs
+    ("models.py", 18, "ROC101"),  # a partial of torch.compile bound to a name
+    ("models.py", 19, "ROC103"),  # options built by a helper
+    ("models.py", 20, "ROC101"),  # kw = {"mode": ...}; torch.compile(**kw)
+    ("models.py", 22, "ROC102"),  # module.attribute wrapper
+    ("models.py", 23, "ROC101"),  # list_mode_options(mode) handed to options=
+    ("models.py", 24, "ROC103"),  # a cudagraphs parameter of a wrapper
+    ("models.py", 27, "ROC101"),  # a decorator factory
+]
+
+
+def test_hazards_one_module_away_are_found_at_the_value():
+    assert _found(PROJECT / "zoo") == sorted(ZOO_FINDINGS)
+
+
+def test_near_misses_across_modules_are_clean():
+    assert _found(PROJECT / "clean_zoo") == []
+
+
+def test_without_the_index_the_callers_are_clean_and_the_wrappers_unchanged():
+    """A file linted alone (stdin, flake8) knows only its own functions."""
+    assert codes((PROJECT / "zoo" / "models.py").read_bytes()) == ["ROC101"]  # only the **kw dict of its own
+
+
+def test_a_wrapper_of_the_same_file():
+    src = ('import torch\ndef wrap(m, mode="default"):\n    return torch.compile(m, mode=mode)\n'
+           'a = wrap(f, mode="reduce-overhead")\nb = wrap(f)\nc = wrap(f, mode=cfg.mode)\n')
+    assert codes(src) == ["ROC101", "ROC104"]
+
+
+def test_parameter_defaults():
+    hazard = 'import torch\ndef build(m, compile_mode="max-autotune"):\n    return torch.compile(m, mode=compile_mode)\n'
+    assert codes(hazard) == ["ROC102"]
+    clean = 'import torch\ndef build(m, compile_mode="default"):\n    return torch.compile(m, mode=compile_mode)\n'
+    assert codes(clean) == []
+    none = 'import torch\ndef build(m, compile_mode=None):\n    return torch.compile(m, mode=compile_mode)\n'
+    assert codes(none) == []
+    unknown = 'import torch\ndef build(m, compile_mode):\n    return torch.compile(m, mode=compile_mode)\n'
+    assert codes(unknown) == ["ROC104"]
+    rebound = ('import torch\ndef build(m, compile_mode="default"):\n    compile_mode = pick(compile_mode)\n'
+               '    return torch.compile(m, mode=compile_mode)\n')
+    assert codes(rebound) == ["ROC104"]
+
+
+def test_cpu_only_modes_are_clean():
+    assert codes('import torch\nif device == "cpu":\n    f = torch.compile(g, mode="max-autotune")\n') == []
+    assert codes('import torch\nf = torch.compile(g, mode="max-autotune" if dev.type == "cpu" else "default")\n') == []
+    assert codes('import torch\nif device != "cpu":\n    f = torch.compile(g, mode="max-autotune")\n') == ["ROC102"]
+    assert codes('import torch\nif device == "cuda":\n    f = torch.compile(g, mode="max-autotune")\n') == ["ROC102"]
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    root = tmp_path / "src"
+    shutil.copytree(PROJECT / name, root / name)
+    return root
+
+
+def test_fixed_package_is_stable_and_keeps_every_other_byte(tmp_path):
+    root = _copy(tmp_path, "zoo")
+    _apply_fix(root)
+    assert _found(root) == []
+    assert all(r.fixed is None for r in _lint(root, fix=True).values())
+    for name in ("compiling.py", "models.py"):
+        original = (PROJECT / "zoo" / name).read_text().splitlines()
+        fixed = (root / "zoo" / name).read_text()
+        for line in original:
+            if "reduce-overhead" not in line and "max-autotune" not in line and "use_cudagraphs=True" not in line:
+                assert line in fixed
+
+
+DRIVER = "import zoo.models as m\nRESULT = None\n"
+
+
+def test_fixed_package_runs_the_same_on_nvidia_and_maps_the_modes_on_rocm(tmp_path):
+    root = _copy(tmp_path, "zoo")
+    original = {rocm: run_file(_driver(root), rocm, env={"PYTHONPATH": str(root)}) for rocm in (False, True)}
+    fixed_root = _copy(tmp_path / "fixed", "zoo")
+    _apply_fix(fixed_root)
+    fixed = {rocm: run_file(_driver(fixed_root), rocm, env={"PYTHONPATH": str(fixed_root)}) for rocm in (False, True)}
+    assert fixed[False]["calls"] == original[False]["calls"]
+    # on ROCm: no CUDA-graph mode and no cudagraphs option reaches torch.compile
+    for call in fixed[True]["calls"]:
+        assert call.get("mode") not in ("reduce-overhead", "max-autotune")
+        assert not (call.get("options") or {}).get("triton.cudagraphs")
+    assert any((c.get("options") or {}).get("triton.cudagraphs") for c in original[True]["calls"])
+    assert len(fixed[True]["calls"]) == len(original[True]["calls"])
+
+
+def _driver(root: Path) -> Path:
+    path = root / "driver.py"
+    path.write_text(DRIVER)
+    return path
+
+
+# -- the cache key --------------------------------------------------------------------------
+
+def test_changing_a_wrapper_re_lints_its_callers_only(tmp_path, monkeypatch):
+    import rocmport.runner as runner
+
+    root = _copy(tmp_path, "zoo")
+    _write(root, {"zoo/unrelated.py": "import torch\nx = torch.compile(f)\n"})
+    cache = Cache(tmp_path / "cache", Settings())
+    linted = []
+    work = runner._work
+    monkeypatch.setattr(runner, "_work", lambda item: (linted.append(Path(item[0]).name), work(item))[1])
+
+    def run():
+        linted.clear()
+        check_files(_files(root), Settings(), jobs=1, cache=cache)
+        return sorted(linted)
+
+    assert run() == ["__init__.py", "compiling.py", "models.py", "unrelated.py"]
+    assert run() == []  # warm
+    wrapper = root / "zoo" / "compiling.py"
+    wrapper.write_text(wrapper.read_text() + "\n# a comment: no part of any summary\n")
+    assert run() == ["compiling.py"]
+    # the wrapper stops forwarding mode: the callers that consulted it are linted again
+    wrapper.write_text(wrapper.read_text().replace("return torch.compile(model, mode=mode, **kwargs)",
+                                                   "return torch.compile(model, **kwargs)"))
+    assert run() == ["compiling.py", "models.py"]
+    assert run() == []
+
+
+def test_cached_callers_are_re_linted_when_the_wrapper_changes(tmp_path):
+    root = _copy(tmp_path, "zoo")
+    cache = Cache(tmp_path / "cache", Settings())
+    first = check_files(_files(root), Settings(), jobs=1, cache=cache)
+    assert sum(len(r.findings) for r in first) == len(ZOO_FINDINGS)
+    wrapper = root / "zoo" / "compiling.py"
+    wrapper.write_text(wrapper.read_text().replace('def compile_model(model, mode="default", **kwargs):\n'
+                                                   '    return torch.compile(model, mode=mode, **kwargs)',
+                                                   'def compile_model(model, mode="default", **kwargs):\n'
+                                                   '    return model'))
+    second = {Path(r.path).name: r for r in check_files(_files(root), Settings(), jobs=1, cache=cache)}
+    rows = sorted(f.start.row for f in second["models.py"].findings)
+    assert 15 not in rows and 16 not in rows and 22 not in rows  # compile_model no longer compiles
+    assert 17 in rows  # compile_with_kwargs still does
