@@ -98,6 +98,13 @@ def reformat(old: str, new: str, style: Style, path: str, newline: str = "\n") -
         start, end = stmt.lineno, stmt.end_lineno or stmt.lineno
         if any(start <= r <= end for r in rows) and (start, end) not in spans:
             spans.append((start, end))
+    decorators = set()
+    for node in ast.walk(tree):  # a decorator line (``@torch.compile(mode=...)``) is formatted alone too
+        for dec in getattr(node, "decorator_list", ()):
+            start, end = dec.lineno, dec.end_lineno or dec.lineno
+            if any(start <= r <= end for r in rows) and (start, end) not in spans:
+                spans.append((start, end))
+                decorators.add((start, end))
     # innermost first is not needed: simple statements do not nest; apply from the bottom up
     for start, end in sorted(spans, reverse=True):
         first = lines[start - 1]
@@ -107,12 +114,21 @@ def reformat(old: str, new: str, style: Style, path: str, newline: str = "\n") -
         chunk = "".join(lines[start - 1:end])
         # a statement shares its line with another ("a = 1; b = 2"): leave it
         body = textwrap.dedent(chunk)
-        if not body.strip() or _shares_line(tree, start, end):
+        is_decorator = (start, end) in decorators
+        if not body.strip() or (not is_decorator and _shares_line(tree, start, end)):
             continue
-        formatted = _format(body.replace("\r\n", "\n").replace("\r", "\n"), style,
-                            max(style.line_length - len(indent), 1), path)
+        code = body.replace("\r\n", "\n").replace("\r", "\n")
+        if is_decorator:
+            if not code.lstrip().startswith("@"):
+                continue
+            code = code.rstrip("\n") + "\n" + _STUB
+        formatted = _format(code, style, max(style.line_length - len(indent), 1), path)
         if formatted is None:
             continue
+        if is_decorator:
+            if not formatted.endswith(_STUB):
+                continue
+            formatted = formatted[:-len(_STUB)]
         out = "".join((indent + ln if ln.strip() else ln) for ln in formatted.splitlines(keepends=True))
         if newline != "\n":
             out = out.replace("\n", newline)
@@ -125,6 +141,9 @@ def reformat(old: str, new: str, style: Style, path: str, newline: str = "\n") -
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return new
     return result
+
+
+_STUB = "def _rocmport_stub():\n    pass\n"
 
 
 def _shares_line(tree: ast.AST, start: int, end: int) -> bool:

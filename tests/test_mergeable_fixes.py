@@ -397,3 +397,26 @@ def test_gate_goes_before_an_import_block_statement_that_holds_the_fix():
     lines = text.splitlines()
     gate = 'is_rocm = getattr(torch.version, "hip", None) is not None'
     assert lines.index(gate) < lines.index("if not is_rocm and torch.cuda.get_device_capability() >= (9, 0):")
+
+
+def test_a_rewritten_decorator_is_wrapped_as_black_wraps_it(tmp_path):
+    black = pytest.importorskip("black")  # in the test extra
+    git(tmp_path, "init", "-q")
+    write(tmp_path / "pyproject.toml", "[tool.black]\nline-length = 88\n")
+    path = write(tmp_path / "m.py", """\
+        import torch
+
+
+        class T:
+            def test_x(self, mode):
+                @torch.compile(fullgraph=True, mode=mode)
+                def step():
+                    return 1
+
+                return step
+        """)
+    house._style_for_dir.cache_clear()
+    run("fix", "--write", "m.py", cwd=tmp_path)
+    text = path.read_text()
+    assert "        @torch.compile(\n            fullgraph=True,\n" in text
+    assert black.format_str(text, mode=black.Mode(line_length=88)) == text
