@@ -425,8 +425,9 @@ def _with_gate_edits(analysis: Analysis, settings: Settings) -> List[Finding]:
             out.append(dataclasses.replace(f, fix=dataclasses.replace(f.fix, requires=requires)))
             continue
         if placer is None:
+            style = house.style_for(f.filename)
             placer = placement.Placer(analysis.module, analysis.wrapper, analysis.text, analysis.lines,
-                                      analysis.gate, quote=house.style_for(f.filename).quote)
+                                      analysis.gate, quote=style.quote, lines_after_imports=style.lines_after_imports)
         plan = placer.plan(before, _enclosing_functions(analysis, before))
         if plan.edit is None:
             fix = dataclasses.replace(f.fix, applicability=Applicability.DISPLAY_ONLY,

@@ -31,6 +31,7 @@ class Style:
     line_length: int = DEFAULT_LINE_LENGTH
     formatter: Optional[str] = None  # "ruff" | "black" | None
     magic_trailing_comma: bool = True
+    lines_after_imports: int = 1  # blank lines between the import block and the gate line
 
 
 def _load_toml(path: Path) -> dict:
@@ -73,14 +74,16 @@ def _style_for_dir(directory: Path) -> Style:
             black = _table(data, "tool", "black")
             if ruff:
                 return _ruff_style(ruff, data)
+            isort = _table(data, "tool", "isort")
+            after = _lines_after(isort.get("lines_after_imports", isort.get("lines-after-imports")))
             if black:
                 length = black.get("line-length", DEFAULT_LINE_LENGTH)
                 return Style('"', length if isinstance(length, int) else DEFAULT_LINE_LENGTH, "black",
-                             not black.get("skip-magic-trailing-comma", False))
-            isort = _table(data, "tool", "isort")
+                             not black.get("skip-magic-trailing-comma", False), after)
             if isort:
                 length = isort.get("line_length", isort.get("line-length", DEFAULT_LINE_LENGTH))
-                return Style(line_length=length if isinstance(length, int) else DEFAULT_LINE_LENGTH)
+                return Style(line_length=length if isinstance(length, int) else DEFAULT_LINE_LENGTH,
+                             lines_after_imports=after)
         setup_cfg = folder / "setup.cfg"
         if setup_cfg.is_file():
             length = _flake8_length(setup_cfg)
@@ -89,12 +92,17 @@ def _style_for_dir(directory: Path) -> Style:
     return Style()
 
 
+def _lines_after(value) -> int:
+    return value if isinstance(value, int) and 0 <= value <= 3 else 1  # -1 (the default): 1 before code
+
+
 def _ruff_style(ruff: dict, data: dict) -> Style:
     length = ruff.get("line-length", DEFAULT_LINE_LENGTH)
     fmt = _table(ruff, "format")
     quote = "'" if fmt.get("quote-style") == "single" else '"'
+    isort = _table(ruff, "lint", "isort") or _table(ruff, "isort")
     return Style(quote, length if isinstance(length, int) else DEFAULT_LINE_LENGTH, "ruff",
-                 not fmt.get("skip-magic-trailing-comma", False))
+                 not fmt.get("skip-magic-trailing-comma", False), _lines_after(isort.get("lines-after-imports")))
 
 
 def _flake8_length(path: Path) -> Optional[int]:

@@ -138,12 +138,13 @@ class Placer:
     """Plans the gate line of one file (one parse, one position table)."""
 
     def __init__(self, module: cst.Module, wrapper: cst.MetadataWrapper, text: str, lines: LineIndex,
-                 gate: str, quote: str = '"'):
+                 gate: str, quote: str = '"', lines_after_imports: int = 1):
         self.module = module
         self.text = text
         self.lines = lines
         self.gate = gate
         self.quote = quote
+        self.blank_lines = max(lines_after_imports, 1)  # isort's lines-after-imports before the gate line
         self.newline = lines.newline()
         self._positions = wrapper.resolve(PositionProvider)
         self._local: Dict[Tuple[int, int], GatePlan] = {}
@@ -220,7 +221,7 @@ class Placer:
         prefix = "" if offset == 0 or self.text[offset - 1] in "\r\n" else self.newline
         rest = self.text[offset:]
         blank_after = rest.startswith(("\n", "\r")) or not rest.strip()
-        return Edit(offset, offset, prefix + extra + self.newline + line + self.newline
+        return Edit(offset, offset, prefix + extra + self.newline * self.blank_lines + line + self.newline
                     + ("" if blank_after else self.newline))
 
     def _with_import(self, before: int) -> GatePlan:

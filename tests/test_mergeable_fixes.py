@@ -420,3 +420,12 @@ def test_a_rewritten_decorator_is_wrapped_as_black_wraps_it(tmp_path):
     text = path.read_text()
     assert "        @torch.compile(\n            fullgraph=True,\n" in text
     assert black.format_str(text, mode=black.Mode(line_length=88)) == text
+
+
+def test_lines_after_imports_follow_the_isort_setting(tmp_path):
+    git(tmp_path, "init", "-q")
+    write(tmp_path / "pyproject.toml", "[tool.ruff.lint.isort]\nlines-after-imports = 2\n")
+    house._style_for_dir.cache_clear()
+    text = fix("import torch\nx = 1\nf = torch.compile(g, mode='reduce-overhead')\n",
+               path=str(tmp_path / "m.py")).fixed.decode()
+    assert text.startswith('import torch\n\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n')
