@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 import click
 
 from . import __version__
-from .writer import write_atomic
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
@@ -314,7 +313,7 @@ class _Main(click.Group):
     stopped) with 128 + the signal."""
 
     def main(self, *args, **kwargs):
-        from .runner import Interrupted, interrupt_on_signals, restore_signals
+        from .signals import Interrupted, interrupt_on_signals, restore_signals
 
         previous = interrupt_on_signals()
         for stream in (sys.stdout, sys.stderr):  # file names that are not UTF-8: their own bytes
@@ -431,6 +430,8 @@ def _add_noqa(run: _Run, reports: "List[FileReport]") -> bool:
                 if handle.read() != r.original:
                     click.echo(f"warning: {r.path} changed while it was checked: left alone", err=True)
                     continue
+            from .writer import write_atomic
+
             write_atomic(r.path, result.data)
         except OSError as exc:
             click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
@@ -504,6 +505,8 @@ def fix(**kw):
             run.note(line)
         sys.exit(status(bool(changed), diff_mode=True))
     new_files = patch.created(changed)
+    from .writer import write_atomic
+
     written = 0
     for r in changed:
         try:
@@ -650,6 +653,8 @@ def setup_command(entries, write, shell, config_file):
     if not write:
         _emit(patch.render(changed), None)
     else:
+        from .writer import write_atomic
+
         for r in changed:
             write_atomic(r.path, r.fixed)
     verb = "Added" if write else "Would add"

@@ -22,7 +22,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     # findings, source text, edits, the prelude's text, file kinds, suppression comments
     ("vocabulary", ("rocmport", "rocmport.findings", "rocmport.source", "rocmport.writer",
                     "rocmport.prelude", "rocmport.filekinds", "rocmport.suppression", "rocmport.reports",
-                    "rocmport.rocm_facts")),
+                    "rocmport.rocm_facts", "rocmport.signals")),
     # the rule base and shared analyses: names, scopes, regions, Triton kernels, the prefilter
     ("analyses", ("codemods", "codemods.base", "codemods.tool", "codemods._*")),
     # one module per rule family
