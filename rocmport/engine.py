@@ -414,15 +414,18 @@ def _with_gate_edits(analysis: Analysis, settings: Settings) -> List[Finding]:
     if not needy:
         return analysis.findings
     placer = None
-    out = []
-    for f in analysis.findings:
-        if f not in needy:
-            out.append(f)
-            continue
+    module_level: List[Tuple[int, Tuple[Edit, ...]]] = []  # (gate line offset, its edits), planned so far
+    fixed: Dict[int, Finding] = {}
+    for f in sorted(needy, key=lambda f: min(e.start for e in f.fix.edits)):
         before = min(e.start for e in f.fix.edits)
         requires = tuple(r for r in f.fix.requires if r != "gate")
         if _gate_bound(analysis, before):
-            out.append(dataclasses.replace(f, fix=dataclasses.replace(f.fix, requires=requires)))
+            fixed[id(f)] = dataclasses.replace(f, fix=dataclasses.replace(f.fix, requires=requires))
+            continue
+        earlier = [edits for at, edits in module_level if at <= before]
+        if earlier:  # a module-level gate line planned for an earlier fix binds it here too
+            fixed[id(f)] = dataclasses.replace(f, fix=dataclasses.replace(
+                f.fix, edits=tuple(f.fix.edits) + earlier[0], requires=requires))
             continue
         if placer is None:
             style = house.style_for(f.filename)
@@ -432,12 +435,14 @@ def _with_gate_edits(analysis: Analysis, settings: Settings) -> List[Finding]:
         if plan.edit is None:
             fix = dataclasses.replace(f.fix, applicability=Applicability.DISPLAY_ONLY,
                                       message=f"{f.fix.message} (not applied: {plan.problem})")
-            out.append(dataclasses.replace(f, fix=fix))
+            fixed[id(f)] = dataclasses.replace(f, fix=fix)
             continue
         added = tuple(analysis_edit(analysis, e) for e in plan.extra + (plan.edit,))
-        out.append(dataclasses.replace(f, fix=dataclasses.replace(
-            f.fix, edits=tuple(f.fix.edits) + added, requires=requires)))
-    return out
+        if re.search(rf"(?m)^{re.escape(analysis.gate)} = ", plan.edit.content):
+            module_level.append((plan.edit.start, added))
+        fixed[id(f)] = dataclasses.replace(f, fix=dataclasses.replace(
+            f.fix, edits=tuple(f.fix.edits) + added, requires=requires))
+    return [fixed.get(id(f), f) for f in analysis.findings]
 
 
 _GRAPH_SUBJECT_RE = re.compile(r"(?i)cuda_?graphs?|cudagraphs?|reduce_overhead|graph_capture")

@@ -429,3 +429,13 @@ def test_lines_after_imports_follow_the_isort_setting(tmp_path):
     text = fix("import torch\nx = 1\nf = torch.compile(g, mode='reduce-overhead')\n",
                path=str(tmp_path / "m.py")).fixed.decode()
     assert text.startswith('import torch\n\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n')
+
+
+def test_one_gate_line_for_fixes_before_and_after_the_torch_import():
+    """Found by the property test: an environment write before `import torch` and a compile
+    call after it got one gate line each."""
+    src = ('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"\nimport torch\n'
+           'f = torch.compile(g, mode="reduce-overhead")\n')
+    text = fix(src).fixed.decode()
+    assert text.count("is_rocm = getattr(") == 1
+    assert text.index("is_rocm = getattr(") < text.index('os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"]')
