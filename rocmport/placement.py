@@ -14,7 +14,7 @@ The engine and the notebook adapter both use this module; it knows no rules.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -147,7 +147,6 @@ class Placer:
         self.blank_lines = max(lines_after_imports, 1)  # isort's lines-after-imports before the gate line
         self.newline = lines.newline()
         self._positions = wrapper.resolve(PositionProvider)
-        self._local: Dict[Tuple[int, int], GatePlan] = {}
 
     def span(self, node: cst.CSTNode) -> Tuple[int, int]:
         rng = self._positions[node]
