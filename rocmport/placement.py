@@ -47,6 +47,11 @@ def torch_binding(stmt: cst.CSTNode) -> Optional[str]:
     return None
 
 
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
 def _is_import_line(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
@@ -173,8 +178,7 @@ class Placer:
                     torch_name, maybe_missing = name, False
             elif _try_binds_torch(stmt) and torch_name is None:
                 torch_name, maybe_missing = _try_binds_torch(stmt), True
-            if index == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
-                    and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            if index == 0 and _is_docstring(stmt):
                 continue
             if _is_import_line(stmt) or _guarded_imports(stmt):
                 anchor = end
@@ -200,8 +204,7 @@ class Placer:
             start, end = self.span(stmt)
             if end > before:  # the statement holds the fix (or follows it): nothing from here
                 break
-            if index == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
-                    and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            if index == 0 and _is_docstring(stmt):
                 anchor = self._line_end(end)
                 continue
             if _is_import_line(stmt) or _guarded_imports(stmt) or self._binds_gate(stmt):
@@ -231,8 +234,7 @@ class Placer:
             start, end = self.span(stmt)
             if end > before:  # the statement holds the fix (or follows it): nothing from here
                 break
-            if index == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
-                    and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            if index == 0 and _is_docstring(stmt):
                 anchor = end
                 continue
             if _is_import_line(stmt):

@@ -132,8 +132,7 @@ def test_libdevice_list_matches_installed_triton():
 # Proof by execution (Triton's interpreter on CPU)
 # ------------------------------------------------------------------------------------------
 
-HAVE_TRITON = importlib.util.find_spec("triton") is not None and importlib.util.find_spec("numpy") is not None
-needs_triton = pytest.mark.skipif(not HAVE_TRITON, reason="triton (and numpy, for its interpreter) not installed")
+from .test_triton_launch import needs_triton  # noqa: E402 (one definition of the interpreter check)
 
 RUNNER = r'''
 import importlib.util, json, sys
