@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '09d0c98fad16baa8811c968a7fa807db'
+FINGERPRINT = '032f04a5de99f028bf78d4f262150752'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -23,9 +23,9 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from codemods import _prescan, env_files
-from codemods.base import PREFILTER, Rule, RuleContext, RuleOptions, dotted_name
-from codemods.tool import FixFailed, UnreadableFile
+from rocmport.codemods import _prescan, env_files
+from rocmport.codemods.base import PREFILTER, Rule, RuleContext, RuleOptions, dotted_name
+from rocmport.codemods.tool import FixFailed, UnreadableFile
 
 from . import house, placement, prelude, reformat, suppression
 from .config import Settings
@@ -134,7 +134,7 @@ def _cpython_parse(text: str) -> Tuple[Optional[ast.AST], Optional[Tuple[str, in
     no ``except`` catches: about 2,000 nested brackets, 5,000 chained operators, or a flat
     chain of 7,000 ``and``) or takes minutes, so it must never see it; CPython's parser
     refuses most of it cheaply first, and :func:`_bool_chain_depth` the rest. The tree feeds
-    the second prefilter (``codemods._prescan``)."""
+    the second prefilter (``rocmport.codemods._prescan``)."""
     tree, exc = _prescan.parse(text)
     if isinstance(exc, (RecursionError, MemoryError)):  # 3.11's parser: MemoryError on a stack overflow
         return None, ("cannot parse: nesting too deep", 1, 1)

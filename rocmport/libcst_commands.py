@@ -36,7 +36,7 @@ class RocmportCommand(CodemodCommand):
     @classmethod
     def family_codes(cls) -> Tuple[str, ...]:
         """The codes of the rules of the command's family."""
-        module = importlib.import_module(f"codemods.{cls.FAMILY}")
+        module = importlib.import_module(f"rocmport.codemods.{cls.FAMILY}")
         return tuple(rule.CODE for rule in module.RULES)
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Type
 from .findings import Applicability
 
 if TYPE_CHECKING:  # pragma: no cover
-    from codemods.base import Rule
+    from rocmport.codemods.base import Rule
 
 INDEX_MODULE = "rocmport._rule_index"
 INDEX_FILE = Path(__file__).with_name("_rule_index.py")
@@ -36,7 +36,7 @@ REGENERATE = "python -m rocmport.registry --write"
 
 
 def _codemods_dir() -> Path:
-    spec = importlib.util.find_spec("codemods")  # type: ignore[attr-defined]
+    spec = importlib.util.find_spec("rocmport.codemods")  # type: ignore[attr-defined]
     if spec is None or not spec.submodule_search_locations:  # pragma: no cover - broken install
         raise RuntimeError("the codemods package is missing")
     return Path(list(spec.submodule_search_locations)[0])
@@ -55,7 +55,7 @@ def _rule_module_names() -> List[str]:
 def all_rules() -> Dict[str, "Type[Rule]"]:
     rules: Dict[str, Type[Rule]] = {}
     for name in _rule_module_names():
-        module = importlib.import_module(f"codemods.{name}")
+        module = importlib.import_module(f"rocmport.codemods.{name}")
         for rule in getattr(module, "RULES", ()):
             if rule.CODE in rules and rules[rule.CODE] is not rule:
                 raise RuntimeError(f"rule code {rule.CODE} defined twice")

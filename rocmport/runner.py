@@ -22,7 +22,7 @@ from .source import read_limited, read_regular
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import ProcessPoolExecutor
 
-    from codemods._index import ProjectIndex
+    from rocmport.codemods._index import ProjectIndex
 
 _SETTINGS: Optional[Settings] = None
 _INDEX: Optional["ProjectIndex"] = None  # the project index, in each worker
@@ -176,7 +176,7 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
     keys = {}
     if fix:
         cache = None
-    from codemods._index import ProjectIndex  # reads no file and imports no LibCST
+    from rocmport.codemods._index import ProjectIndex  # reads no file and imports no LibCST
 
     project = ProjectIndex(files)  # module names only: summaries are computed on demand
     for index, path in enumerate(files):

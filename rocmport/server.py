@@ -62,7 +62,7 @@ def _checked(path: Optional[str], text: str, settings: Settings) -> bool:
     if not name.endswith(PYTHON_SUFFIXES):
         if not path:
             return False
-        from codemods.env_files import kind_for
+        from rocmport.codemods.env_files import kind_for
 
         if kind_for(name, text[:512].encode("utf-8", "replace")) is None:
             return False

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Dict, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("rocmport", "codemods")
+PACKAGES = ("rocmport",)
 
 
 def _name(relative: str) -> str:

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from codemods.env_files import NAMES, scan
-from codemods.env_vars import RULES, ArchListWithoutRocmArch, VisibleDevicesBoth, removes
+from rocmport.codemods.env_files import NAMES, scan
+from rocmport.codemods.env_vars import RULES, ArchListWithoutRocmArch, VisibleDevicesBoth, removes
 from rocmport.engine import check_path
 from rocmport.registry import all_rules
 
@@ -45,7 +45,7 @@ def test_file_findings(name):
 
 
 def test_one_definition_per_rule():
-    """Names and messages of the file scanner come from the rules of codemods.env_vars."""
+    """Names and messages of the file scanner come from the rules of rocmport.codemods.env_vars."""
     assert NAMES == {r.CODE: r.NAME for r in RULES if r.CODE != "ROC603"}
     found = scan("a.sh", "export CUDA_VISIBLE_DEVICES=0\nexport HIP_VISIBLE_DEVICES=0\n", ALL)
     assert [f.message for f in found] == [VisibleDevicesBoth.message("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", 1)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods.env_files import kind_for, scan
-from codemods.env_vars import classify
+from rocmport.codemods.env_files import kind_for, scan
+from rocmport.codemods.env_vars import classify
 from rocmport.discovery import discover, file_kind
 from rocmport.engine import check_bytes, check_path
 from rocmport.registry import all_rules

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Set, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("rocmport", "codemods")
+PACKAGES = ("rocmport",)
 
 # Lowest first. A module may import modules of its own layer or of a lower one. The first
 # pattern that matches a module's dotted name gives its layer.
@@ -24,9 +24,9 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
                     "rocmport.prelude", "rocmport.filekinds", "rocmport.suppression", "rocmport.reports",
                     "rocmport.rocm_facts", "rocmport.signals")),
     # the rule base and shared analyses: names, scopes, regions, Triton kernels, the prefilter
-    ("analyses", ("codemods", "codemods.base", "codemods.tool", "codemods._*")),
+    ("analyses", ("rocmport.codemods", "rocmport.codemods.base", "rocmport.codemods.tool", "rocmport.codemods._*")),
     # one module per rule family
-    ("rules", ("codemods.*",)),
+    ("rules", ("rocmport.codemods.*",)),
     # configuration, the registry, discovery, the engine and its cache and worker pool
     ("engine", ("rocmport.config", "rocmport.registry", "rocmport.discovery", "rocmport.engine",
                 "rocmport.cache", "rocmport.runner", "rocmport.house", "rocmport.placement",

@@ -35,7 +35,7 @@ def codemod(*args):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_has_a_command(family):
-    module = importlib.import_module(f"codemods.{family}")
+    module = importlib.import_module(f"rocmport.codemods.{family}")
     assert issubclass(COMMANDS[family], RocmportCommand)
     assert set(COMMANDS[family].family_codes()) == {r.CODE for r in module.RULES}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.base import PREFILTER
+from rocmport.codemods.base import PREFILTER
 from rocmport.cache import Cache
 from rocmport.config import Settings
 from rocmport.engine import check_bytes

@@ -1,4 +1,4 @@
-"""The second prefilter (``codemods._prescan`` and ``Rule.may_match``) only skips files that
+"""The second prefilter (``rocmport.codemods._prescan`` and ``Rule.may_match``) only skips files that
 cannot hold a finding: every spelling a rule knows is still found, with the shortcuts on and
 off, and the near-misses it exists for are skipped before LibCST."""
 
@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from codemods import _prescan
-from codemods.base import PREFILTER
+from rocmport.codemods import _prescan
+from rocmport.codemods.base import PREFILTER
 from rocmport.config import Settings
 from rocmport.engine import check_bytes
 from rocmport.registry import visitor_rules
@@ -147,7 +147,7 @@ def test_import_table_answers_like_the_provider():
     from libcst.metadata import MetadataWrapper, QualifiedNameProvider
     from libcst.metadata.base_provider import LazyValue
 
-    from codemods.base import _import_names
+    from rocmport.codemods.base import _import_names
     from tests.test_performance_features import corpus
 
     files = [p for p in corpus() if p.suffix == ".py" and p.stat().st_size < 60_000]

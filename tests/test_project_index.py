@@ -1,4 +1,4 @@
-"""The project index (codemods._index) and the ROC1xx rules that consult it: hazards one
+"""The project index (rocmport.codemods._index) and the ROC1xx rules that consult it: hazards one
 call or one module away, multi-module fixtures with near misses, execution proofs of the
 fixed packages on both paths, and the cache key that follows the summaries of imports."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from codemods._index import ProjectIndex, means_rocm_build
+from rocmport.codemods._index import ProjectIndex, means_rocm_build
 from rocmport.cache import Cache
 from rocmport.config import Settings
 from rocmport.engine import means_rocm_build as cst_means_rocm_build
@@ -93,7 +93,7 @@ def test_summary_is_computed_once_and_unrelated_modules_are_not_parsed(tmp_path,
                       "p/plain.py": "def helper(x):\n    return x\n"})
     index = ProjectIndex(_files(tmp_path))
     parsed = []
-    import codemods._index as module
+    import rocmport.codemods._index as module
 
     real = module._summarise
     monkeypatch.setattr(module, "_summarise", lambda i, s, t, **kw: (parsed.append(s.name), real(i, s, t, **kw)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from codemods.base import Case
+from rocmport.codemods.base import Case
 from rocmport.findings import Applicability
 from rocmport.registry import all_rules, visitor_rules
 
@@ -57,8 +57,8 @@ def test_doc_example_fires_and_fixed_example_does_not(rule):
 def test_every_family_has_documented_examples():
     families = {rule.__module__ for rule in visitor_rules()}
     assert families == {rule.__module__ for rule in DOCUMENTED}
-    assert {"codemods.compile_modes", "codemods.inductor_config", "codemods.capture", "codemods.graph_breaks",
-            "codemods.triton_launch", "codemods.env_vars"} <= families
+    assert {"rocmport.codemods.compile_modes", "rocmport.codemods.inductor_config", "rocmport.codemods.capture", "rocmport.codemods.graph_breaks",
+            "rocmport.codemods.triton_launch", "rocmport.codemods.env_vars"} <= families
 
 
 # ------------------------------------------------------------------------------------------

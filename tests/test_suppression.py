@@ -118,7 +118,7 @@ def test_one_file_kind_decision():
     assert file_kind("run", b"#!/usr/bin/env bash\n") == "shell" and file_kind("run", b"#!/usr/bin/python\n") is None
     assert env_kind("a.py", b"#!/bin/sh\n") is None and env_kind("win\\ci.YAML") == "yaml"
     # the engine, discovery and the environment-file rules ask the same function
-    from codemods import env_files
+    from rocmport.codemods import env_files
     from rocmport import discovery, engine
 
     assert env_files.kind_for is env_kind

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from codemods import vendor_checks
+from rocmport.codemods import vendor_checks
 from rocmport import rocm_facts
 from rocmport.registry import get
 

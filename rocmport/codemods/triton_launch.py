@@ -3,7 +3,7 @@
 
 A kernel is a function decorated with ``triton.jit`` / ``triton.autotune`` /
 ``triton.heuristics`` in any spelling; its block sizes are ``tl.constexpr`` parameters used
-as ``tl.arange`` extents. The per-file analysis lives in :mod:`codemods._triton` and is
+as ``tl.arange`` extents. The per-file analysis lives in :mod:`rocmport.codemods._triton` and is
 computed once for all these rules.
 """
 

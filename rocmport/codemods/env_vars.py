@@ -6,7 +6,7 @@ imported (``torch._dynamo`` and ``torch.compile`` import it). Python code sets t
 ``os`` and ``environ``, and env dicts handed to child processes (``subprocess.run(...,
 env={**os.environ, ...})``, ``env = os.environ.copy(); env[...] = ...``). The fix gates the
 value on ``is_rocm``. The same names in shell scripts, Dockerfiles, YAML and ``.env`` files
-are found by :mod:`codemods.env_files` (display-only).
+are found by :mod:`rocmport.codemods.env_files` (display-only).
 """
 
 from __future__ import annotations

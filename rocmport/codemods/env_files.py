@@ -28,7 +28,7 @@ from .env_vars import (ARCH_LIST_VAR, AUTOTUNE_VARS, BACKEND_VARS, CUDAGRAPH_VAR
                        ROCM_VALUES, RULES, ArchListWithoutRocmArch, VisibleDevicesBoth, classify, removes)
 
 WATCHED = frozenset(AUTOTUNE_VARS + CUDAGRAPH_VARS + BACKEND_VARS) | PAIR_VARS
-# The rules' names and messages live with the rules (codemods.env_vars), for every file kind.
+# The rules' names and messages live with the rules (rocmport.codemods.env_vars), for every file kind.
 NAMES = {rule.CODE: rule.NAME for rule in RULES if rule.CODE != "ROC603"}
 KIND_WORDS = {"shell": "a shell script", "dockerfile": "a Dockerfile", "yaml": "a YAML file",
               "dotenv": "an .env file"}

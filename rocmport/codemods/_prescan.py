@@ -25,9 +25,9 @@ nothing the provider sees; both are left out, exactly as the provider leaves the
 
 The same bindings, sorted by scope (``Facts.binding_kinds``), let ``RuleContext`` answer
 most qualified-name questions in the files that do reach LibCST without running the
-provider (``codemods.base._import_names``).
+provider (``rocmport.codemods.base._import_names``).
 
-``codemods.base.PREFILTER["enabled"] = False`` switches every such shortcut off; a test runs
+``rocmport.codemods.base.PREFILTER["enabled"] = False`` switches every such shortcut off; a test runs
 a corpus both ways and requires the same findings.
 """
 
@@ -116,7 +116,7 @@ class Facts:
         self.tree: Optional[ast.AST] = None
         self._kinds: Optional[Dict[str, Set[str]]] = None
         self._imports: Dict[str, Set[str]] = {}
-        self.index = None  # the project index (codemods._index) and the file's path: set by the engine
+        self.index = None  # the project index (rocmport.codemods._index) and the file's path: set by the engine
         self.path: Optional[str] = None
 
     @classmethod

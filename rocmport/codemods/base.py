@@ -77,7 +77,7 @@ class RuleContext:
                  lines: "LineIndex", gate_name: str, options: RuleOptions, facts: "Optional[Facts]" = None,
                  index: "Optional[ProjectIndex]" = None):
         self.path = path
-        self.index = index  # the project index (codemods._index), None for a file linted alone
+        self.index = index  # the project index (rocmport.codemods._index), None for a file linted alone
         self.facts = facts  # CPython's view of the file's imports (None when it does not parse)
         self.text = text
         self.module = module

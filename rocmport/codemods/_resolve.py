@@ -145,7 +145,7 @@ def operand(rule, node: cst.BaseExpression) -> str:
 
 
 # ----------------------------------------------------------------------------------------
-# The project index (codemods._index), as rules see it from one file
+# The project index (rocmport.codemods._index), as rules see it from one file
 # ----------------------------------------------------------------------------------------
 
 def project_index(rule):
