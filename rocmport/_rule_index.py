@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '032f04a5de99f028bf78d4f262150752'
+FINGERPRINT = '669e0e2dab5e7efafce98a78a2821797'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

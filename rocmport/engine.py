@@ -52,6 +52,7 @@ class Analysis:
     gate: str = prelude.DEFAULT_GATE
     gate_binding: Optional[Tuple[str, int]] = None  # the file's own gate binding statement
     block: Optional[prelude.Block] = None
+    house: Optional[placement.HouseGate] = None  # the project's own ROCm test, when the gate is one
 
 
 def select_rules(settings: Settings, path: str) -> Tuple[FrozenSet[str], List[Type[Rule]]]:
@@ -93,19 +94,36 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
     block = prelude.find_block(text)
     gate, binding = _choose_gate(module, text, block)
-    context = RuleContext(path=path, text=text, module=module, wrapper=wrapper, lines=lines,
-                          gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes),
-                          facts=facts, index=index)
-    context.quote = house.style_for(path).quote
-    visitors = [rule(context) for rule in triggered]
-    try:
-        # Not wrapper.visit_batched: that would resolve every declared provider up front.
-        # Rules resolve metadata lazily through their context (Rule.get_metadata).
-        cst.visit_batched(module, visitors)
-    except RecursionError:
+    style = house.style_for(path)
+
+    def run(gate: str) -> Optional[List[Finding]]:
+        context = RuleContext(path=path, text=text, module=module, wrapper=wrapper, lines=lines,
+                              gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes),
+                              facts=facts, index=index)
+        context.quote = style.quote
+        try:
+            # Not wrapper.visit_batched: that would resolve every declared provider up front.
+            # Rules resolve metadata lazily through their context (Rule.get_metadata).
+            cst.visit_batched(module, [rule(context) for rule in triggered])
+        except RecursionError:
+            return None
+        return _unsuppressed(context.findings, text, lines)
+
+    findings = run(gate)
+    own = None
+    needy = [f for f in findings or () if f.fix is not None and f.fix.edits and "gate" in f.fix.requires]
+    if needy and index is not None and binding is None and block is None:
+        # The project's own ROCm test, where the file imports its module and every fix that
+        # tests it comes after that import: the fixes are made again, testing it.
+        own = placement.house_gate(module, wrapper, text, lines, index.module_name(path), index,
+                                   _code_names(text), style.line_length)
+        if own is not None and all(min(e.start for e in f.fix.edits) >= own.bound_at for f in needy):
+            findings, gate = run(own.text), own.text
+        else:
+            own = None
+    if findings is None:
         return Analysis(text, _roc001(path, "cannot analyse: nesting too deep", 1, 1, enabled), lines=lines)
-    findings = _unsuppressed(context.findings, text, lines)
-    analysis = Analysis(text, findings, module, wrapper, lines, gate, binding, block)
+    analysis = Analysis(text, findings, module, wrapper, lines, gate, binding, block, own)
     analysis.findings = _with_gate_edits(analysis, settings)
     analysis.findings = _graph_tests(analysis, path)
     return analysis
@@ -413,6 +431,12 @@ def _with_gate_edits(analysis: Analysis, settings: Settings) -> List[Finding]:
     needy = [f for f in analysis.findings if f.fix is not None and f.fix.edits and "gate" in f.fix.requires]
     if not needy:
         return analysis.findings
+    if analysis.house is not None:  # the project's own test, imported before every fix (analyze)
+        wanted = {id(f) for f in needy}
+        added = (analysis_edit(analysis, analysis.house.edit),) if analysis.house.edit is not None else ()
+        return [dataclasses.replace(f, fix=dataclasses.replace(
+                    f.fix, edits=tuple(f.fix.edits) + added, requires=tuple(r for r in f.fix.requires if r != "gate")))
+                if id(f) in wanted else f for f in analysis.findings]
     placer = None
     module_level: List[Tuple[int, Tuple[Edit, ...]]] = []  # (gate line offset, its edits), planned so far
     fixed: Dict[int, Finding] = {}

@@ -382,3 +382,152 @@ def dedupe(edits: Sequence[Edit]) -> List[Edit]:
             seen.add(key)
             out.append(e)
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# The project's own ROCm test, from a module the file imports
+# ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HouseGate:
+    """A ROCm-build test the project defines in a module this file already imports
+    (``utils.is_rocm()``, ``IS_HIP``): fixes test it instead of a new gate line."""
+
+    text: str  # the expression fixes test: "is_rocm()", "utils.IS_HIP", "pkg.utils.is_hip()"
+    bound_at: int  # the offset after which the name is bound (the end of its import statement)
+    edit: Optional[Edit] = None  # the name added to the file's own import of the module, if needed
+
+
+def _member_key(name: str) -> Tuple[int, str, str]:
+    """isort's and ruff's order of the names in ``from m import a, B, C_D`` (order-by-type:
+    constants, then classes, then the rest, each case-insensitively)."""
+    if len(name) > 1 and name.isupper():
+        rank = 0
+    elif name[:1].isupper():
+        rank = 1
+    else:
+        rank = 2
+    return rank, name.lower(), name
+
+
+def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, lines: LineIndex,
+               importer: Optional[str], index, taken: Set[str], line_length: int) -> Optional[HouseGate]:
+    """The project's own ROCm test this file can use, by preference: a name it already
+    imports (``from pkg.utils import is_rocm``), an attribute of a project module it imports
+    (``utils.is_rocm()``), or a name added to its own ``from pkg.utils import ...`` of the
+    module that defines it. Only modules the file imports at module level are considered: no
+    new import-time dependency, no import cycle. ``index``: the project index; ``taken``: the
+    names the file's code uses (a new name must be free)."""
+    positions = wrapper.resolve(PositionProvider)
+    lines_of = lambda node: (lines.offset(positions[node].start.line, positions[node].start.column),  # noqa: E731
+                             lines.offset(positions[node].end.line, positions[node].end.column))
+    found: List[Tuple[int, int, HouseGate]] = []  # (preference, order, gate)
+    for order, stmt in enumerate(module.body):
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            continue
+        small = stmt.body[0]
+        end = lines_of(stmt)[1]
+        if isinstance(small, cst.Import):
+            for alias in small.names:
+                name = dotted(alias.name) or ""
+                local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
+                for test, kind in _tests_of(index, name):
+                    found.append((1, order, HouseGate(f"{local}.{test}" + ("()" if kind == "function" else ""), end)))
+            continue
+        if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
+            continue
+        level = len(small.relative)
+        base = dotted(small.module) if small.module is not None else None
+        if level and importer is None:
+            continue
+        base = index.absolute(importer or "", base, level) if level else base
+        if not base:
+            continue
+        for alias in small.names:
+            imported = dotted(alias.name) or ""
+            local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else imported
+            kind = _test_kind(index, base, imported)
+            if kind is not None:  # the test itself is imported
+                found.append((0, order, HouseGate(local + ("()" if kind == "function" else ""), end)))
+            for test, kind in _tests_of(index, f"{base}.{imported}"):  # a module of the project
+                found.append((1, order, HouseGate(f"{local}.{test}" + ("()" if kind == "function" else ""), end)))
+        for test, kind in _tests_of(index, base):
+            if test in taken:
+                continue
+            edit = _add_name(small, stmt, test, text, lines, lines_of, line_length)
+            if edit is not None:
+                found.append((2, order, HouseGate(test + ("()" if kind == "function" else ""), end, edit)))
+    if not found:
+        return None
+    return min(found, key=lambda item: (item[0], item[1]))[2]
+
+
+def _tests_of(index, module: str) -> List[Tuple[str, str]]:
+    """The public ROCm tests module ``module`` of the project defines (none for a module
+    outside the project)."""
+    if not module or index.path_of(module) is None:
+        return []
+    summary = index.summary(module)
+    if summary is None:
+        return []
+    return [(name, kind) for name, kind in summary.rocm_tests if not name.startswith("_")]
+
+
+def _test_kind(index, module: str, name: str, depth: int = 0) -> Optional[str]:
+    """"constant" or "function" when ``module.name`` is a ROCm test of the project (followed
+    through re-exports), else None."""
+    if depth > 8 or index.path_of(module) is None:
+        return None
+    summary = index.summary(module)
+    if summary is None:
+        return None
+    for test, kind in summary.rocm_tests:
+        if test == name:
+            return kind
+    target = summary.imports.get(name)
+    if target and "." in target:
+        owner, _, attr = target.rpartition(".")
+        return _test_kind(index, owner, attr, depth + 1)
+    return None
+
+
+def _add_name(small: cst.ImportFrom, stmt: cst.SimpleStatementLine, name: str, text: str, lines: LineIndex,
+              span, line_length: int) -> Optional[Edit]:
+    """The edit that adds ``name`` to ``from m import ...`` where isort would put it, or None
+    when it cannot be done as a pure insertion that isort and the formatter leave alone."""
+    aliases = list(small.names)
+    if any(dotted(a.name) == name or (a.asname and getattr(a.asname.name, "value", None) == name) for a in aliases):
+        return None
+    keys = [_member_key(dotted(a.name) or "") for a in aliases]
+    if keys != sorted(keys):
+        return None  # not isort's order: where the name goes is anybody's guess
+    at = next((i for i, k in enumerate(keys) if k > _member_key(name)), len(aliases))
+    start, end = span(stmt)
+    if small.lpar is None:  # one line
+        if "\n" in text[start:end] or "\r" in text[start:end]:
+            return None
+        row = lines.position(start).row
+        line_start = lines.starts[row - 1]
+        line_end = text.find("\n", end)
+        line = text[line_start:(len(text) if line_end < 0 else line_end)].rstrip("\r")
+        if len(line) + len(name) + 2 > line_length:
+            return None
+        if at < len(aliases):
+            offset = span(aliases[at])[0]
+            return Edit(offset, offset, f"{name}, ")
+        return Edit(span(aliases[-1])[1], span(aliases[-1])[1], f", {name}")
+    # parenthesised, one name a line (black's and ruff-format's shape): a line of its own
+    alias_rows = [lines.position(span(a)[0]).row for a in aliases]
+    if len(set(alias_rows)) != len(aliases) or alias_rows[0] == lines.position(start).row:
+        return None
+    if at == len(aliases) and aliases[-1].comma == cst.MaybeSentinel.DEFAULT:
+        return None
+    if at == len(aliases) and not isinstance(aliases[-1].comma, cst.Comma):
+        return None
+    row = alias_rows[at] if at < len(aliases) else alias_rows[-1] + 1
+    first = lines.starts[alias_rows[0] - 1]
+    indent = text[first:span(aliases[0])[0]]
+    if indent.strip():
+        return None
+    offset = lines.starts[row - 1]
+    return Edit(offset, offset, f"{indent}{name},{lines.newline()}")

@@ -38,7 +38,7 @@ LIST_MODE_OPTIONS = frozenset({"torch._inductor.list_mode_options"})
 # A flow needs a compile call (``compile(``, ``partial(torch.compile, ...)``, an alias bound
 # with ``compile as``), or a call of another project function that takes a mode
 # (``..._compile(m, mode=mode)``: both words), an options dict, a ROCm test, a mode constant.
-RELEVANT = (b"compile(", b"compile,", b"compile)", b"compile as", b"cudagraphs", b"version.hip",
+RELEVANT = (b"compile(", b"compile,", b"compile)", b"compile as", b"cudagraphs", b"version.hip", b'"hip"', b"'hip'",
             b"reduce-overhead", b"max-autotune", b"list_mode_options")
 _MAX_DEPTH = 8
 

@@ -362,11 +362,12 @@ def mentions_rocm(node: cst.CSTNode, gate_name: str = "is_rocm") -> bool:
     """True when an expression tests for a ROCm build: ``torch.version.hip``, a name such
     as ``is_rocm`` / ``IS_HIP`` / ``is_hip()`` / ``on_amd``, or rocmport's own gate."""
     found = False
+    gate_word = gate_name.partition("(")[0].rpartition(".")[2]  # "utils.is_rocm()": is_rocm
 
     class _Finder(cst.CSTVisitor):
         def visit_Name(self, n: cst.Name) -> bool:
             nonlocal found
-            if n.value == gate_name or _ROCM_WORD.search(n.value):
+            if n.value == gate_word or _ROCM_WORD.search(n.value):
                 found = True
             return False
 

@@ -1,0 +1,239 @@
+"""A project's own ROCm test is reused across modules (issue 13): where a file imports a
+project module that defines ``is_rocm()`` or ``IS_HIP``, fixes test it instead of adding a
+gate line, written the way the file already imports that module; the repository's ruff and
+isort leave the result alone, a second run changes nothing, and the fixed package runs the
+same on the NVIDIA path (executed against real torch)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rocmport.config import Settings
+from rocmport.runner import check_files
+
+from .exec_harness import run_module
+
+BIN = os.path.dirname(sys.executable)
+RUFF = shutil.which("ruff") or shutil.which("ruff", path=BIN)
+ISORT = shutil.which("isort") or shutil.which("isort", path=BIN)
+
+ENV = textwrap.dedent("""\
+    import torch
+
+
+    def is_rocm():
+        \"\"\"True on a ROCm build of torch.\"\"\"
+        return getattr(torch.version, "hip", None) is not None
+
+
+    def helper(model):
+        return model
+    """)
+
+HAZARD = 'torch.compile(model, mode="reduce-overhead")'
+
+
+def _write(root: Path, files: dict) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def _fix(root: Path, only=None) -> dict:
+    """``rocmport fix --write`` over the tree (or only the files ``only`` names): what changed."""
+    files = sorted(str(p) for p in root.rglob("*.py")) if only is None else [str(root / n) for n in only]
+    changed = {}
+    for report in check_files(files, Settings(), jobs=1, fix=True):
+        assert report.internal_error is None, report.internal_error
+        if report.fixed is not None and report.fixed != report.original:
+            Path(report.path).write_bytes(report.fixed)
+            changed[Path(report.path).relative_to(root).as_posix()] = report.fixed.decode()
+    return changed
+
+
+def _package(tmp_path: Path, model: str, env: str = ENV) -> Path:
+    return _write(tmp_path, {"app/__init__.py": "", "app/env.py": env, "app/model.py": model})
+
+
+@pytest.mark.parametrize("imports, gate", [
+    ("from app.env import is_rocm", "is_rocm()"),            # the test itself is imported
+    ("from app.env import is_rocm as on_amd", "on_amd()"),
+    ("from . import env", "env.is_rocm()"),                  # its module is imported
+    ("from app import env", "env.is_rocm()"),
+    ("import app.env as platform", "platform.is_rocm()"),
+    ("import app.env", "app.env.is_rocm()"),
+])
+def test_a_test_the_file_already_imports_costs_no_line(tmp_path, imports, gate):
+    root = _package(tmp_path, f"""\
+        import torch
+
+        {imports}
+
+
+        def build(model):
+            return {HAZARD}
+        """)
+    before = (root / "app/model.py").read_text()
+    changed = _fix(root)
+    assert list(changed) == ["app/model.py"]
+    after = changed["app/model.py"]
+    assert after == before.replace('mode="reduce-overhead"', f'mode="default" if {gate} else "reduce-overhead"')
+    assert _fix(root) == {}  # a second run changes nothing
+
+
+def test_a_re_exported_test_is_followed_to_its_definition(tmp_path):
+    root = _write(tmp_path, {
+        "app/__init__.py": "from .env import is_rocm\n",
+        "app/env.py": ENV,
+        "app/model.py": f"import torch\n\nfrom app import is_rocm\n\n\ndef build(model):\n    return {HAZARD}\n",
+    })
+    assert 'if is_rocm() else "reduce-overhead"' in _fix(root)["app/model.py"]
+
+
+@pytest.mark.parametrize("line, added", [
+    ("from app.env import helper", "from app.env import helper, is_rocm"),
+    ("from .env import helper", "from .env import helper, is_rocm"),
+    ("from .env import Helper, helper", "from .env import Helper, helper, is_rocm"),
+])
+def test_a_name_added_to_the_files_own_import_of_the_module(tmp_path, line, added):
+    env = ENV + "\n\nclass Helper:\n    pass\n"
+    root = _package(tmp_path, f"import torch\n\n{line}\n\n\ndef build(model):\n    return helper({HAZARD})\n", env)
+    after = _fix(root)["app/model.py"]
+    assert f"\n{added}\n" in after and 'if is_rocm() else "reduce-overhead"' in after
+    assert "getattr(torch.version" not in after  # no second, generated test
+    assert _fix(root) == {}
+
+
+def test_constants_sort_first_as_isort_orders_them(tmp_path):
+    env = "import torch\n\nIS_HIP = torch.version.hip is not None\n\n\ndef helper(m):\n    return m\n"
+    root = _package(tmp_path, f"import torch\n\nfrom .env import helper\n\n\ndef build(model):\n    return helper({HAZARD})\n", env)
+    after = _fix(root)["app/model.py"]
+    assert "\nfrom .env import IS_HIP, helper\n" in after and 'if IS_HIP else "reduce-overhead"' in after
+
+
+def test_a_parenthesised_import_gets_a_line_of_its_own(tmp_path):
+    root = _package(tmp_path, f"""\
+        import torch
+
+        from app.env import (
+            helper,
+        )
+
+
+        def build(model):
+            return helper({HAZARD})
+        """)
+    after = _fix(root)["app/model.py"]
+    assert "from app.env import (\n    helper,\n    is_rocm,\n)\n" in after
+
+
+@pytest.mark.skipif(RUFF is None or ISORT is None, reason="ruff and isort are installed by the test extra")
+def test_ruff_isort_and_black_style_leave_the_result_alone(tmp_path):
+    root = _package(tmp_path, f"""\
+        import os
+
+        import torch
+
+        from app.env import helper
+        from app.other import thing
+
+
+        def build(model):
+            return helper({HAZARD}), os, thing
+        """)
+    _write(root, {"app/other.py": "thing = 1\n", "pyproject.toml": "[tool.isort]\nprofile = \"black\"\n"
+                  "known_first_party = [\"app\"]\n\n[tool.ruff.lint]\nselect = [\"E\", \"F\", \"I\"]\n"})
+    assert "from app.env import helper, is_rocm\n" in _fix(root)["app/model.py"]
+    for cmd in ([RUFF, "check", "app"], [RUFF, "format", "--check", "app"], [ISORT, "--check-only", "--diff", "app"]):
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+        assert proc.returncode == 0, (cmd, proc.stdout, proc.stderr)
+
+
+# -- near misses: the file's own gate line -------------------------------------------------
+
+GATE_LINE = 'is_rocm = getattr(torch.version, "hip", None) is not None'
+
+
+@pytest.mark.parametrize("name, env, model", [
+    ("a module the file does not import",
+     ENV, f"import torch\n\n\ndef build(model):\n    return {HAZARD}\n"),
+    ("a private test",
+     ENV.replace("def is_rocm", "def _is_rocm"), f"import torch\n\nfrom app.env import helper\n\n\ndef build(model):\n    return helper({HAZARD})\n"),
+    ("a test that takes arguments",
+     ENV.replace("def is_rocm()", "def is_rocm(x=None)"), f"import torch\n\nfrom app import env\n\n\ndef build(model):\n    return {HAZARD}, env\n"),
+    ("a CUDA test, not a ROCm one",
+     ENV.replace('getattr(torch.version, "hip", None)', "torch.version.cuda"),
+     f"import torch\n\nfrom app import env\n\n\ndef build(model):\n    return {HAZARD}, env\n"),
+    ("an import list not in isort's order",
+     ENV + "\n\ndef zeta(m):\n    return m\n", f"import torch\n\nfrom app.env import zeta, helper\n\n\ndef build(model):\n    return zeta(helper({HAZARD}))\n"),
+    ("a fix above the import that binds the test",
+     ENV, f"import torch\n\nMODEL = {HAZARD.replace('model', 'torch.nn.Linear(1, 1)')}\n\nfrom app import env  # noqa: E402\n"),
+])
+def test_near_misses_get_the_files_own_gate_line(tmp_path, name, env, model):
+    root = _package(tmp_path, model, env)
+    after = _fix(root)["app/model.py"]
+    assert GATE_LINE in after, name
+    assert _fix(root) == {}
+
+
+def test_a_name_the_file_already_uses_is_not_imported_over_it(tmp_path):
+    root = _package(tmp_path, f"import torch\n\nfrom app.env import helper\n\n\ndef build(model, is_rocm=False):\n"
+                              f"    return helper({HAZARD}), is_rocm\n")
+    after = _fix(root)["app/model.py"]
+    assert "from app.env import helper\n" in after and "_rocmport_is_rocm = getattr" in after
+
+
+def test_one_file_alone_has_no_project_to_look_in(tmp_path):
+    """``rocmport fix app/model.py``: the index holds that file only; the gate line is the
+    file's own (a later run over the whole project keeps it: a gate the file binds wins)."""
+    root = _package(tmp_path, f"import torch\n\nfrom app.env import helper\n\n\ndef build(model):\n    return helper({HAZARD})\n")
+    assert GATE_LINE in _fix(root, only=["app/model.py"])["app/model.py"]
+    assert _fix(root) == {}
+
+
+def test_the_json_fix_carries_the_import_edit(tmp_path):
+    root = _package(tmp_path, f"import torch\n\nfrom app.env import helper\n\n\ndef build(model):\n    return helper({HAZARD})\n")
+    proc = subprocess.run([sys.executable, "-m", "rocmport", "lint", "--no-cache", "--output-format", "json", "app"],
+                          cwd=root, capture_output=True, text=True)
+    findings = [f for f in json.loads(proc.stdout) if f["code"] == "ROC101"]
+    assert len(findings) == 1
+    contents = [e["content"] for e in findings[0]["fix"]["edits"]]
+    assert ", is_rocm" in contents and '"default" if is_rocm() else "reduce-overhead"' in contents
+
+
+# -- the fixed package runs the same on NVIDIA, without CUDA graphs on ROCm ----------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("imports", ["from app.env import helper", "from . import env", "import app.env as platform"])
+def test_the_fixed_package_runs_the_same_on_the_nvidia_path(tmp_path, imports):
+    root = _package(tmp_path, f"""\
+        import torch
+
+        {imports}
+
+
+        def build(model):
+            return torch.compile(model, mode="reduce-overhead")
+        """)
+    _fix(root)
+    driver = textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {str(root)!r})
+        import torch
+        seen = []
+        torch.compile = lambda model=None, **kw: seen.append(kw)
+        from app.model import build
+        build(None)
+        """)
+    assert run_module(driver, rocm=False, probe="seen") == [{"mode": "reduce-overhead"}]
+    assert run_module(driver, rocm=True, probe="seen") == [{"mode": "default"}]
