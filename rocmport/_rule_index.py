@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '669e0e2dab5e7efafce98a78a2821797'
+FINGERPRINT = 'aada4cb656c68f3c86fef86751f16b3c'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

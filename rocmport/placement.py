@@ -13,6 +13,7 @@ The engine and the notebook adapter both use this module; it knows no rules.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Set, Tuple
 
@@ -458,8 +459,130 @@ def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, line
             if edit is not None:
                 found.append((2, order, HouseGate(test + ("()" if kind == "function" else ""), end, edit)))
     if not found:
-        return None
+        return _new_import(module, text, lines, lines_of, importer, index, taken, line_length)
     return min(found, key=lambda item: (item[0], item[1]))[2]
+
+
+def _new_import(module: cst.Module, text: str, lines: LineIndex, span, importer: Optional[str], index,
+                taken: Set[str], line_length: int) -> Optional[HouseGate]:
+    """A test defined in another module of a package the file imports from: ``from
+    pkg.utils import is_rocm`` (or ``from .utils import ...`` where the file imports its own
+    package relatively), a line added to the group of those imports where isort sorts it.
+    Not when importing that module would import this file (a cycle)."""
+    imports = []  # (stmt, start, end, is_from, absolute module or None, relative level)
+    for stmt in module.body:
+        if _is_docstring(stmt) and not imports:
+            continue
+        if not _is_import_line(stmt) or len(stmt.body) != 1:
+            if imports and not _set_up_line(stmt):
+                break
+            continue
+        small = stmt.body[0]
+        start, end = span(stmt)
+        if isinstance(small, cst.Import):
+            imports.append((stmt, start, end, False, dotted(small.names[0].name) or "", 0))
+        else:
+            level = len(small.relative)
+            imports.append((stmt, start, end, True, dotted(small.module) if small.module is not None else "", level))
+    if not imports:
+        return None
+    # the groups: runs of import lines without a blank line between them
+    groups: List[list] = []
+    last_row = None
+    for item in imports:
+        row = lines.position(item[1]).row
+        if last_row is None or row > last_row + 1:
+            groups.append([])
+        groups[-1].append(item)
+        last_row = lines.position(max(item[2] - 1, item[1])).row
+    package = None if importer is None else (importer if index.path_of(importer) and
+                                             index.path_of(importer).endswith("__init__.py")
+                                             else importer.rpartition(".")[0])
+    choices = []  # (preference, module, name, kind, line, group, key, relative)
+    for group_no, group in enumerate(groups):
+        for item in group:
+            relative = item[5] > 0
+            if relative:
+                if not package:
+                    continue
+                root = package.split(".")[0]
+            else:
+                root = item[4].split(".")[0]
+                if not root or (index.path_of(root) is None and index.path_of(item[4]) is None):
+                    continue  # not a module of the project
+            for test_module, name, kind in index.rocm_tests_in(root):
+                if (name.startswith("_") or name in taken or test_module == importer
+                        or any(p.startswith("test") or p == "conftest" for p in test_module.split("."))):
+                    continue
+                if relative:
+                    spec = _relative(package, test_module)
+                    if spec is None or spec[0] != item[5]:
+                        continue  # one level of relative imports per group keeps isort's order plain
+                    key, source = (spec[0], spec[1].lower()), "." * spec[0] + spec[1]
+                else:
+                    key, source = (0, test_module.lower()), test_module
+                if importer is not None and _imports_reach(index, test_module, importer):
+                    continue
+                line = f"from {source} import {name}"
+                if len(line) > line_length:
+                    continue
+                shared = len(os.path.commonprefix([(package or "").split("."), test_module.split(".")]))
+                choices.append(((-shared, test_module.count("."), test_module, name), kind, line, group_no, key,
+                                relative))
+    if not choices:
+        return None
+    _, kind, line, group_no, key, relative = min(choices, key=lambda c: c[0])
+    at = _sorted_position(groups[group_no], key, relative, lines)
+    if at is None:
+        return None
+    gate = line.rsplit(" ", 1)[1] + ("()" if kind == "function" else "")
+    return HouseGate(gate, at, Edit(at, at, line + lines.newline()))
+
+
+def _relative(package: str, module: str) -> Optional[Tuple[int, str]]:
+    """(level, rest) of ``from .rest import`` naming ``module`` from inside ``package``."""
+    ours, theirs = package.split("."), module.split(".")
+    shared = len(os.path.commonprefix([ours, theirs]))
+    if shared == 0:
+        return None
+    return len(ours) - shared + 1, ".".join(theirs[shared:])
+
+
+def _imports_reach(index, start: str, target: str, limit: int = 400) -> bool:
+    """Does importing module ``start`` import module ``target`` (a cycle, were ``target`` to
+    import ``start``)? Packages above ``target`` are imported before it anyway: not followed."""
+    parents = {".".join(target.split(".")[:i]) for i in range(1, target.count(".") + 1)}
+    seen, todo = {start}, [start]
+    while todo and len(seen) < limit:
+        for module in index.imported_modules(todo.pop()):
+            if module == target:
+                return True
+            if module not in seen and module not in parents:
+                seen.add(module)
+                todo.append(module)
+    return len(seen) >= limit  # too many to tell: no
+
+
+def _sorted_position(group: list, key, relative: bool, lines: LineIndex) -> Optional[int]:
+    """Where isort puts ``from <key> import ...`` in ``group``: among its ``from`` lines by
+    module (after the plain ``import`` lines), or None when the group is not in that order."""
+    def item_key(item):
+        return (item[5], item[4].lower()) if relative else (0, item[4].lower())
+
+    kinds = [item[3] for item in group]
+    if kinds != sorted(kinds):  # plain imports first, then from-imports (isort's default)
+        return None
+    froms = [item for item in group if item[3] and (item[5] > 0) == relative]
+    if [item_key(i) for i in froms] != sorted(item_key(i) for i in froms):
+        return None
+    for item in froms:
+        if item_key(item) > key:
+            return lines.starts[lines.position(item[1]).row - 1]
+        if item_key(item) == key:
+            return None  # the file imports from that module already: handled by house_gate
+    last = group[-1]
+    row = lines.position(max(last[2] - 1, last[1])).row
+    return lines.starts[row] if row < len(lines.starts) else None
 
 
 def _tests_of(index, module: str) -> List[Tuple[str, str]]:

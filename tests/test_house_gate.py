@@ -152,11 +152,62 @@ def test_ruff_isort_and_black_style_leave_the_result_alone(tmp_path):
             return helper({HAZARD}), os, thing
         """)
     _write(root, {"app/other.py": "thing = 1\n", "pyproject.toml": "[tool.isort]\nprofile = \"black\"\n"
-                  "known_first_party = [\"app\"]\n\n[tool.ruff.lint]\nselect = [\"E\", \"F\", \"I\"]\n"})
-    assert "from app.env import helper, is_rocm\n" in _fix(root)["app/model.py"]
+                  "known_first_party = [\"app\"]\n\n[tool.ruff.lint]\nselect = [\"E\", \"F\", \"I\"]\n",
+                  "app/sub/__init__.py": "",
+                  "app/sub/user.py": f"import torch\n\nfrom app.other import thing\n\nfrom ..other import thing as t\n\n\n"
+                                     f"def build(model):\n    return {HAZARD}, thing, t\n"})
+    changed = _fix(root)
+    assert "from app.env import helper, is_rocm\n" in changed["app/model.py"]
+    assert "from app.env import is_rocm\nfrom app.other import thing\n" in changed["app/sub/user.py"]
     for cmd in ([RUFF, "check", "app"], [RUFF, "format", "--check", "app"], [ISORT, "--check-only", "--diff", "app"]):
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
         assert proc.returncode == 0, (cmd, proc.stdout, proc.stderr)
+
+
+@pytest.mark.parametrize("path, imports, added", [
+    ("app/model.py", "from app.aaa import thing\nfrom app.zzz import other", "from app.env import is_rocm\n"),
+    ("app/model.py", "from .aaa import thing", "from .env import is_rocm\n"),
+    ("app/sub/deep.py", "from ..aaa import thing", "from ..env import is_rocm\n"),
+    ("app/sub/deep.py", "from app.aaa import thing", "from app.env import is_rocm\n"),
+])
+def test_a_test_in_another_module_of_the_package_is_imported_where_isort_puts_it(tmp_path, path, imports, added):
+    _write(tmp_path, {"app/__init__.py": "", "app/env.py": ENV, "app/aaa.py": "thing = 1\n", "app/zzz.py": "other = 1\n",
+                      "app/sub/__init__.py": "", path: f"import os\n\nimport torch\n\n{imports}\n\n\n"
+                                                        f"def build(model):\n    return {HAZARD}, os, thing\n"})
+    after = _fix(tmp_path)[path]
+    first = imports.splitlines()[0]
+    assert f"{first}\n{added}" in after and 'if is_rocm() else "reduce-overhead"' in after
+    assert "getattr(torch.version" not in after
+    assert _fix(tmp_path) == {}
+
+
+def test_a_module_that_would_import_the_file_back_is_not_used(tmp_path):
+    """``app.env`` imports ``app.model``: importing it from ``app.model`` would be a cycle."""
+    _write(tmp_path, {"app/__init__.py": "", "app/env.py": ENV + "\nfrom app import model  # noqa: E402\n",
+                      "app/aaa.py": "thing = 1\n",
+                      "app/model.py": f"import torch\n\nfrom app.aaa import thing\n\n\ndef build(model):\n"
+                                      f"    return {HAZARD}, thing\n"})
+    after = _fix(tmp_path)["app/model.py"]
+    assert "from app.env" not in after and GATE_LINE in after
+
+
+def test_a_test_added_later_changes_the_cached_answer_too(tmp_path):
+    """The files that looked for the package's tests depend on them: with the cache or
+    without, a test added to a module of the package gives the same fix."""
+    _write(tmp_path, {"app/__init__.py": "", "app/aaa.py": "thing = 1\n",
+                      "app/model.py": f"import torch\n\nfrom app.aaa import thing\n\n\ndef build(model):\n"
+                                      f"    return {HAZARD}, thing\n"})
+    env = dict(os.environ, ROCMPORT_CACHE_DIR=str(tmp_path / "cache"))
+
+    def fixes(*flags):
+        proc = subprocess.run([sys.executable, "-m", "rocmport", "lint", *flags, "--output-format", "json", "app"],
+                              cwd=tmp_path, capture_output=True, text=True, env=env)
+        return [e["content"] for f in json.loads(proc.stdout) for e in f["fix"]["edits"]]
+
+    assert any("getattr(torch.version" in c for c in fixes())
+    _write(tmp_path, {"app/env.py": ENV})
+    assert fixes() == fixes("--no-cache")
+    assert "from app.env import is_rocm\n" in fixes()
 
 
 # -- near misses: the file's own gate line -------------------------------------------------
@@ -165,7 +216,7 @@ GATE_LINE = 'is_rocm = getattr(torch.version, "hip", None) is not None'
 
 
 @pytest.mark.parametrize("name, env, model", [
-    ("a module the file does not import",
+    ("a file that imports nothing of the project",
      ENV, f"import torch\n\n\ndef build(model):\n    return {HAZARD}\n"),
     ("a private test",
      ENV.replace("def is_rocm", "def _is_rocm"), f"import torch\n\nfrom app.env import helper\n\n\ndef build(model):\n    return helper({HAZARD})\n"),

@@ -109,6 +109,8 @@ class ProjectIndex:
         self._functions_done: Set[Tuple[str, str]] = set()
         self._dir_is_package: Dict[str, bool] = {}
         self._record: Optional[Set[str]] = None  # modules whose summaries the current file consulted
+        self._inventory: Dict[str, List[Tuple[str, str, str]]] = {}  # package -> its ROCm tests
+        self._imported: Dict[str, Set[str]] = {}
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -276,6 +278,55 @@ class ProjectIndex:
                 out.extend((name, test, kind, path) for test, kind in summary.rocm_tests)
         return out
 
+    def rocm_tests_in(self, package: str) -> List[Tuple[str, str, str]]:
+        """(module, name, kind) of every ROCm-build test defined in top-level package
+        ``package``, computed once; the current file's findings then depend on that list
+        (a test added anywhere in the package changes its cache key)."""
+        if self._record is not None:
+            self._record.add(_INVENTORY + package)
+        found = self._inventory.get(package)
+        if found is None:
+            found = self._inventory[package] = [
+                (module, name, kind) for module, name, kind, _ in self.rocm_tests()
+                if module == package or module.startswith(package + ".")]
+        return found
+
+    def imported_modules(self, name: str) -> Set[str]:
+        """The project modules that importing module ``name`` imports at once: its
+        module-level imports (also in ``if``/``try`` blocks, not inside functions) and the
+        packages above them."""
+        found = self._imported.get(name)
+        if found is not None:
+            return found
+        found = self._imported[name] = set()
+        path = self.path_of(name)
+        blob = self._bytes(path) if path else None
+        if not blob or b"import" not in blob:
+            return found
+        try:
+            tree = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return found
+        targets = []
+        for stmt in _top_level(tree.body):
+            if isinstance(stmt, ast.Import):
+                targets += [alias.name for alias in stmt.names]
+            elif isinstance(stmt, ast.ImportFrom):
+                base = self.absolute(name, stmt.module, stmt.level) if stmt.level else stmt.module
+                if base:
+                    targets += [base] + [f"{base}.{alias.name}" for alias in stmt.names]
+        for target in targets:
+            parts = target.split(".")
+            for i in range(1, len(parts) + 1):
+                module = ".".join(parts[:i])
+                if module != name and self.path_of(module) is not None:
+                    found.add(module)
+        return found
+
+    def _inventory_digest(self, entry: str) -> str:
+        tests = self.rocm_tests_in(entry[len(_INVENTORY):])
+        return hashlib.blake2b(repr(tests).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
     # -- cache keys: the summaries a file's findings depend on ----------------------------
     def start_recording(self) -> None:
         """Record every module whose summary is asked for from now on (one file's lint)."""
@@ -287,6 +338,10 @@ class ProjectIndex:
         names, self._record = self._record or set(), None
         out = {}
         for name in sorted(names):
+            if name.startswith(_INVENTORY):
+                digest = self._inventory_digest(name)
+                out[name] = (digest, digest)
+                continue
             summary = self.summary(name)
             path = self.path_of(name)
             blob = self._bytes(path) if path else None
@@ -302,6 +357,9 @@ class ProjectIndex:
             return ""
         parts = []
         for name in sorted(record):
+            if name.startswith(_INVENTORY):
+                parts.append(f"{name}:{self._inventory_digest(name)}")
+                continue
             recorded_hash, recorded_digest = record[name]
             path = self.path_of(name)
             blob = self._bytes(path) if path else None
@@ -312,6 +370,9 @@ class ProjectIndex:
                 digest = summary.digest() if summary is not None else ""
             parts.append(f"{name}:{digest}")
         return hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
+
+
+_INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
 
 
 def _hash(blob: Optional[bytes]) -> str:
