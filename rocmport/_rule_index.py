@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '032f04a5de99f028bf78d4f262150752'
+FINGERPRINT = '6ea68e0b18b19ebe43d0d86f1209f8c4'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
