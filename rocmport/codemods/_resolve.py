@@ -480,6 +480,13 @@ def means_rocm_build(expr: cst.BaseExpression, torch_names: Set[str]) -> bool:
     ``torch_names``)? The recogniser is ``_index.means_rocm_build``, on CPython's tree."""
     if not torch_names:
         return False
+    # Only ``... is not None`` / ``... != None`` or ``bool(...)`` can be one: skip printing
+    # anything else (a module-level table can be large).
+    if isinstance(expr, cst.Comparison):
+        if len(expr.comparisons) != 1 or dotted_name(expr.comparisons[0].comparator) != "None":
+            return False
+    elif not (isinstance(expr, cst.Call) and dotted_name(expr.func) == "bool"):
+        return False
     source = cst.Module(body=[]).code_for_node(expr)
     if "hip" not in source:
         return False
