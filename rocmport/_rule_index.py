@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '6ea68e0b18b19ebe43d0d86f1209f8c4'
+FINGERPRINT = 'accc143b6ca4d9fd57f64ffab0cf0b04'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
