@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'accc143b6ca4d9fd57f64ffab0cf0b04'
+FINGERPRINT = '1da3a70772dcaf930c8bbef700796a18'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

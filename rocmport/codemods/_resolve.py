@@ -15,8 +15,9 @@ here, on LibCST's tree, or -- for the parts that must stay cheap -- without any 
   a local assignment shadows a module constant; a name bound more than once gives no value.
   Used by the Triton analysis (``_triton.TritonAnalysis.bindings`` / ``resolve``) for
   ``BLOCK = 128`` constants, grids and config lists. Other analyses (``_regions``) may use it:
-  ``ScopeBindings(module, parent)``, ``parent`` being a node -> parent function (for example
-  ``ctx.metadata(ParentNodeProvider).get``).
+  ``ScopeBindings(module, parent)``, ``parent`` being a function from a node to its parent
+  node or None (``Rule.parent``, ``TritonAnalysis.parent``; LibCST's lazy metadata values
+  already unwrapped), then ``scope_of(node)``, ``bindings(scope)``, ``resolve(name, at)``.
 - **The file's own ROCm test** (:func:`rocm_test_binding`): the module-level name bound once,
   to exactly "this torch is a ROCm build" (``IS_HIP = torch.version.hip is not None``), that
   fixed code may test instead of adding a gate; the engine's ``_choose_gate`` asks it.
@@ -230,9 +231,7 @@ def project_index(rule):
     ctx = rule.context
     if ctx.index is not None:
         return ctx.index
-    from ._index import ProjectIndex
-
-    return ctx.shared("own_index", lambda c: ProjectIndex([c.path]))
+    return ctx.shared("own_index", lambda c: _index.ProjectIndex([c.path]))
 
 
 def module_name(rule) -> str:
