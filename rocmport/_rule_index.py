@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'aada4cb656c68f3c86fef86751f16b3c'
+FINGERPRINT = 'd6c4533d5516cf8cb1683d6983dfc344'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

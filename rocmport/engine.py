@@ -328,27 +328,11 @@ def _choose_gate(module: cst.Module, text: str, block: Optional[prelude.Block]):
     """The name fixed code tests: the prelude's, the file's own binding, or a free name."""
     if block is not None:
         return block.gate, None
-    torch_names = _torch_aliases(module)
-    if torch_names:
-        bindings: Dict[str, List[cst.CSTNode]] = {}
-        for stmt in module.body:
-            if not isinstance(stmt, cst.SimpleStatementLine):
-                continue
-            for small in stmt.body:
-                targets = []
-                if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                    targets = [small.targets[0].target]
-                    value = small.value
-                elif isinstance(small, cst.AnnAssign) and small.value is not None:
-                    targets = [small.target]
-                    value = small.value
-                for target in targets:
-                    if isinstance(target, cst.Name):
-                        bindings.setdefault(target.value, []).append((stmt, value))
-        for name, assigned in bindings.items():
-            if len(assigned) == 1 and means_rocm_build(assigned[0][1], torch_names):
-                if len(re.findall(rf"(?<![\w.]){re.escape(name)}\s*=[^=]", text)) == 1:
-                    return name, ("stmt", id(assigned[0][0]))
+    from rocmport.codemods._resolve import rocm_test_binding
+
+    own = rocm_test_binding(module, text)
+    if own is not None:
+        return own[0], ("stmt", id(own[1]))
     name = prelude.DEFAULT_GATE
     counter = 0
     taken = _code_names(text) if name in text else set()

@@ -13,16 +13,14 @@ tabs); running it again adds nothing.
 from __future__ import annotations
 
 import io
-import re
 import tokenize
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .findings import Finding
 from .source import LineIndex, SourceError, SourceText
+from .suppression import line_directive_match, split_codes
 
-# The engine's own reading of a noqa directive, bare or with codes.
-_NOQA_RE = re.compile(r"#\s*noqa(?::[\s]*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
 
 
@@ -81,11 +79,11 @@ def add_noqa(data: bytes, findings: Iterable[Finding]) -> NoqaResult:
         comment = comments.get(row)
         if comment is not None:
             column, comment_text = comment
-            match = _NOQA_RE.search(comment_text)
+            match = line_directive_match(comment_text)  # the engine's own reading of it
             if match:
                 if match.group("codes") is None:
                     continue  # a bare directive already silences the line
-                existing = [c for c in re.split(r"[\s,]+", match.group("codes")) if c]
+                existing = split_codes(match.group("codes"))
                 have = {c.upper() for c in existing}
                 new = sorted(c for c in codes if not any(c.startswith(h) for h in have))
                 if not new:

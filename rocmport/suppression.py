@@ -38,14 +38,31 @@ _ANY = re.compile(r"(?i)noqa")
 ALL = None
 
 
+def _first(pattern: "re.Pattern[str]", comment: str) -> Optional["re.Match[str]"]:
+    for match in pattern.finditer(comment):
+        if not match.group("colon"):  # "noqa:" without a valid code: not a suppression (ruff warns)
+            return match
+    return None
+
+
 def _parse(pattern: "re.Pattern[str]", comment: str) -> Tuple[bool, Optional[FrozenSet[str]]]:
     """(whether ``comment`` holds a valid directive, its codes or ALL)."""
-    for match in pattern.finditer(comment):
-        if match.group("colon"):
-            continue  # "noqa:" without a valid code: not a suppression (ruff warns about it)
-        codes = match.group("codes")
-        return True, (frozenset(re.split(r"[\s,]+", codes)) if codes else ALL)
-    return False, ALL
+    match = _first(pattern, comment)
+    if match is None:
+        return False, ALL
+    codes = match.group("codes")
+    return True, (frozenset(split_codes(codes)) if codes else ALL)
+
+
+def split_codes(codes: str) -> List[str]:
+    """The codes of a directive's code list (``"ROC101, ROC102"``), in their order."""
+    return [c for c in re.split(r"[\s,]+", codes) if c]
+
+
+def line_directive_match(comment: str) -> Optional["re.Match[str]"]:
+    """The first valid ``# noqa`` directive in ``comment``, for tools that edit it (``--add-noqa``):
+    its ``codes`` group spans the code list (None for a bare ``# noqa``); None when there is none."""
+    return _first(_LINE, comment)
 
 
 def line_directive(comment: str) -> Tuple[bool, Optional[FrozenSet[str]]]:

@@ -123,3 +123,32 @@ def test_one_file_kind_decision():
 
     assert env_files.kind_for is env_kind
     assert engine.file_kind is file_kind and discovery.filekinds.file_kind is file_kind
+
+
+@pytest.mark.parametrize("comment, silenced", LINE_CASES)
+def test_add_noqa_reads_a_directive_as_the_engine_does(comment, silenced):
+    # ``--add-noqa`` parses the comment that is already there with the same parser: after it,
+    # the finding is silenced whatever the comment was, and a second run adds nothing
+    from rocmport.noqa import add_noqa
+
+    data = PYTHON.format(comment=comment.format(code="ROC101", family="ROC1")).encode()
+    findings = check_bytes(data, "train.py", Settings()).findings
+    result = add_noqa(data, findings)
+    assert (result.data is None) is silenced and result.skipped == 0
+    fixed = result.data if result.data is not None else data
+    assert _codes(fixed, "train.py") == []
+    assert add_noqa(fixed, check_bytes(fixed, "train.py", Settings()).findings).data is None
+
+
+def test_add_noqa_merges_into_a_valid_directive_only():
+    from rocmport.noqa import add_noqa
+
+    data = PYTHON.format(comment="  # noqa: E501 long line").encode()
+    out = add_noqa(data, check_bytes(data, "train.py", Settings()).findings).data
+    assert out.decode().splitlines()[1].endswith("# noqa: E501, ROC101 long line")
+    data = PYTHON.format(comment="  # noqa: roc101").encode()  # not a directive: a new one follows it
+    out = add_noqa(data, check_bytes(data, "train.py", Settings()).findings).data
+    assert out.decode().splitlines()[1].endswith("# noqa: roc101  # noqa: ROC101")
+    match = suppression.line_directive_match("# noqa: x  # noqa: ROC1, ROC2 why")
+    assert match.group("codes") == "ROC1, ROC2" and suppression.split_codes(match.group("codes")) == ["ROC1", "ROC2"]
+    assert suppression.line_directive_match("# noqa:") is None

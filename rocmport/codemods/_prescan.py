@@ -36,6 +36,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
+from ._resolve import from_import_binding, import_binding
+
 _PEEL = (ast.Attribute, ast.Call, ast.Subscript)
 
 
@@ -317,7 +319,8 @@ class Facts:
 
 
 class _Binder(ast.NodeVisitor):
-    """Sorts every binding of the file by the scope it binds in (see ``binding_kinds``)."""
+    """Sorts every binding of the file by the scope it binds in (see ``binding_kinds``).
+    What an import binds is ``rocmport.codemods._resolve``'s answer, as for LibCST's tree."""
 
     def __init__(self) -> None:
         self.kinds: Dict[str, Set[str]] = {}
@@ -436,18 +439,13 @@ class _Binder(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if alias.asname:
-                self._import(alias.asname, alias.name)
-            else:
-                first = alias.name.split(".", 1)[0]
-                self._import(first, first)
+            self._import(*import_binding(alias.name, alias.asname))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        module = "." * node.level + (node.module or "")
         for alias in node.names:
-            if alias.name != "*":
-                full = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
-                self._import(alias.asname or alias.name, full)
+            bound = from_import_binding(node.module, node.level, alias.name, alias.asname)
+            if bound is not None:
+                self._import(*bound)
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
         if node.name:

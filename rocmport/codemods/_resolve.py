@@ -1,19 +1,97 @@
-"""Small data-flow helpers shared by the ROC2xx and ROC6xx rules (built on ScopeProvider).
+"""What a name refers to here: the one resolver of the rules and shared analyses.
 
-They answer two questions about a ``Name`` that is read somewhere: which expressions were
-assigned to it (``x = <value>`` in the scope the name resolves to), and where else the same
-binding is read (to find ``x["key"] = value`` and ``x.update({...})`` that fill a dict).
-Everything is best effort and bounded: an unknown answer is an empty list, never a guess.
+Every question "what does this name (or dotted chain) refer to at this point" is answered
+here, on LibCST's tree, or -- for the parts that must stay cheap -- without any tree:
+
+- **What an import binds** (:func:`import_binding`, :func:`from_import_binding`): one answer
+  for CPython's tree and LibCST's. ``import a.b.c`` binds ``a``; ``import a.b as x`` binds ``x``
+  to ``a.b``; ``from m import n as k`` binds ``k`` to ``m.n``; a relative import keeps its dots
+  (``from .a import b`` is ".a.b"); ``*`` binds nothing. The prefilter's binder
+  (``_prescan._Binder``, on CPython's ``ast``, before LibCST runs) and every LibCST walk below
+  use these two functions. :func:`cst_import_bindings` applies them to LibCST's nodes.
+- **Names bound in a scope, and the one value a name stands for** (:class:`ScopeBindings`):
+  a statement-level walk per function, lambda or the module (nested functions and classes are
+  bindings, not walked), then the lookup from the innermost function outwards. A parameter or
+  a local assignment shadows a module constant; a name bound more than once gives no value.
+  Used by the Triton analysis (``_triton.TritonAnalysis.bindings`` / ``resolve``) for
+  ``BLOCK = 128`` constants, grids and config lists. Other analyses (``_regions``) may use it:
+  ``ScopeBindings(module, parent)``, ``parent`` being a function from a node to its parent
+  node or None (``Rule.parent``, ``TritonAnalysis.parent``; LibCST's lazy metadata values
+  already unwrapped), then ``scope_of(node)``, ``bindings(scope)``, ``resolve(name, at)``.
+- **The file's own ROCm test** (:func:`rocm_test_binding`): the module-level name bound once,
+  to exactly "this torch is a ROCm build" (``IS_HIP = torch.version.hip is not None``), that
+  fixed code may test instead of adding a gate; the engine's ``_choose_gate`` asks it.
+  Whether an expression is such a test is decided by one recogniser,
+  ``_index.means_rocm_build`` (on CPython's tree; :func:`means_rocm_build` hands it LibCST's
+  expression), with the torch aliases an import binds (:func:`torch_aliases`).
+- **Data flow through ScopeProvider** (:func:`assigned_values`, :func:`binding_reads`,
+  :func:`dict_flow`): which expressions were assigned to a name that is read, and where else
+  the same binding is read (``x["key"] = value``, ``x.update({...})``), for ROC2xx and ROC6xx.
+- **Names of other modules of the project** (:func:`imported_as`, :func:`callee_summary`,
+  :func:`constant_value`), through the project index.
+
+Everything is best effort and bounded: an unknown answer is empty or None, never a guess.
+The lenient "does this test mention ROCm" check that decides whether code is already gated
+(``base.mentions_rocm`` / ``Rule.in_rocm_branch``) is a different question and stays there.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Tuple
+import ast
+import re
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from .base import literal_string
+from . import _index
+from .base import dotted_name, literal_string
+
+
+# ----------------------------------------------------------------------------------------
+# What an import binds (any tree)
+# ----------------------------------------------------------------------------------------
+
+def import_binding(name: str, asname: Optional[str]) -> Tuple[str, str]:
+    """``import name [as asname]``: (the name it binds, the dotted name bound to it)."""
+    if asname:
+        return asname, name
+    first = name.split(".", 1)[0]
+    return first, first
+
+
+def from_import_binding(module: Optional[str], level: int, name: str,
+                        asname: Optional[str]) -> Optional[Tuple[str, str]]:
+    """``from <level dots><module> import name [as asname]``: (the name it binds, the dotted
+    name bound to it; a relative one keeps its dots), or None for ``*``."""
+    if name == "*":
+        return None
+    base = "." * level + (module or "")
+    return asname or name, (f"{base}.{name}" if module else base + name)
+
+
+def cst_import_bindings(node: Union[cst.Import, cst.ImportFrom]) -> Iterator[Tuple[str, str, cst.ImportAlias]]:
+    """(name bound, dotted name bound to it, the alias) for each name a LibCST import binds."""
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is not None:
+                yield import_binding(full, _asname(alias)) + (alias,)
+        return
+    if isinstance(node.names, cst.ImportStar):
+        return
+    module = dotted_name(node.module) if node.module is not None else None
+    for alias in node.names:
+        name = dotted_name(alias.name)
+        bound = from_import_binding(module, len(node.relative), name, _asname(alias)) if name else None
+        if bound is not None:
+            yield bound + (alias,)
+
+
+def _asname(alias: cst.ImportAlias) -> Optional[str]:
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    return None
 
 
 def _accesses(rule, name: cst.Name):
@@ -153,9 +231,7 @@ def project_index(rule):
     ctx = rule.context
     if ctx.index is not None:
         return ctx.index
-    from ._index import ProjectIndex
-
-    return ctx.shared("own_index", lambda c: ProjectIndex([c.path]))
+    return ctx.shared("own_index", lambda c: _index.ProjectIndex([c.path]))
 
 
 def module_name(rule) -> str:
@@ -198,8 +274,6 @@ def callee_summary(rule, func: cst.BaseExpression):
     """The index's summary of the project function (or partial) a call's callee names: a
     module-level function or partial of this file, or one imported from the project
     (``wrap``, ``pkg.mod.wrap``, ``mod.wrap``); None otherwise."""
-    from .base import dotted_name
-
     dotted = dotted_name(func)
     if dotted is None:
         return None
@@ -220,8 +294,6 @@ def callee_summary(rule, func: cst.BaseExpression):
 def constant_value(rule, node: cst.BaseExpression):
     """(True, value) when ``node`` names a literal constant of this module or of a project
     module (assigned once, at module level), else (False, None)."""
-    from .base import dotted_name
-
     dotted = dotted_name(node)
     facts = rule.context.facts
     if dotted is None or facts is None:
@@ -278,3 +350,173 @@ def call_arguments(call: cst.Call, summary, target: str) -> Iterator[Tuple[cst.B
             if summary.target(None, position) == target:
                 yield arg.value, summary.positional[position]
             position += 1
+
+
+# ----------------------------------------------------------------------------------------
+# Names bound in a scope, without ScopeProvider
+# ----------------------------------------------------------------------------------------
+
+class ScopeBindings:
+    """name -> what binds it in a function, lambda or the module, and the one value a name
+    stands for at a node. ``parent`` maps a node to its parent (None at the top)."""
+
+    def __init__(self, module: cst.Module, parent: Callable[[cst.CSTNode], Optional[cst.CSTNode]]) -> None:
+        self.module = module
+        self.parent = parent
+        self._cache: Dict[int, Dict[str, List[cst.CSTNode]]] = {}
+
+    def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The function or lambda around ``node``, else the module."""
+        current = self.parent(node)
+        while current is not None:
+            if isinstance(current, (cst.FunctionDef, cst.Lambda)):
+                return current
+            current = self.parent(current)
+        return self.module
+
+    def bindings(self, scope: cst.CSTNode) -> Dict[str, List[cst.CSTNode]]:
+        """name -> the values bound to it directly in ``scope`` (a statement-level walk that
+        skips nested functions and classes). Bindings that are not plain assignments
+        (loops, augmented assignments, parameters, imports) are recorded as the binding node."""
+        key = id(scope)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = {}
+            scope.visit(_BindingWalk(scope, found))
+        return found
+
+    def resolve(self, name: str, at: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The one value bound to ``name`` where ``at`` is (its function, then the enclosing
+        ones, then the module); None when it is bound more than once or not at all."""
+        scope = self.scope_of(at)
+        while True:
+            bound = self.bindings(scope).get(name)
+            if bound:
+                return bound[0] if len(bound) == 1 else None
+            if scope is self.module:
+                return None
+            scope = self.scope_of(scope)
+
+
+class _BindingWalk(cst.CSTVisitor):
+    def __init__(self, scope: cst.CSTNode, found: Dict[str, List[cst.CSTNode]]) -> None:
+        self.scope = scope
+        self.found = found
+
+    def add(self, target: cst.CSTNode, value: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self.found.setdefault(target.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.add(element.value, element)  # unpacking: not a known value
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if node is self.scope:
+            return True
+        self.found.setdefault(node.name.value, []).append(node)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.found.setdefault(node.name.value, []).append(node)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return node is self.scope
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.found.setdefault(node.name.value, []).append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self.add(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.add(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.add(node.target, node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.add(node.target, node)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.add(node.target, node)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.add(node.target, node)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self.add(node.asname.name, node)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for name, _full, alias in cst_import_bindings(node):
+            self.found.setdefault(name, []).append(alias)
+
+    visit_ImportFrom = visit_Import
+
+
+# ----------------------------------------------------------------------------------------
+# The file's own ROCm test
+# ----------------------------------------------------------------------------------------
+
+def torch_aliases(module: cst.Module) -> Set[str]:
+    """The names that a module-level import statement of the body binds to ``torch``
+    (``import torch``, ``import torch as t``, ``import torch.cuda``)."""
+    names = set()
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Import):
+                    names.update(name for name, full, _alias in cst_import_bindings(small) if full == "torch")
+    return names
+
+
+def means_rocm_build(expr: cst.BaseExpression, torch_names: Set[str]) -> bool:
+    """Does ``expr`` mean exactly "this torch is a ROCm build" (``t.version.hip is not None``,
+    ``getattr(t.version, "hip", None) is not None``, ``!= None``, ``bool(...)``, ``t`` one of
+    ``torch_names``)? The recogniser is ``_index.means_rocm_build``, on CPython's tree."""
+    if not torch_names:
+        return False
+    # Only ``... is not None`` / ``... != None`` or ``bool(...)`` can be one: skip printing
+    # anything else (a module-level table can be large).
+    if isinstance(expr, cst.Comparison):
+        if len(expr.comparisons) != 1 or dotted_name(expr.comparisons[0].comparator) != "None":
+            return False
+    elif not (isinstance(expr, cst.Call) and dotted_name(expr.func) == "bool"):
+        return False
+    source = cst.Module(body=[]).code_for_node(expr)
+    if "hip" not in source:
+        return False
+    try:
+        tree = ast.parse(f"(\n{source}\n)", mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return _index.means_rocm_build(tree.body, torch_names)
+
+
+def rocm_test_binding(module: cst.Module, text: str) -> Optional[Tuple[str, cst.SimpleStatementLine]]:
+    """The file's own ROCm test that fixed code may use: (name, its statement) for a name that
+    one module-level statement binds, once in the whole file, to :func:`means_rocm_build`."""
+    torch_names = torch_aliases(module)
+    if not torch_names:
+        return None
+    bindings: Dict[str, List[Tuple[cst.SimpleStatementLine, cst.BaseExpression]]] = {}
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target, value = small.targets[0].target, small.value
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                target, value = small.target, small.value
+            else:
+                continue
+            if isinstance(target, cst.Name):
+                bindings.setdefault(target.value, []).append((stmt, value))
+    for name, assigned in bindings.items():
+        if len(assigned) == 1 and means_rocm_build(assigned[0][1], torch_names):
+            if len(re.findall(rf"(?<![\w.]){re.escape(name)}\s*=[^=]", text)) == 1:
+                return name, assigned[0][0]
+    return None

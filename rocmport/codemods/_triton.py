@@ -20,6 +20,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
+from ._resolve import ScopeBindings
 from .base import dotted_name, keyword, literal_string, mentions_rocm
 
 JIT_NAMES = frozenset({"triton.jit", "triton.runtime.jit", "triton.runtime.jit.jit"})
@@ -150,6 +151,7 @@ class TritonAnalysis:
         self.module: cst.Module = ctx.module
         self.foreign_file = is_foreign_path(ctx.path)
         self._scope_cache: Dict[int, Dict[str, List[cst.CSTNode]]] = {}
+        self._scopes: Optional[ScopeBindings] = None
         self.kernels: Dict[str, Kernel] = {}
         self.kernel_funcs: Dict[int, Kernel] = {}
         self.configs: List[cst.Call] = []  # every triton.Config call in the file
@@ -185,10 +187,7 @@ class TritonAnalysis:
             current = self.parent(current)
 
     def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
-                return ancestor
-        return self.module
+        return self.scopes.scope_of(node)
 
     def in_foreign_branch(self, node: cst.CSTNode) -> bool:
         """Code that only runs on an accelerator that is neither CUDA nor ROCm."""
@@ -204,82 +203,20 @@ class TritonAnalysis:
         return False
 
     # -- constants ----------------------------------------------------------------------
+    @property
+    def scopes(self) -> ScopeBindings:
+        """The file's bindings per scope (``rocmport.codemods._resolve``)."""
+        if self._scopes is None:
+            self._scopes = ScopeBindings(self.module, self.parent)
+        return self._scopes
+
     def bindings(self, scope: cst.CSTNode) -> Dict[str, List[cst.CSTNode]]:
-        """name -> the values bound to it directly in ``scope`` (a statement-level walk that
-        skips nested functions and classes). Bindings that are not plain assignments
-        (loops, augmented assignments, parameters, imports) are recorded as the binding node."""
-        key = id(scope)
-        if key in self._scope_cache:
-            return self._scope_cache[key]
-        found: Dict[str, List[cst.CSTNode]] = {}
-
-        def add(target: cst.CSTNode, value: cst.CSTNode) -> None:
-            if isinstance(target, cst.Name):
-                found.setdefault(target.value, []).append(value)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    add(element.value, element)  # unpacking: not a known value
-
-        class _V(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                if node is scope:
-                    return True
-                found.setdefault(node.name.value, []).append(node)
-                return False
-
-            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-                found.setdefault(node.name.value, []).append(node)
-                return False
-
-            def visit_Lambda(self, node: cst.Lambda) -> bool:
-                return node is scope
-
-            def visit_Param(self, node: cst.Param) -> None:
-                found.setdefault(node.name.value, []).append(node)
-
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for target in node.targets:
-                    add(target.target, node.value)
-
-            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-                if node.value is not None:
-                    add(node.target, node.value)
-
-            def visit_AugAssign(self, node: cst.AugAssign) -> None:
-                add(node.target, node)
-
-            def visit_For(self, node: cst.For) -> None:
-                add(node.target, node)
-
-            def visit_CompFor(self, node: cst.CompFor) -> None:
-                add(node.target, node)
-
-            def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-                add(node.target, node)
-
-            def visit_WithItem(self, node: cst.WithItem) -> None:
-                if node.asname is not None:
-                    add(node.asname.name, node)
-
-            def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-                name = node.asname.name if node.asname else node.name
-                if isinstance(name, cst.Name):
-                    found.setdefault(name.value, []).append(node)
-
-        scope.visit(_V())
-        self._scope_cache[key] = found
-        return found
+        """name -> the values bound to it directly in ``scope`` (``ScopeBindings.bindings``)."""
+        return self.scopes.bindings(scope)
 
     def resolve(self, name: str, at: cst.CSTNode) -> Optional[cst.CSTNode]:
-        """The one value bound to ``name`` where ``at`` is (its function, then the module)."""
-        scope = self.scope_of(at)
-        while True:
-            bound = self.bindings(scope).get(name)
-            if bound:
-                return bound[0] if len(bound) == 1 else None
-            if scope is self.module:
-                return None
-            scope = self.scope_of(scope)
+        """The one value bound to ``name`` where ``at`` is (``ScopeBindings.resolve``)."""
+        return self.scopes.resolve(name, at)
 
     def constant(self, expr: cst.BaseExpression) -> Tuple[Optional[cst.Integer], Optional[str]]:
         """(the integer literal, the constant's name) that ``expr`` stands for."""

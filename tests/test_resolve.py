@@ -1,0 +1,281 @@
+"""The one resolver (rocmport.codemods._resolve): what an import binds, the bindings of a scope
+and the one value a name stands for, and the file's own ROCm test -- on the cases that each
+former copy handled (the Triton analysis's scope walk, the prefilter's binder, the engine's
+gate search)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, ParentNodeProvider
+
+from rocmport.codemods import _index, _prescan, _resolve
+from rocmport.codemods._resolve import (ScopeBindings, cst_import_bindings, from_import_binding, import_binding,
+                                        means_rocm_build, rocm_test_binding, torch_aliases)
+
+
+def _module(code: str):
+    module = cst.parse_module(textwrap.dedent(code))
+    parents = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider)
+    return module, ScopeBindings(module, parents.get)
+
+
+def _names(node: cst.CSTNode, value: str):
+    """Every ``Name`` read of ``value`` under ``node``, in source order."""
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == value:
+                found.append(n)
+
+    node.visit(Finder())
+    return found
+
+
+# -- what an import binds ---------------------------------------------------------------
+
+def test_what_an_import_binds():
+    assert import_binding("torch", None) == ("torch", "torch")
+    assert import_binding("torch.cuda", None) == ("torch", "torch")  # ``import a.b`` binds ``a``
+    assert import_binding("torch.cuda", "tc") == ("tc", "torch.cuda")
+    assert import_binding("torch", "t") == ("t", "torch")
+    assert from_import_binding("torch", 0, "version", "v") == ("v", "torch.version")
+    assert from_import_binding("torch", 0, "version", None) == ("version", "torch.version")
+    assert from_import_binding(None, 1, "a", None) == ("a", ".a")
+    assert from_import_binding("pkg.mod", 2, "b", "c") == ("c", "..pkg.mod.b")
+    assert from_import_binding("torch", 0, "*", None) is None  # a star binds nothing in sight
+
+
+IMPORTS = """
+import torch
+import torch.cuda
+import numpy as np, os.path
+import torch.nn.functional as F
+from torch import version as v
+from torch import compile
+from . import sibling
+from ..pkg import helper as h
+from triton import *
+try:
+    import triton.language as tl
+except ImportError:
+    tl = None
+if True:
+    from torch import compile as tc
+def f():
+    import torch as inner
+"""
+
+
+def test_the_prefilter_binder_and_libcst_agree_on_every_import():
+    # the prefilter's binder (CPython's tree) and a LibCST walk give the same names
+    facts = _prescan.Facts.of(ast.parse(IMPORTS))
+    from_binder = facts.binding_kinds_imports()
+    from_cst = {}
+
+    class Walk(cst.CSTVisitor):
+        def visit_Import(self, node) -> None:
+            for name, full, _alias in cst_import_bindings(node):
+                from_cst.setdefault(name, set()).add(full)
+
+        visit_ImportFrom = visit_Import
+
+    cst.parse_module(IMPORTS).visit(Walk())
+    assert from_binder == from_cst == {
+        "torch": {"torch"}, "np": {"numpy"}, "os": {"os"}, "F": {"torch.nn.functional"},
+        "v": {"torch.version"}, "compile": {"torch.compile"}, "sibling": {".sibling"},
+        "h": {"..pkg.helper"}, "tl": {"triton.language"}, "tc": {"torch.compile"}, "inner": {"torch"}}
+    kinds = facts.binding_kinds()
+    assert kinds["tl"] == {"import", "module"}  # conditional: an import and an assignment
+    assert kinds["inner"] == {"inner import"} and kinds["torch"] == {"import"}
+
+
+# -- the bindings of a scope, and the one value a name stands for ----------------------
+
+def test_a_module_constant_reaches_a_function():
+    module, scopes = _module("""
+        BLOCK = 128
+        def kernel(x):
+            return x + BLOCK
+    """)
+    read = _names(module.body[1], "BLOCK")[0]
+    value = scopes.resolve("BLOCK", read)
+    assert isinstance(value, cst.Integer) and value.value == "128"
+    assert scopes.scope_of(read) is module.body[1] and scopes.scope_of(module.body[0]) is module
+
+
+def test_a_parameter_or_a_local_shadows_the_module_constant():
+    module, scopes = _module("""
+        BLOCK = 128
+        def by_param(BLOCK):
+            return BLOCK
+        def by_local():
+            BLOCK = 64
+            return BLOCK
+        def by_loop():
+            for BLOCK in (1, 2):
+                pass
+            return BLOCK
+        g = lambda BLOCK: BLOCK
+    """)
+    by_param, by_local, by_loop, lam = module.body[1], module.body[2], module.body[3], module.body[4]
+    assert isinstance(scopes.resolve("BLOCK", _names(by_param.body, "BLOCK")[0]), cst.Param)
+    assert scopes.resolve("BLOCK", _names(by_local.body, "BLOCK")[-1]).value == "64"
+    assert isinstance(scopes.resolve("BLOCK", _names(by_loop.body, "BLOCK")[-1]), cst.For)
+    assert isinstance(scopes.resolve("BLOCK", _names(lam, "BLOCK")[-1]), cst.Param)
+    # the module's own binding is untouched by the functions' ones
+    assert [v.value for v in scopes.bindings(module)["BLOCK"]] == ["128"]
+
+
+def test_a_name_bound_twice_or_conditionally_has_no_one_value():
+    module, scopes = _module("""
+        BLOCK = 128
+        if big:
+            BLOCK = 256
+        try:
+            import triton
+        except ImportError:
+            triton = None
+        def f():
+            return BLOCK, triton
+    """)
+    f = module.body[-1]
+    assert scopes.resolve("BLOCK", _names(f, "BLOCK")[0]) is None
+    assert scopes.resolve("triton", _names(f, "triton")[0]) is None
+    assert len(scopes.bindings(module)["triton"]) == 2
+
+
+def test_imports_aliases_and_re_imports_bind_as_the_prefilter_says():
+    module, scopes = _module("""
+        from torch import version as v
+        import torch.cuda
+        import numpy as np
+        import numpy as np
+        from triton import *
+        def f():
+            import torch as t
+            return t
+    """)
+    bound = scopes.bindings(module)
+    assert isinstance(bound["v"][0], cst.ImportAlias) and bound["v"][0].name.value == "version"
+    assert isinstance(bound["torch"][0], cst.ImportAlias)  # ``import torch.cuda`` binds ``torch``
+    assert len(bound["np"]) == 2  # imported twice: two bindings, no one value
+    assert scopes.resolve("np", module.body[-1]) is None
+    assert "triton" not in bound and "*" not in bound  # a star binds nothing in sight
+    assert "t" not in bound and isinstance(scopes.bindings(module.body[-1])["t"][0], cst.ImportAlias)
+
+
+def test_nested_functions_and_classes_are_bindings_not_walked():
+    module, scopes = _module("""
+        def outer():
+            x = 1
+            def inner():
+                x = 2
+                return x
+            class K:
+                x = 3
+            (a, b) = pair
+            return x
+    """)
+    outer = module.body[0]
+    bound = scopes.bindings(outer)
+    assert [v.value for v in bound["x"]] == ["1"]
+    assert isinstance(bound["inner"][0], cst.FunctionDef) and isinstance(bound["K"][0], cst.ClassDef)
+    assert isinstance(bound["a"][0], cst.Element)  # unpacking: not a known value
+    inner = outer.body.body[1]
+    assert scopes.resolve("x", _names(inner.body, "x")[-1]).value == "2"
+
+
+# -- the file's own ROCm test --------------------------------------------------------------
+
+OWN_TESTS = [
+    ("import torch\nIS_HIP = torch.version.hip is not None\n", "IS_HIP"),
+    ("import torch as t\nON_ROCM = t.version.hip is not None\n", "ON_ROCM"),
+    ("import torch.cuda\nIS_HIP = torch.version.hip != None\n", "IS_HIP"),
+    ('import torch\nIS_HIP = getattr(torch.version, "hip", None) is not None\n', "IS_HIP"),
+    ("import torch\nIS_HIP = bool(torch.version.hip)\n", "IS_HIP"),
+    ("import torch\nIS_HIP = (\n    torch.version.hip  # the HIP version\n    is not None\n)\n", "IS_HIP"),
+    ("import torch\r\nx = 1\r\nIS_HIP = torch.version.hip is not None\r\n", "IS_HIP"),
+    # not exactly a ROCm build test, or not the one binding of the name
+    ("import torch\nIS_HIP = torch.version.hip\n", None),
+    ("import torch\nIS_HIP = torch.version.hip is None\n", None),
+    ("import torch\nIS_HIP = torch.version.cuda is not None\n", None),
+    ("import torch\nIS_HIP = torch.version.hip is not None\nIS_HIP = False\n", None),
+    ("import torch\nIS_HIP = torch.version.hip is not None\ndef f():\n    IS_HIP = False\n", None),
+    ("import torch\nif True:\n    IS_HIP = torch.version.hip is not None\n", None),
+    ("import torch as t\nIS_HIP = torch.version.hip is not None\n", None),  # ``torch`` is unbound
+    ("import torch.cuda as tc\nIS_HIP = tc.version.hip is not None\n", None),  # ``tc`` is torch.cuda
+    ("IS_HIP = torch.version.hip is not None\n", None),  # no import at all
+    ("try:\n    import torch\nexcept ImportError:\n    pass\nIS_HIP = torch.version.hip is not None\n", None),
+    # a name bound to torch.version is not torch: the exact test, shared with the project
+    # index (``_index.means_rocm_build``), knows torch's own aliases only
+    ("from torch import version as v\nIS_HIP = v.hip is not None\n", None),
+    ('import torch\nIS_HIP = "torch.version.hip is not None"\n', None),
+    # annotated: the check that the name is bound once in the whole file counts ``NAME =``
+    # only, so such a test has never been reused (kept as it was)
+    ("import torch\nIS_HIP: bool = torch.version.hip is not None\n", None),
+]
+
+
+@pytest.mark.parametrize("code, expected", OWN_TESTS)
+def test_the_files_own_rocm_test(code, expected):
+    module = cst.parse_module(code)
+    found = rocm_test_binding(module, code)
+    if expected is None:
+        assert found is None
+    else:
+        name, stmt = found
+        assert name == expected and stmt in module.body
+
+
+def test_torch_aliases_are_module_level_imports_of_torch():
+    code = "import torch as t, torch.cuda\nimport torchvision\nimport torch.nn as nn\ndef f():\n    import torch as u\n"
+    assert torch_aliases(cst.parse_module(code)) == {"t", "torch"}
+
+
+EXPRESSIONS = [
+    ("torch.version.hip is not None", True),
+    ("t.version.hip != None", True),
+    ('getattr(torch.version, "hip", None) is not None', True),
+    ("bool(torch.version.hip)", True),
+    ("(torch.version.hip) is not None", True),
+    ("torch.version.hip", False),
+    ("torch.version.hip is None", False),
+    ("not torch.version.hip", False),
+    ('getattr(torch.version, "hip") is not None', False),
+    ('getattr(torch.version, "cuda", None) is not None', False),
+    ("other.version.hip is not None", False),
+    ("torch.version.hip is not None and x", False),
+]
+
+
+@pytest.mark.parametrize("expr, expected", EXPRESSIONS)
+def test_one_exact_rocm_test_for_both_trees(expr, expected):
+    names = {"torch", "t"}
+    assert means_rocm_build(cst.parse_expression(expr), names) is expected
+    assert _index.means_rocm_build(ast.parse(expr, mode="eval").body, names) is expected
+    assert means_rocm_build(cst.parse_expression(expr), set()) is False
+
+
+def test_the_engine_reuses_the_files_own_test():
+    from rocmport.config import Settings
+    from rocmport.engine import fix_text
+    from rocmport.registry import visitor_rules
+
+    code = "import torch\n\nIS_ROCM = torch.version.hip is not None\n\nmodel = torch.compile(net, mode=\"reduce-overhead\")\n"
+    rules = visitor_rules()
+    fixed = fix_text(code, "train.py", Settings(), rules, frozenset(r.CODE for r in rules))[0]
+    assert "if IS_ROCM else" in fixed and "is_rocm" not in fixed and fixed.count("IS_ROCM =") == 1
+
+
+def test_the_resolver_is_the_one_place():
+    # the Triton analysis and the prefilter's binder call the resolver instead of a copy
+    from rocmport.codemods import _triton
+
+    assert _triton.ScopeBindings is ScopeBindings
+    assert _prescan.import_binding is import_binding and _prescan.from_import_binding is from_import_binding
+    assert _resolve.means_rocm_build is means_rocm_build
