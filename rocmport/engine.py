@@ -24,7 +24,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from rocmport.codemods import _prescan, env_files
-from rocmport.codemods.base import PREFILTER, Rule, RuleContext, RuleOptions, dotted_name
+from rocmport.codemods.base import PREFILTER, Rule, RuleContext, RuleOptions
 from rocmport.codemods.tool import FixFailed, UnreadableFile
 
 from . import house, placement, prelude, reformat, suppression
@@ -274,43 +274,6 @@ def _unsuppressed(findings: List[Finding], text: str, lines: LineIndex) -> List[
 # ------------------------------------------------------------------------------------------
 # The gate name
 # ------------------------------------------------------------------------------------------
-
-def _torch_aliases(module: cst.Module) -> Set[str]:
-    names = set()
-    for stmt in module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Import):
-                    for alias in small.names:
-                        if isinstance(alias.name, cst.Name) and alias.name.value == "torch":
-                            names.add(alias.asname.name.value if alias.asname else "torch")
-                        elif alias.asname is None and (dotted_name(alias.name) or "").startswith("torch."):
-                            names.add("torch")
-    return names
-
-
-def means_rocm_build(expr: cst.BaseExpression, torch_names: Set[str]) -> bool:
-    """Does ``expr`` mean exactly "this torch is a ROCm build"?"""
-    def is_hip(node) -> bool:  # torch.version.hip
-        name = dotted_name(node) or ""
-        return any(name == f"{t}.version.hip" for t in torch_names)
-
-    def is_getattr_hip(node) -> bool:  # getattr(torch.version, "hip", None)
-        return (isinstance(node, cst.Call) and dotted_name(node.func) == "getattr" and len(node.args) == 3
-                and any(dotted_name(node.args[0].value) == f"{t}.version" for t in torch_names)
-                and isinstance(node.args[1].value, cst.SimpleString)
-                and node.args[1].value.evaluated_value == "hip"
-                and isinstance(node.args[2].value, cst.Name) and node.args[2].value.value == "None")
-
-    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
-        target = expr.comparisons[0]
-        if (isinstance(target.operator, (cst.IsNot, cst.NotEqual)) and isinstance(target.comparator, cst.Name)
-                and target.comparator.value == "None"):
-            return is_hip(expr.left) or is_getattr_hip(expr.left)
-    if isinstance(expr, cst.Call) and dotted_name(expr.func) == "bool" and len(expr.args) == 1:
-        return is_hip(expr.args[0].value) or is_getattr_hip(expr.args[0].value)
-    return False
-
 
 def _code_names(text: str) -> Set[str]:
     """Every name token of the code (strings and comments do not count)."""

@@ -15,7 +15,7 @@ import pytest
 from rocmport.codemods._index import ProjectIndex, means_rocm_build
 from rocmport.cache import Cache
 from rocmport.config import Settings
-from rocmport.engine import means_rocm_build as cst_means_rocm_build
+from rocmport.codemods._resolve import means_rocm_build as cst_means_rocm_build
 from rocmport.runner import check_files
 
 from .harness import codes
