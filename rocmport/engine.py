@@ -24,6 +24,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from rocmport.codemods import _prescan, env_files
+from rocmport.codemods._resolve import rocm_test_binding
 from rocmport.codemods.base import PREFILTER, Rule, RuleContext, RuleOptions
 from rocmport.codemods.tool import FixFailed, UnreadableFile
 
@@ -291,8 +292,6 @@ def _choose_gate(module: cst.Module, text: str, block: Optional[prelude.Block]):
     """The name fixed code tests: the prelude's, the file's own binding, or a free name."""
     if block is not None:
         return block.gate, None
-    from rocmport.codemods._resolve import rocm_test_binding
-
     own = rocm_test_binding(module, text)
     if own is not None:
         return own[0], ("stmt", id(own[1]))
