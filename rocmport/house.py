@@ -32,6 +32,7 @@ class Style:
     formatter: Optional[str] = None  # "ruff" | "black" | None
     magic_trailing_comma: bool = True
     lines_after_imports: int = 1  # blank lines between the import block and the gate line
+    force_single_line: bool = False  # isort's force-single-line: one imported name a statement
 
 
 def _load_toml(path: Path) -> dict:
@@ -76,14 +77,16 @@ def _style_for_dir(directory: Path) -> Style:
                 return _ruff_style(ruff, data)
             isort = _table(data, "tool", "isort")
             after = _lines_after(isort.get("lines_after_imports", isort.get("lines-after-imports")))
+            single = isort.get("force_single_line", isort.get("force-single-line")) is True \
+                or isort.get("profile") == "google"
             if black:
                 length = black.get("line-length", DEFAULT_LINE_LENGTH)
                 return Style('"', length if isinstance(length, int) else DEFAULT_LINE_LENGTH, "black",
-                             not black.get("skip-magic-trailing-comma", False), after)
+                             not black.get("skip-magic-trailing-comma", False), after, single)
             if isort:
                 length = isort.get("line_length", isort.get("line-length", DEFAULT_LINE_LENGTH))
                 return Style(line_length=length if isinstance(length, int) else DEFAULT_LINE_LENGTH,
-                             lines_after_imports=after)
+                             lines_after_imports=after, force_single_line=single)
         setup_cfg = folder / "setup.cfg"
         if setup_cfg.is_file():
             length = _flake8_length(setup_cfg)
@@ -102,7 +105,8 @@ def _ruff_style(ruff: dict, data: dict) -> Style:
     quote = "'" if fmt.get("quote-style") == "single" else '"'
     isort = _table(ruff, "lint", "isort") or _table(ruff, "isort")
     return Style(quote, length if isinstance(length, int) else DEFAULT_LINE_LENGTH, "ruff",
-                 not fmt.get("skip-magic-trailing-comma", False), _lines_after(isort.get("lines-after-imports")))
+                 not fmt.get("skip-magic-trailing-comma", False), _lines_after(isort.get("lines-after-imports")),
+                 isort.get("force-single-line") is True)
 
 
 def _flake8_length(path: Path) -> Optional[int]:

@@ -412,17 +412,25 @@ def _member_key(name: str) -> Tuple[int, str, str]:
 
 
 def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, lines: LineIndex,
-               importer: Optional[str], index, taken: Set[str], line_length: int) -> Optional[HouseGate]:
+               importer: Optional[str], index, taken: Set[str], line_length: int,
+               single_line: bool = False) -> Optional[HouseGate]:
     """The project's own ROCm test this file can use, by preference: a name it already
     imports (``from pkg.utils import is_rocm``), an attribute of a project module it imports
-    (``utils.is_rocm()``), or a name added to its own ``from pkg.utils import ...`` of the
-    module that defines it. Only modules the file imports at module level are considered: no
-    new import-time dependency, no import cycle. ``index``: the project index; ``taken``: the
-    names the file's code uses (a new name must be free)."""
+    (``utils.is_rocm()``), a name added to its own ``from pkg.utils import ...`` of the module
+    that defines it, or a new import of a module of a package it imports from
+    (``_new_import``). ``importer``: the file's dotted name (None for a script); ``index``: the
+    project index; ``taken``: the names the file's code uses (a new name must be free);
+    ``single_line``: isort's force-single-line (also assumed when the file imports two names
+    of one module in two statements)."""
     positions = wrapper.resolve(PositionProvider)
     lines_of = lambda node: (lines.offset(positions[node].start.line, positions[node].start.column),  # noqa: E731
                              lines.offset(positions[node].end.line, positions[node].end.column))
     found: List[Tuple[int, int, HouseGate]] = []  # (preference, order, gate)
+    froms = [(stmt, stmt.body[0]) for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine)
+             and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.ImportFrom)
+             and not isinstance(stmt.body[0].names, cst.ImportStar)]
+    sources = [_from_source(small) for _, small in froms]
+    single_line = single_line or (len(set(sources)) < len(sources) and all(len(small.names) == 1 for _, small in froms))
     for order, stmt in enumerate(module.body):
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
             continue
@@ -455,7 +463,10 @@ def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, line
         for test, kind in _tests_of(index, base):
             if test in taken:
                 continue
-            edit = _add_name(small, stmt, test, text, lines, lines_of, line_length)
+            if single_line:
+                edit = _add_line(froms, small, test, lines, lines_of, line_length)
+            else:
+                edit = _add_name(small, stmt, test, text, lines, lines_of, line_length)
             if edit is not None:
                 found.append((2, order, HouseGate(test + ("()" if kind == "function" else ""), end, edit)))
     if not found:
@@ -612,6 +623,34 @@ def _test_kind(index, module: str, name: str, depth: int = 0) -> Optional[str]:
         owner, _, attr = target.rpartition(".")
         return _test_kind(index, owner, attr, depth + 1)
     return None
+
+
+def _from_source(small: cst.ImportFrom) -> str:
+    return "." * len(small.relative) + ((dotted(small.module) or "") if small.module is not None else "")
+
+
+def _add_line(froms, small: cst.ImportFrom, name: str, lines: LineIndex, span, line_length: int) -> Optional[Edit]:
+    """Under force-single-line: ``from m import name`` as a line of its own among the file's
+    one-name imports of ``m``, where isort sorts it."""
+    source = _from_source(small)
+    line = f"from {source} import {name}"
+    if len(line) > line_length:
+        return None
+    same = [(stmt, s) for stmt, s in froms if _from_source(s) == source]
+    if any(len(s.names) != 1 for _, s in same):
+        return None
+    keys = [_member_key(dotted(s.names[0].name) or "") for _, s in same]
+    if keys != sorted(keys) or _member_key(name) in keys:
+        return None
+    rows = [lines.position(span(stmt)[0]).row for stmt, _ in same]
+    if rows != list(range(rows[0], rows[0] + len(rows))):
+        return None  # not one run of lines
+    at = next((i for i, k in enumerate(keys) if k > _member_key(name)), len(same))
+    row = rows[at] if at < len(same) else rows[-1] + 1
+    if row - 1 >= len(lines.starts):
+        return None
+    offset = lines.starts[row - 1]
+    return Edit(offset, offset, line + lines.newline())
 
 
 def _add_name(small: cst.ImportFrom, stmt: cst.SimpleStatementLine, name: str, text: str, lines: LineIndex,

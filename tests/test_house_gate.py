@@ -288,3 +288,23 @@ def test_the_fixed_package_runs_the_same_on_the_nvidia_path(tmp_path, imports):
         """)
     assert run_module(driver, rocm=False, probe="seen") == [{"mode": "reduce-overhead"}]
     assert run_module(driver, rocm=True, probe="seen") == [{"mode": "default"}]
+
+
+@pytest.mark.parametrize("config", [
+    "[tool.ruff.lint.isort]\nforce-single-line = true\n",
+    "[tool.isort]\nforce_single_line = true\n",
+    "",  # no configuration: the file's own two one-name imports of one module say it
+])
+def test_force_single_line_gets_a_line_of_its_own(tmp_path, config):
+    root = _package(tmp_path, f"import torch\n\nfrom app.env import Helper\nfrom app.env import helper\n"
+                              f"from app.other import thing\n\n\ndef build(model):\n    return helper({HAZARD}), Helper, thing\n",
+                    ENV + "\n\nclass Helper:\n    pass\n")
+    _write(root, {"app/other.py": "thing = 1\n", "pyproject.toml": config})
+    after = _fix(root)["app/model.py"]
+    assert ("from app.env import Helper\nfrom app.env import helper\nfrom app.env import is_rocm\n"
+            "from app.other import thing\n") in after
+    if RUFF is not None:
+        (root / "pyproject.toml").write_text("[tool.ruff.lint]\nselect = [\"I\"]\n\n[tool.ruff.lint.isort]\n"
+                                             "force-single-line = true\n")
+        proc = subprocess.run([RUFF, "check", "app"], cwd=root, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout
