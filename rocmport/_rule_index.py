@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '032f04a5de99f028bf78d4f262150752'
+FINGERPRINT = 'c295b6a9e89e7f469bfb3d29c0d2d7ec'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
