@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'd6c4533d5516cf8cb1683d6983dfc344'
+FINGERPRINT = 'ee792218c19d3d77907404bbb2e5702c'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -1,4 +1,4 @@
-"""The region and call-graph analysis shared by ROC3xx (capture) and ROC4xx (graph breaks).
+"""The region and call-graph analysis shared by the capture rules and the graph-break rules.
 
 One pass over a file collects its functions, classes, instance bindings and the regions
 that matter: CUDA-graph captures (``with torch.cuda.graph(...)``, ``capture_begin`` /
@@ -6,8 +6,10 @@ that matter: CUDA-graph captures (``with torch.cuda.graph(...)``, ``capture_begi
 ``f = torch.compile(f)``, compiled module instances). Each region is then followed through
 the calls it makes to functions and methods of the same file (``f()``, ``self.m()``,
 instances of classes defined in the file through ``__call__`` / ``forward``), transitively
-and with a guard against cycles. The hazards met on the way become :class:`Hazard` records
-that the rules of both families report; the analysis runs once per file
+and with a guard against cycles. What the code met on the way does becomes a typed event
+(``_events``: a fact, with its region and the chain of calls that reaches it), listed in
+``Analysis.events``; the rules of both families pick their events and write their own
+findings. The analysis knows no rule code and writes no message. It runs once per file
 (``RuleContext.shared``), however many of those rules are enabled.
 
 Cost: the collection pass is linear in the file; every reached function is scanned once
@@ -17,14 +19,16 @@ Cost: the collection pass is linear in the file; every reached function is scann
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from rocmport.findings import Applicability, Fix
-
+from ._events import (BooleanMaskIndex, CompiledCall, CopyToHost, DataDependentShape, DeviceSynchronize,
+                      HostToDeviceCopy, LoggingCall, PinMemory, PrintCall, RegionEvent, RngStateCall,
+                      ScalarRead, StreamCreated, StreamEntered, StreamSynchronize, TensorBranch,
+                      TensorFormatted, TensorToPython)
 from ._torch import COMPILE_NAMES
 from .base import dotted_name, keyword, literal_string
 
@@ -36,7 +40,7 @@ GRAPHED_CALLABLES_NAMES = frozenset({"torch.cuda.make_graphed_callables",
 DISABLE_NAMES = frozenset({"torch.compiler.disable", "torch._dynamo.disable",
                            "torch._dynamo.eval_frame.disable", "torch._disable_dynamo"})
 SYNC_NAMES = frozenset({"torch.cuda.synchronize"})
-# ROC307: a stream made, or entered, in captured code.
+# A stream made, or entered, in captured code.
 STREAM_NEW_NAMES = frozenset({"torch.cuda.Stream", "torch.cuda.streams.Stream"})
 STREAM_CM_NAMES = frozenset({"torch.cuda.stream"})
 # What the collection phase looks for (qualified names are resolved only for nodes that may be these).
@@ -151,38 +155,34 @@ class ClassInfo:
 
 
 @dataclass
-class Event:
-    kind: str
-    node: cst.CSTNode
-    detail: str = ""
-
-
-@dataclass
 class ScanResult:
-    events: List[Event]
+    events: List[RegionEvent]  # without their region: a function's scan is shared by every region
     calls: List[Tuple[cst.Call, List[Scope]]]
 
 
-@dataclass
+@dataclass(eq=False)
 class Region:
     kind: str  # "capture" or "compiled"
     line: int
-    where: str  # "inside the capture begun at line 40"
+    # How the region is made: "with" (``with torch.cuda.graph(...)``), "capture_begin",
+    # "make_graphed_callables", or "compile" (a compiled function: ``entries[0]``).
+    origin: str
     scope: Optional[Scope]  # where the region's own code runs (lexical regions)
     nodes: Sequence[cst.CSTNode] = ()  # lexical statements of the region
     entries: Sequence[Scope] = ()  # functions entered from the region
     chain_includes_entry: bool = False
     start: int = 0  # offset where the region begins (for warm-up checks)
-    fixable_sync: Dict[int, cst.CSTNode] = field(default_factory=dict)  # call id -> statement
+    # ``torch.cuda.synchronize()`` statements that end a capture ``with`` block after other
+    # statements: id of the call -> its statement
+    trailing_syncs: Dict[int, cst.CSTNode] = field(default_factory=dict)
     with_node: Optional[cst.With] = None
+    # a compiled function compiled only under ``if C:`` (``not C`` in its ``else``): C
+    condition: Optional[str] = None
 
-
-@dataclass
-class Hazard:
-    code: str
-    node: cst.CSTNode
-    message: str
-    fix: Optional[Fix] = None
+    @property
+    def compiled_label(self) -> str:
+        """The compiled function of a compiled region (``Model.forward``)."""
+        return self.entries[0].label if self.entries else ""
 
 
 # ----------------------------------------------------------------------------------------
@@ -303,9 +303,9 @@ class Analysis:
         self.graphed_calls: List[Tuple[Scope, cst.Call]] = []
         self.compile_calls: List[Tuple[Scope, cst.Call, Optional[ClassInfo]]] = []
         self.disable_calls: List[Tuple[Scope, cst.Call, Optional[ClassInfo]]] = []
+        # the file turns ``torch._dynamo.config.capture_scalar_outputs`` on
         self.capture_scalars = bool(_CAPTURE_SCALARS.search(self.text))
-        self.hazards: Dict[str, List[Hazard]] = {}
-        self._seen: Set[Tuple[str, int]] = set()
+        self.events: List[RegionEvent] = []
         self._offset_cache: Dict[int, int] = {}
 
         if collector is None:
@@ -591,7 +591,7 @@ class Analysis:
         for scope in self.all_functions:
             if scope.compiled_line is not None:
                 self.compiled_when.setdefault(id(scope), set()).add(None)
-        # names bound to compiled callables (for ROC304)
+        # names bound to compiled callables (called in a capture, they compile there)
         for scope in self._all_scopes():
             for target, value in scope.assigns:
                 if (isinstance(value, cst.Call) and self.ctx.may_resolve(value.func, COMPILE_NAMES)
@@ -636,7 +636,7 @@ class Analysis:
         for scope, node in self.capture_withs:
             line = self.line(node)
             body = node.body
-            fixable: Dict[int, cst.CSTNode] = {}
+            trailing: Dict[int, cst.CSTNode] = {}
             if isinstance(body, cst.IndentedBlock):
                 # the run of ``torch.cuda.synchronize()`` statements that ends the block, when
                 # other statements come before it (an empty block would not parse)
@@ -644,22 +644,20 @@ class Analysis:
                     if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
                             and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)
                             and self.qnames(stmt.body[0].value.func) & SYNC_NAMES):
-                        fixable[id(stmt.body[0].value)] = stmt
+                        trailing[id(stmt.body[0].value)] = stmt
                     else:
                         break
-                if len(fixable) == len(body.body):
-                    fixable = {}
+                if len(trailing) == len(body.body):
+                    trailing = {}
             statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
-            regions.append(Region("capture", line, f"inside the capture begun at line {line}", scope,
-                                  nodes=statements, start=self.offset(node), fixable_sync=fixable,
-                                  with_node=node))
+            regions.append(Region("capture", line, "with", scope, nodes=statements, start=self.offset(node),
+                                  trailing_syncs=trailing, with_node=node))
         for scope, call in self.capture_begins:
             nodes = self._between_begin_end(scope, call)
             if nodes is None:
                 continue
             line = self.line(call)
-            regions.append(Region("capture", line, f"inside the capture begun at line {line}", scope,
-                                  nodes=nodes, start=self.offset(call)))
+            regions.append(Region("capture", line, "capture_begin", scope, nodes=nodes, start=self.offset(call)))
         for scope, call in self.graphed_calls:
             if not call.args:
                 continue
@@ -673,8 +671,8 @@ class Analysis:
                 entries.extend(t for t in targets if t not in entries)
             if entries:
                 line = self.line(call)
-                regions.append(Region("capture", line, f"inside the capture by make_graphed_callables at line {line}",
-                                      scope, entries=entries, chain_includes_entry=True, start=self.offset(call)))
+                regions.append(Region("capture", line, "make_graphed_callables", scope, entries=entries,
+                                      chain_includes_entry=True, start=self.offset(call)))
         return regions
 
     def _between_begin_end(self, scope: Scope, call: cst.Call) -> Optional[List[cst.CSTNode]]:
@@ -713,11 +711,9 @@ class Analysis:
             if id(target) in seen:
                 continue
             seen.add(id(target))
-            region = Region("compiled", line, f"inside `{target.label}`, compiled at line {line}", None,
-                            entries=[target])
             conditions = self.compiled_when.get(id(target), {None})
-            region.condition = next(iter(conditions)) if len(conditions) == 1 else None
-            regions.append(region)
+            regions.append(Region("compiled", line, "compile", None, entries=[target],
+                                  condition=next(iter(conditions)) if len(conditions) == 1 else None))
         return regions
 
     # -- the path on which a function is compiled ----------------------------------------------
@@ -743,7 +739,7 @@ class Analysis:
         """Does ``node`` only run on the path where the region's function is not compiled:
         it is compiled under ``if C:`` and ``node`` sits under ``if not C:`` (or the ``else``
         of ``if C:``) in the compiled code?"""
-        condition = getattr(region, "condition", None)
+        condition = region.condition
         if condition is None:
             return False
         child, current = node, self._parent(node)
@@ -861,7 +857,7 @@ class Analysis:
         return scope._scan
 
     def scan(self, nodes: Sequence[cst.CSTNode], scope: Optional[Scope]) -> ScanResult:
-        events: List[Event] = []
+        events: List[RegionEvent] = []
         calls: List[Tuple[cst.Call, List[Scope]]] = []
         skip: Set[int] = set()
         stack: List[cst.CSTNode] = list(reversed(self._guarded_block(list(nodes))))
@@ -883,7 +879,7 @@ class Analysis:
                     elif polarity == "negative" and node.orelse is not None:
                         children.append(node.orelse)
                 elif self.is_tensor(node.test, scope) or self._tensor_truth(node.test, scope):
-                    events.append(Event("branch", node.test, "while" if isinstance(node, cst.While) else "if"))
+                    events.append(TensorBranch(node.test, keyword="while" if isinstance(node, cst.While) else "if"))
             elif isinstance(node, cst.Call):
                 self._classify_call(node, scope, events, skip)
                 targets = self.resolve_callee(node.func, scope)
@@ -892,7 +888,7 @@ class Analysis:
             elif isinstance(node, cst.FormattedString):
                 if id(node) not in skip and any(self.is_tensor(part.expression, scope) for part in node.parts
                                                 if isinstance(part, cst.FormattedStringExpression)):
-                    events.append(Event("fstring", node))
+                    events.append(TensorFormatted(node))
             elif isinstance(node, cst.Subscript):
                 if id(node) not in skip:
                     self._classify_subscript(node, scope, events)
@@ -942,98 +938,105 @@ class Analysis:
             return self.is_tensor(test.expression, scope)
         return False
 
-    def _classify_call(self, node: cst.Call, scope: Optional[Scope], events: List[Event], skip: Set[int]) -> None:
+    def _classify_call(self, node: cst.Call, scope: Optional[Scope], events: List[RegionEvent],
+                       skip: Set[int]) -> None:
         func = node.func
         names = self.qnames(func)
         if isinstance(func, cst.Name) and names == {"builtins.print"}:
-            events.append(Event("print", node))
+            of_tensor = False
             for arg in node.args:
                 value = arg.value
                 if isinstance(value, cst.FormattedString):
                     skip.add(id(value))
                     if any(self.is_tensor(p.expression, scope) for p in value.parts
                            if isinstance(p, cst.FormattedStringExpression)):
-                        events.append(Event("print-tensor", node))
+                        of_tensor = True
                         break
                 elif self.is_tensor(value, scope):
-                    events.append(Event("print-tensor", node))
+                    of_tensor = True
                     break
+            events.append(PrintCall(node, of_tensor=of_tensor))
             return
         if isinstance(func, cst.Name) and func.value in ("float", "int", "bool", "complex") \
                 and names == {f"builtins.{func.value}"}:
             if len(node.args) == 1 and self.is_tensor(node.args[0].value, scope):
-                events.append(Event("convert", node, func.value))
+                events.append(TensorToPython(node, builtin=func.value))
             return
         if names & SYNC_NAMES:
-            events.append(Event("sync", node, "torch.cuda.synchronize()"))
+            events.append(DeviceSynchronize(node))
             return
         if names & (STREAM_NEW_NAMES | STREAM_CM_NAMES):
-            _stream_event(self, node, names, events)
+            if names & STREAM_NEW_NAMES:
+                events.append(StreamCreated(node))
+            elif node.args and node.args[0].keyword is None and not node.args[0].star:
+                events.append(StreamEntered(node, stream=self.code(node.args[0].value)))
             return
         for name in names:
             if name in RNG_NAMES:
-                events.append(Event("rng", node, name))
+                events.append(RngStateCall(node, name=name, op=RNG_NAMES[name]))
                 return
             if name in NONZERO_NAMES:
-                events.append(Event("dynamic", node, name))
+                events.append(DataDependentShape(node, op=name))
                 return
             if name == "torch.where" and len(node.args) == 1:
-                events.append(Event("dynamic", node, "torch.where"))
+                events.append(DataDependentShape(node, op="torch.where"))
                 return
             if name == "torch.repeat_interleave":
-                self._repeat_interleave(node, node.args[1:2], events, name)
+                self._repeat_interleave(node, node.args[1:2], events, name, method=False)
                 return
             if name in PYDATA_FACTORIES:
                 device = keyword(node, "device")
                 if device is not None and not _is_cpu_device(device.value):
-                    events.append(Event("h2d", node, "pydata"))
+                    events.append(HostToDeviceCopy(node, from_python_data=True))
                 return
         if names & {n for n in names if n.startswith("torch.")}:
             return
         if not isinstance(func, cst.Attribute):
             if isinstance(func, cst.Name) and names <= {"logging." + m for m in LOG_METHODS} and names:
-                events.append(Event("log", node))
+                events.append(LoggingCall(node))
             return
         attr = func.attr.value
         receiver = func.value
         if self._is_module_receiver(receiver):
             if attr in LOG_METHODS and "logging" in {q.split(".")[0] for q in self.qnames(receiver)} | {dotted_name(receiver)}:
-                events.append(Event("log", node))
+                events.append(LoggingCall(node))
             return
         if GENERATOR_METHODS.get(attr) and self._is_cuda_generator(receiver, scope):
-            events.append(Event("rng", node, f"torch.Generator.{attr}"))
+            name = f"torch.Generator.{attr}"
+            events.append(RngStateCall(node, name=name, op=RNG_NAMES[name]))
         elif attr in ("item", "tolist", "numpy") and not node.args:
-            events.append(Event("item", node, attr))
+            events.append(ScalarRead(node, method=attr))
         elif attr == "cpu":
-            events.append(Event("cpu", node, ".cpu()"))
+            events.append(CopyToHost(node))
         elif attr == "to" and _to_device(node) is not None and _is_cpu_device(_to_device(node)):
-            events.append(Event("cpu", node, f".to({self.short(_to_device(node), 20)})"))
+            events.append(CopyToHost(node, device=_to_device(node)))
         elif attr == "synchronize":
-            events.append(Event("stream-sync", node, self.short(func)))
+            events.append(StreamSynchronize(node))
         elif attr in ("nonzero", "masked_select", "unique", "unique_consecutive", "argwhere"):
-            events.append(Event("dynamic", node, f".{attr}()"))
+            events.append(DataDependentShape(node, op=attr, method=True))
         elif attr == "repeat_interleave":
-            self._repeat_interleave(node, node.args[:1], events, ".repeat_interleave()")
+            self._repeat_interleave(node, node.args[:1], events, attr, method=True)
         elif attr == "pin_memory":
-            events.append(Event("pin", node))
+            events.append(PinMemory(node))
         elif attr in ("cuda", "to"):
             if attr == "to":
                 device = _to_device(node)
                 if device is None or _is_cpu_device(device):
                     return
             if self._is_cpu_tensor(receiver, scope):
-                events.append(Event("h2d", node, "cpu-tensor"))
+                events.append(HostToDeviceCopy(node))
         elif attr in LOG_METHODS and self._is_logger(receiver, scope) and not self._silenced(receiver, attr, scope):
-            events.append(Event("log", node))
+            events.append(LoggingCall(node))
 
-    def _repeat_interleave(self, node: cst.Call, repeats: Sequence[cst.Arg], events: List[Event], label: str) -> None:
+    def _repeat_interleave(self, node: cst.Call, repeats: Sequence[cst.Arg], events: List[RegionEvent], op: str,
+                           method: bool) -> None:
         if keyword(node, "output_size") is not None:
             return
         rep = keyword(node, "repeats")
         value = rep.value if rep is not None else (repeats[0].value if repeats and repeats[0].keyword is None else None)
         if isinstance(value, cst.Integer):
             return  # a fixed repeat count gives a fixed shape
-        events.append(Event("dynamic", node, label))
+        events.append(DataDependentShape(node, op=op, method=method))
 
     def _is_logger(self, receiver: cst.BaseExpression, scope: Optional[Scope]) -> bool:
         name = dotted_name(receiver)
@@ -1081,7 +1084,7 @@ class Analysis:
                 current = current.parent
         return False
 
-    def _size_read(self, node: cst.Subscript) -> bool:
+    def size_read(self, node: cst.Subscript) -> bool:
         """``t = x[mask]`` followed by ``t.numel()``, ``t.size(...)``, ``t.shape`` or ``len(t)``
         in the same function (or ``x[mask].numel()`` itself): the data-dependent size reaches
         Python."""
@@ -1149,11 +1152,11 @@ class Analysis:
             return bool(values) and all(self._is_cpu_tensor(v, scope, depth + 1) for v in values)
         return False
 
-    def _classify_subscript(self, node: cst.Subscript, scope: Optional[Scope], events: List[Event]) -> None:
+    def _classify_subscript(self, node: cst.Subscript, scope: Optional[Scope], events: List[RegionEvent]) -> None:
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Index) and self.is_bool_mask(index.value, scope, node.value):
-                events.append(Event("mask", node, self.short(node)))
+                events.append(BooleanMaskIndex(node, size_read=self.size_read(node)))
                 return
 
     # -- walking a region ---------------------------------------------------------------------
@@ -1188,7 +1191,7 @@ class Analysis:
                 for call, targets in result.calls:
                     enqueue(targets, ())
         index = 0
-        while index < len(queue):  # breadth first: the shortest chain names each hazard
+        while index < len(queue):  # breadth first: a node's first event has the shortest chain
             scope, chain = queue[index]
             index += 1
             result = self.scan_function(scope)
@@ -1196,120 +1199,34 @@ class Analysis:
             for call, targets in result.calls:
                 enqueue(targets, chain)
 
-    def _where(self, region: Region, chain: Tuple[Scope, ...]) -> str:
-        if not chain:
-            return region.where
-        return region.where + ", via " + " → ".join(f"{s.label}()" for s in chain)
-
-    def _add(self, code: str, node: cst.CSTNode, message: str, fix: Optional[Fix] = None) -> None:
-        key = (code, id(node))
-        if key in self._seen:
-            return
-        self._seen.add(key)
-        self.hazards.setdefault(code, []).append(Hazard(code, node, message, fix))
-
-    def _emit(self, region: Region, events: List[Event], chain: Tuple[Scope, ...], scope: Optional[Scope]) -> None:
-        where = self._where(region, chain)
+    def _emit(self, region: Region, events: List[RegionEvent], chain: Tuple[Scope, ...],
+              scope: Optional[Scope]) -> None:
+        """Add a scan's events to ``self.events``, with their region and chain."""
         if region.kind == "capture":
             for event in events:
-                self._emit_capture(region, event, chain, where, scope)
+                self.events.append(replace(event, region=region, via=chain))
             if region.nodes and not chain:
-                self._compiled_in_capture(region, region.nodes, region.scope, where)
+                self._compiled_calls(region, region.nodes, region.scope)
             elif chain:
-                self._compiled_in_capture(region, (), scope, where, chain)
+                self._compiled_calls(region, (), scope, chain)
         else:
             for event in events:
                 if not self.never_compiled_here(region, event.node):
-                    self._emit_compiled(event, where)
+                    self.events.append(replace(event, region=region, via=chain))
 
-    def _emit_capture(self, region: Region, event: Event, chain, where: str, scope) -> None:
-        invalid = ("a host synchronization invalidates the capture on CUDA and can be swallowed"
-                   " silently on ROCm before 7.14, leaving a corrupt graph")
-        node, kind = event.node, event.kind
-        if kind == "item":
-            self._add("ROC301", node, f"`.{event.detail}()` copies a tensor to the host {where}; {invalid}:"
-                      " keep the value on the device, or read it after the capture")
-        elif kind == "cpu":
-            self._add("ROC301", node, f"`{event.detail}` copies a tensor to the host {where}; {invalid}:"
-                      " move the copy out of the captured code")
-        elif kind == "sync":
-            fix = None
-            if id(node) in region.fixable_sync and not chain:
-                fix = self._sync_fix(region, region.fixable_sync[id(node)])
-            remedy = ("move it to just after the `with` block" if fix is not None
-                      else "synchronize before or after the capture instead")
-            self._add("ROC301", node, f"`torch.cuda.synchronize()` {where}; {invalid}: {remedy}",
-                      fix or Fix(Applicability.DISPLAY_ONLY, "Synchronize before or after the capture"))
-            return
-        elif kind == "stream-sync":
-            self._add("ROC301", node, f"`{event.detail}()` waits on the host {where}; {invalid}:"
-                      " synchronize before or after the capture instead")
-        elif kind == "print-tensor":
-            self._add("ROC301", node, f"printing a tensor copies it to the host {where}; {invalid}:"
-                      " print outside the captured code")
-        elif kind == "fstring":
-            self._add("ROC301", node, f"formatting a tensor in an f-string copies it to the host {where};"
-                      f" {invalid}: format it outside the captured code")
-        elif kind == "convert":
-            self._add("ROC301", node, f"`{event.detail}()` of a tensor copies it to the host {where}; {invalid}:"
-                      " keep the value on the device")
-        elif kind == "branch":
-            self._add("ROC301", node, f"`{event.detail}` on a tensor value reads it on the host {where};"
-                      f" {invalid}: use `torch.where`, or decide before the capture")
-        elif kind == "dynamic":
-            label = event.detail if event.detail.startswith(".") else f"{event.detail}()"
-            if "repeat_interleave" in label:
-                remedy = "pass `output_size=` so the shape is known without reading the data"
-            elif "unique" in label:
-                remedy = "compute it before the capture, or keep a fixed-size result"
-            else:
-                remedy = ("pad to a fixed shape (`torch.where(mask, x, 0)`, or a fixed `size=`),"
-                          " or move it out of the capture")
-            self._add("ROC302", node, f"`{label}` has a data-dependent output shape {where}; its size is read on"
-                      f" the host, and a replay reuses the shape of the capture: {remedy}")
-        elif kind == "mask":
-            self._add("ROC302", node, f"boolean-mask indexing `{event.detail}` has a data-dependent output shape"
-                      f" {where}; its size is read on the host, and a replay reuses the shape of the capture:"
-                      " pad to a fixed shape with `torch.where(mask, x, 0)` or `masked_fill`")
-        elif kind == "rng":
-            short = event.detail.replace("torch.cuda.random.", "torch.cuda.").replace("torch.random.", "torch.")
-            what = ("reads the generator state, which fails during capture before torch 2.10"
-                    if RNG_NAMES[event.detail] == "get" else
-                    "changes the generator state once, when the graph is captured, not at each replay")
-            self._add("ROC303", node, f"`{short}()` {what} ({where}): seed and save or restore RNG state"
-                      " before the capture (extra generators: `graph.register_generator_state`)")
-        elif kind == "h2d":
-            if event.detail == "pydata":
-                what = "builds a tensor from Python data on the host and copies it to the GPU (pageable)"
-                remedy = "pre-allocate the device tensor before the capture and update it with `copy_` between replays"
-            else:
-                what = "copies a CPU tensor to the GPU (a pageable host-to-device copy)"
-                remedy = ("pre-allocate the device tensor before the capture; a replay re-reads host memory"
-                          " that may be gone")
-            self._add("ROC305", node, f"`{self.short(node)}` {what} {where}; this invalidates the capture on"
-                      f" CUDA and can corrupt it silently on ROCm: {remedy}")
-        elif kind == "pin":
-            self._add("ROC305", node, f"`.pin_memory()` allocates pinned host memory (cudaHostAlloc) {where},"
-                      " which is not permitted during capture: allocate pinned buffers before the capture")
-        elif kind in ("stream-new", "stream-enter"):
-            _emit_stream(self, region, event, chain, where)
-
-    def _compiled_in_capture(self, region: Region, nodes, scope, where: str, chain: Tuple[Scope, ...] = ()) -> None:
-        """ROC304: compiled callables called in the region without a warm-up call before it."""
+    def _compiled_calls(self, region: Region, nodes, scope, chain: Tuple[Scope, ...] = ()) -> None:
+        """Calls of compiled callables in a capture's code (or in the last function of the chain)."""
         if chain:
             body = chain[-1].node.body
             nodes = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else (body,)
-        calls = self._calls_in(nodes)
-        for call in calls:
+        for call in self.calls_in(nodes):
             line = self.compiled_callee(call.func, scope)
-            if line is None or self._warmed_up(region, call, chain):
-                continue
-            callee = self.short(call.func)
-            self._add("ROC304", call, f"`{callee}` is compiled (torch.compile at line {line}) and first called"
-                      f" {where}: compiling during capture fails on CUDA and can corrupt the graph silently on"
-                      " ROCm; call it once before the capture (warm-up, e.g. on a side stream)")
+            if line is not None:
+                self.events.append(CompiledCall(call, region, chain, compiled_line=line,
+                                                warmed_up=self._warmed_up(region, call, chain)))
 
-    def _calls_in(self, nodes) -> List[cst.Call]:
+    def calls_in(self, nodes) -> List[cst.Call]:
+        """Every call in ``nodes``, in source order, outside nested functions and classes."""
         found: List[cst.Call] = []
         stack = list(reversed(list(nodes)))
         while stack:
@@ -1332,7 +1249,7 @@ class Analysis:
         body = container.body
         nodes = body if isinstance(body, (list, tuple)) else (
             body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else (body,))
-        for other in self._calls_in(nodes):
+        for other in self.calls_in(nodes):
             if self.offset(other) >= region.start:
                 continue
             if wanted is not None and self.code(other.func) == wanted:
@@ -1341,84 +1258,21 @@ class Analysis:
                 return True
         return False
 
-    def _emit_compiled(self, event: Event, where: str) -> None:
-        node, kind = event.node, event.kind
-        if kind == "item":
-            if event.detail in ("item", "tolist") and self.capture_scalars:
-                return
-            remedy = ("keep it a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`"
-                      if event.detail in ("item", "tolist") else "keep it a tensor, or move it out of the compiled code")
-            self._add("ROC401", node, f"`.{event.detail}()` breaks the graph {where}: {remedy}")
-        elif kind in ("print", "log"):
-            what = "`print()`" if kind == "print" else f"logging call `{self.short(node.func)}()`"
-            self._add("ROC402", node, f"{what} breaks the graph {where}: move it out of the compiled code,"
-                      " or guard it with `if not torch.compiler.is_compiling():`")
-        elif kind == "dynamic" or (kind == "mask" and self._size_read(node)):
-            label = "boolean-mask indexing whose size is then read" if kind == "mask" else (
-                event.detail if event.detail.startswith(".") else f"{event.detail}()")
-            self._add("ROC404", node, f"`{label}` has a data-dependent shape {where}: dynamo breaks the graph"
-                      " there (or recompiles per shape); keep a fixed shape (`torch.where(mask, x, 0)`, a"
-                      " fixed `size=`) or move it out of the compiled code")
-        elif kind == "branch":
-            self._add("ROC403", node, f"`{event.detail}` on a tensor value breaks the graph {where}"
-                      " (data-dependent control flow): use `torch.where` or `torch.cond`, or decide before"
-                      " the compiled call")
-
-    # -- the one applied fix -----------------------------------------------------------------------
-    def _sync_fix(self, region: Region, stmt: cst.CSTNode) -> Optional[Fix]:
-        """Dedent the block's last statement, ``torch.cuda.synchronize()``, to the ``with``'s
-        own indentation: it then runs just after the block. One edit, on one line."""
-        ctx = self.ctx
-        node = region.with_node
-        stmt_start, with_start = self.offset(stmt), self.offset(node)
-        line_start = ctx.text.rfind("\n", 0, stmt_start) + 1
-        line_start = max(line_start, ctx.text.rfind("\r", 0, stmt_start) + 1)
-        with_line = max(ctx.text.rfind("\n", 0, with_start), ctx.text.rfind("\r", 0, with_start)) + 1
-        indent = ctx.text[with_line:with_start]
-        if indent.strip(" \t") or ctx.text[line_start:stmt_start].strip(" \t"):
-            return None
-        return Fix(Applicability.SAFE, "Move `torch.cuda.synchronize()` to just after the capture block",
-                   (ctx.edit(line_start, stmt_start, indent),))
-
-
-def _stream_event(analysis: "Analysis", node: cst.Call, names: Set[str], events: List[Event]) -> None:
-    """ROC307's events: ``torch.cuda.Stream()`` made, ``torch.cuda.stream(s)`` entered."""
-    if names & STREAM_NEW_NAMES:
-        events.append(Event("stream-new", node, analysis.short(node)))
-    elif node.args and node.args[0].keyword is None and not node.args[0].star:
-        events.append(Event("stream-enter", node, analysis.code(node.args[0].value)))
-
-
-def _entered_before(analysis: "Analysis", region: Region, stream: str) -> bool:
-    """Was ``torch.cuda.stream(<stream>)`` entered before the region, in its function?"""
-    if region.scope is None:
+    def entered_before(self, scope: Optional[Scope], start: int, stream: str) -> bool:
+        """Was ``torch.cuda.stream(<stream>)`` entered before offset ``start``, in the function
+        (or module) of ``scope``?"""
+        if scope is None:
+            return False
+        body = scope.node.body
+        nodes = body if isinstance(body, (list, tuple)) else (
+            body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else (body,))
+        for call in self.calls_in(nodes):
+            if (self.offset(call) < start and call.args and call.args[0].keyword is None
+                    and self.code(call.args[0].value) == stream
+                    and self.ctx.may_resolve(call.func, STREAM_CM_NAMES)
+                    and self.qnames(call.func) & STREAM_CM_NAMES):
+                return True
         return False
-    body = region.scope.node.body
-    nodes = body if isinstance(body, (list, tuple)) else (
-        body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else (body,))
-    for call in analysis._calls_in(nodes):
-        if (analysis.offset(call) < region.start and call.args and call.args[0].keyword is None
-                and analysis.code(call.args[0].value) == stream
-                and analysis.ctx.may_resolve(call.func, STREAM_CM_NAMES)
-                and analysis.qnames(call.func) & STREAM_CM_NAMES):
-            return True
-    return False
-
-
-def _emit_stream(analysis: "Analysis", region: Region, event: Event, chain, where: str) -> None:
-    """ROC307 in captured code. A stream made there is new at every call, so no warm-up can
-    have run on it. A stream entered in the capture's own block must have been entered (and
-    used) before the capture; one entered in a function the capture calls is not reported:
-    the warm-up calls of that function entered it too."""
-    hipblaslt = ("from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during"
-                 " capture fails or hangs (pytorch#179053, #179892)")
-    if event.kind == "stream-new":
-        analysis._add("ROC307", event.node, f"`{event.detail}` makes a new stream {where}: no warm-up ran on it;"
-                      f" {hipblaslt}: make the stream before the capture and run the same work on it once")
-    elif not chain and region.nodes and not _entered_before(analysis, region, event.detail):
-        analysis._add("ROC307", event.node, f"stream `{event.detail}` is entered {where} but no warm-up ran on it"
-                      f" before the capture; {hipblaslt}: run the same work in `with torch.cuda.stream("
-                      f"{event.detail}):` once before the capture")
 
 
 def _trivial(function: cst.CSTNode) -> bool:
@@ -1546,7 +1400,7 @@ def feeder(ctx, rule) -> Optional[Feeder]:
 
 
 def analysis(ctx) -> Analysis:
-    """The file's analysis, computed once and shared by every ROC3xx/ROC4xx rule."""
+    """The file's analysis, computed once and shared by every capture and graph-break rule."""
     def build(context):
         fed = context._cache.get(SHARED_KEY + ".feeder")
         return Analysis(context, fed if fed is not None and fed.done else None)
@@ -1555,9 +1409,8 @@ def analysis(ctx) -> Analysis:
 
 class RegionRule:
     """Mixin for the rules of both families: the feeding rule records the visits the
-    collection pass needs, and every rule reports its own code's hazards at the end."""
-
-    CODE = ""
+    collection pass needs, and at the end of the module every rule turns the events of the
+    file's analysis into its own findings (:meth:`check`)."""
 
     def _init_feeder(self, context) -> None:
         self._feeder = feeder(context, self)
@@ -1608,12 +1461,8 @@ class RegionRule:
         fed = self.context._cache.get(SHARED_KEY + ".feeder")
         if fed is not None and fed.owner is not None:
             fed.done = True
-        self.add_hazards(analysis(self.context))
-        for hazard in analysis(self.context).hazards.get(self.CODE, ()):
-            self.report_hazard(hazard)
+        self.check(analysis(self.context))
 
-    def add_hazards(self, found: Analysis) -> None:
-        """A rule's own hazards that need no region walk (ROC307's capture streams)."""
-
-    def report_hazard(self, hazard: Hazard) -> None:  # pragma: no cover - overridden
+    def check(self, found: Analysis) -> None:  # pragma: no cover - overridden
+        """Report this rule's findings from ``found.events`` (and other facts of ``found``)."""
         raise NotImplementedError

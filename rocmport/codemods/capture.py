@@ -3,14 +3,16 @@
 A host synchronization inside a CUDA-graph capture invalidates the capture on NVIDIA and,
 on ROCm before 7.14, can be swallowed silently and leave a corrupt graph. The bad call is
 rarely lexically inside the ``with`` block: it sits in a ``forward`` or a helper that the
-captured code calls, so these rules follow the calls (see ``_regions``). Every finding names
-the capture (its line) and the chain of calls that reaches the hazard.
+captured code calls, so these rules follow the calls: the shared analysis (``_regions``)
+walks each capture and lists what the code it reaches does as typed events (``_events``);
+each rule below picks its events in ``on_event`` and writes its own message and fix. Every
+finding names the capture (its line) and the chain of calls that reaches the hazard.
 """
 
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -18,6 +20,10 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from rocmport.findings import Applicability, Fix
 
 from . import _regions
+from ._events import (BooleanMaskIndex, CompiledCall, CopyToHost, DataDependentShape, DeviceSynchronize,
+                      HostToDeviceCopy, PinMemory, PrintCall, RegionEvent, RngStateCall, ScalarRead,
+                      StreamCreated, StreamEntered, StreamSynchronize, TensorBranch, TensorFormatted,
+                      TensorToPython)
 from ._torch import qualified_names
 from .base import Case, Rule, keyword
 
@@ -25,7 +31,8 @@ _CAPTURE_TRIGGERS = ("graph", "capture_begin")
 
 
 class _CaptureRule(_regions.RegionRule, Rule):
-    """Reports the hazards of its code that the shared region analysis found."""
+    """Turns the events that the shared region analysis met in captures into findings: each
+    rule's ``on_event`` reports the events it cares about through ``hazard``."""
 
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     TRIGGERS = _CAPTURE_TRIGGERS
@@ -41,9 +48,38 @@ class _CaptureRule(_regions.RegionRule, Rule):
     def __init__(self, context):
         super().__init__(context)
         self._init_feeder(context)
+        self._reported: Set[int] = set()
 
-    def report_hazard(self, hazard: _regions.Hazard) -> None:
-        self.report(hazard.node, hazard.message, fix=hazard.fix or Fix(Applicability.DISPLAY_ONLY, self.SUMMARY))
+    def check(self, found: _regions.Analysis) -> None:
+        self.found = found
+        for event in found.events:
+            if event.in_capture and id(event.node) not in self._reported:
+                self.on_event(event)
+
+    def on_event(self, event: RegionEvent) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def hazard(self, node: cst.CSTNode, message: str, fix: Optional[Fix] = None,
+               start: Optional[cst.CSTNode] = None) -> None:
+        """Report ``node`` once (the first event of a node names the shortest chain); from
+        ``start`` to ``node`` when the fix rewrites lines before it."""
+        if id(node) in self._reported:
+            return
+        self._reported.add(id(node))
+        if start is None:
+            self.report(node, message, fix=fix or Fix(Applicability.DISPLAY_ONLY, self.SUMMARY))
+        else:
+            self.report(start, message, fix=fix, end_node=node)
+
+    @staticmethod
+    def where(event: RegionEvent) -> str:
+        """``inside the capture begun at line 40, via step() → norm()``."""
+        region = event.region
+        if region.origin == "make_graphed_callables":
+            text = f"inside the capture by make_graphed_callables at line {region.line}"
+        else:
+            text = f"inside the capture begun at line {region.line}"
+        return text + (", via " + " → ".join(f"{s.label}()" for s in event.via) if event.via else "")
 
 
 _PRE = "import torch\n"
@@ -127,6 +163,54 @@ class CaptureHostSync(_CaptureRule):
         Case(_PRE + "def f(g, x: torch.Tensor):\n    g.capture_begin()\n    if x:\n        y = x + 1\n"
              "    g.capture_end()\n"),
     )
+    INVALIDATES = ("a host synchronization invalidates the capture on CUDA and can be swallowed"
+                   " silently on ROCm before 7.14, leaving a corrupt graph")
+
+    def on_event(self, event: RegionEvent) -> None:
+        node, where, invalid = event.node, self.where(event), self.INVALIDATES
+        if isinstance(event, ScalarRead):
+            self.hazard(node, f"`.{event.method}()` copies a tensor to the host {where}; {invalid}:"
+                        " keep the value on the device, or read it after the capture")
+        elif isinstance(event, CopyToHost):
+            what = ".cpu()" if event.device is None else f".to({self.found.short(event.device, 20)})"
+            self.hazard(node, f"`{what}` copies a tensor to the host {where}; {invalid}:"
+                        " move the copy out of the captured code")
+        elif isinstance(event, DeviceSynchronize):
+            stmt = None if event.via else event.region.trailing_syncs.get(id(node))
+            fix = self._sync_fix(event.region.with_node, stmt) if stmt is not None else None
+            remedy = ("move it to just after the `with` block" if fix is not None
+                      else "synchronize before or after the capture instead")
+            self.hazard(node, f"`torch.cuda.synchronize()` {where}; {invalid}: {remedy}",
+                        fix or Fix(Applicability.DISPLAY_ONLY, "Synchronize before or after the capture"))
+        elif isinstance(event, StreamSynchronize):
+            self.hazard(node, f"`{self.found.short(node.func)}()` waits on the host {where}; {invalid}:"
+                        " synchronize before or after the capture instead")
+        elif isinstance(event, PrintCall) and event.of_tensor:
+            self.hazard(node, f"printing a tensor copies it to the host {where}; {invalid}:"
+                        " print outside the captured code")
+        elif isinstance(event, TensorFormatted):
+            self.hazard(node, f"formatting a tensor in an f-string copies it to the host {where};"
+                        f" {invalid}: format it outside the captured code")
+        elif isinstance(event, TensorToPython):
+            self.hazard(node, f"`{event.builtin}()` of a tensor copies it to the host {where}; {invalid}:"
+                        " keep the value on the device")
+        elif isinstance(event, TensorBranch):
+            self.hazard(node, f"`{event.keyword}` on a tensor value reads it on the host {where};"
+                        f" {invalid}: use `torch.where`, or decide before the capture")
+
+    def _sync_fix(self, with_node: cst.With, stmt: cst.CSTNode) -> Optional[Fix]:
+        """Dedent the block's last statement, ``torch.cuda.synchronize()``, to the ``with``'s
+        own indentation: it then runs just after the block. One edit, on one line."""
+        ctx, found = self.context, self.found
+        stmt_start, with_start = found.offset(stmt), found.offset(with_node)
+        line_start = ctx.text.rfind("\n", 0, stmt_start) + 1
+        line_start = max(line_start, ctx.text.rfind("\r", 0, stmt_start) + 1)
+        with_line = max(ctx.text.rfind("\n", 0, with_start), ctx.text.rfind("\r", 0, with_start)) + 1
+        indent = ctx.text[with_line:with_start]
+        if indent.strip(" \t") or ctx.text[line_start:stmt_start].strip(" \t"):
+            return None
+        return Fix(Applicability.SAFE, "Move `torch.cuda.synchronize()` to just after the capture block",
+                   (ctx.edit(line_start, stmt_start, indent),))
 
 
 class CaptureDynamicShape(_CaptureRule):
@@ -169,6 +253,24 @@ class CaptureDynamicShape(_CaptureRule):
         Case(_PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        y = x.unique()\n"),
     )
 
+    def on_event(self, event: RegionEvent) -> None:
+        where = self.where(event)
+        if isinstance(event, DataDependentShape):
+            label = f".{event.op}()" if event.method else f"{event.op}()"
+            if "repeat_interleave" in label:
+                remedy = "pass `output_size=` so the shape is known without reading the data"
+            elif "unique" in label:
+                remedy = "compute it before the capture, or keep a fixed-size result"
+            else:
+                remedy = ("pad to a fixed shape (`torch.where(mask, x, 0)`, or a fixed `size=`),"
+                          " or move it out of the capture")
+            self.hazard(event.node, f"`{label}` has a data-dependent output shape {where}; its size is read on"
+                        f" the host, and a replay reuses the shape of the capture: {remedy}")
+        elif isinstance(event, BooleanMaskIndex):
+            self.hazard(event.node, f"boolean-mask indexing `{self.found.short(event.node)}` has a data-dependent"
+                        f" output shape {where}; its size is read on the host, and a replay reuses the shape of"
+                        " the capture: pad to a fixed shape with `torch.where(mask, x, 0)` or `masked_fill`")
+
 
 class CaptureRngState(_CaptureRule):
     CODE = "ROC303"
@@ -201,6 +303,14 @@ class CaptureRngState(_CaptureRule):
         Case(_PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        s = torch.cuda.get_rng_state()\n"),
         Case(_PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        torch.manual_seed(0)\n"),
     )
+
+    def on_event(self, event: RegionEvent) -> None:
+        if isinstance(event, RngStateCall):
+            short = event.name.replace("torch.cuda.random.", "torch.cuda.").replace("torch.random.", "torch.")
+            what = ("reads the generator state, which fails during capture before torch 2.10" if event.op == "get"
+                    else "changes the generator state once, when the graph is captured, not at each replay")
+            self.hazard(event.node, f"`{short}()` {what} ({self.where(event)}): seed and save or restore RNG"
+                        " state before the capture (extra generators: `graph.register_generator_state`)")
 
 
 class CaptureCompileWithoutWarmup(_CaptureRule):
@@ -239,6 +349,13 @@ class CaptureCompileWithoutWarmup(_CaptureRule):
         Case(_PRE + "@torch.compile\ndef step(x):\n    return x * 2\n"
              "def run(g, x):\n    with torch.cuda.graph(g):\n        y = step(x)\n"),
     )
+
+    def on_event(self, event: RegionEvent) -> None:
+        if isinstance(event, CompiledCall) and not event.warmed_up:
+            self.hazard(event.node, f"`{self.found.short(event.node.func)}` is compiled (torch.compile at line"
+                        f" {event.compiled_line}) and first called {self.where(event)}: compiling during capture"
+                        " fails on CUDA and can corrupt the graph silently on ROCm; call it once before the"
+                        " capture (warm-up, e.g. on a side stream)")
 
 
 class CapturePageableCopy(_CaptureRule):
@@ -279,6 +396,22 @@ class CapturePageableCopy(_CaptureRule):
              "        u = t.to(device='cuda', non_blocking=True)\n"),
         Case(_PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        x.pin_memory()\n"),
     )
+
+    def on_event(self, event: RegionEvent) -> None:
+        where = self.where(event)
+        if isinstance(event, HostToDeviceCopy):
+            if event.from_python_data:
+                what = "builds a tensor from Python data on the host and copies it to the GPU (pageable)"
+                remedy = "pre-allocate the device tensor before the capture and update it with `copy_` between replays"
+            else:
+                what = "copies a CPU tensor to the GPU (a pageable host-to-device copy)"
+                remedy = ("pre-allocate the device tensor before the capture; a replay re-reads host memory"
+                          " that may be gone")
+            self.hazard(event.node, f"`{self.found.short(event.node)}` {what} {where}; this invalidates the capture"
+                        f" on CUDA and can corrupt it silently on ROCm: {remedy}")
+        elif isinstance(event, PinMemory):
+            self.hazard(event.node, f"`.pin_memory()` allocates pinned host memory (cudaHostAlloc) {where},"
+                        " which is not permitted during capture: allocate pinned buffers before the capture")
 
 
 class SynchronizeAnywhere(Rule):
@@ -441,31 +574,33 @@ class CaptureStreamWarmup(_CaptureRule):
              "        with torch.cuda.stream(t):\n            y = m(x)\n"),
     )
 
-    def report_hazard(self, hazard: _regions.Hazard) -> None:
-        # A fix that moves the warm-up reports from the warm-up to the capture: its span
-        # holds every line the fix rewrites.
-        start = getattr(self._found, "_rocmport_roc307_starts", {}).get(id(hazard.node))
-        if start is None:
-            super().report_hazard(hazard)
-        else:
-            self.report(start, hazard.message, fix=hazard.fix, end_node=hazard.node)
+    def on_event(self, event: RegionEvent) -> None:
+        """In captured code. A stream made there is new at every call, so no warm-up can have
+        run on it. A stream entered in the capture's own block must have been entered (and
+        used) before the capture; one entered in a function the capture calls is not
+        reported: the warm-up calls of that function entered it too."""
+        where, region = self.where(event), event.region
+        if isinstance(event, StreamCreated):
+            self.hazard(event.node, f"`{self.found.short(event.node)}` makes a new stream {where}: no warm-up ran"
+                        f" on it; {_HIPBLASLT}: make the stream before the capture and run the same work on it once")
+        elif (isinstance(event, StreamEntered) and not event.via and region.nodes
+              and not self.found.entered_before(region.scope, region.start, event.stream)):
+            self.hazard(event.node, f"stream `{event.stream}` is entered {where} but no warm-up ran on it before"
+                        f" the capture; {_HIPBLASLT}: run the same work in `with torch.cuda.stream("
+                        f"{event.stream}):` once before the capture")
 
-    def add_hazards(self, found: _regions.Analysis) -> None:
-        self._found = found
-        if getattr(found, "_rocmport_roc307", False):
-            return
-        found._rocmport_roc307 = True
-        found._rocmport_roc307_starts = {}
+    def check(self, found: _regions.Analysis) -> None:
+        super().check(found)  # streams made or entered in captured code
         for scope, node in found.capture_withs:
             _check_graph_with(self, found, node)
         for scope, call in found.capture_begins:
             _check_capture_begin(self, found, scope, call)
         for _scope, call in found.graphed_calls:
             line = found.line(call)
-            found._add("ROC307", call, f"`make_graphed_callables` (line {line}) warms up on one stream and captures on"
-                       f" another in torch builds without pytorch#187745; {_HIPBLASLT}: use a torch with that fix,"
-                       " or capture by hand: warm up on a side stream `s` and capture with"
-                       " `torch.cuda.graph(g, stream=s)`")
+            self.hazard(call, f"`make_graphed_callables` (line {line}) warms up on one stream and captures on"
+                        f" another in torch builds without pytorch#187745; {_HIPBLASLT}: use a torch with that fix,"
+                        " or capture by hand: warm up on a side stream `s` and capture with"
+                        " `torch.cuda.graph(g, stream=s)`")
 
 
 def _graph_call(found, node: cst.With) -> Optional[cst.Call]:
@@ -500,16 +635,16 @@ def _check_graph_with(rule, found, node: cst.With) -> None:
     if arg is not None:
         value = arg.value
         if isinstance(value, cst.Call) and found.qnames(value.func) & _regions.STREAM_NEW_NAMES:
-            found._add("ROC307", value, f"the capture at line {line} runs on a stream made for it, on which no"
-                       f" warm-up ran; {_HIPBLASLT}: make the stream first, warm up on it, then pass it as `stream=`")
+            rule.hazard(value, f"the capture at line {line} runs on a stream made for it, on which no"
+                        f" warm-up ran; {_HIPBLASLT}: make the stream first, warm up on it, then pass it as `stream=`")
         return
+    # A fix that moves the warm-up reports from the warm-up to the capture: its span holds
+    # every line the fix rewrites.
     fix, moved = _graph_fix(rule, found, node, call)
-    if moved is not None:
-        found._rocmport_roc307_starts[id(call)] = moved
-    found._add("ROC307", call, f"the capture at line {line} runs on torch.cuda.graph's own stream, not the one the"
-               f" warm-up ran on; {_HIPBLASLT}: warm up on a side stream and pass it as `stream=`",
-               fix or Fix(Applicability.DISPLAY_ONLY, "Warm up on a side stream `s`, then capture with"
-                          " `torch.cuda.graph(g, stream=s)`"))
+    rule.hazard(call, f"the capture at line {line} runs on torch.cuda.graph's own stream, not the one the"
+                f" warm-up ran on; {_HIPBLASLT}: warm up on a side stream and pass it as `stream=`",
+                fix or Fix(Applicability.DISPLAY_ONLY, "Warm up on a side stream `s`, then capture with"
+                           " `torch.cuda.graph(g, stream=s)`"), start=moved)
 
 
 def _graph_fix(rule, found, node: cst.With, call: cst.Call) -> Tuple[Optional[Fix], Optional[cst.CSTNode]]:
@@ -566,7 +701,7 @@ def _graph_fix(rule, found, node: cst.With, call: cst.Call) -> Tuple[Optional[Fi
     row_end = lines.position(end).row
     if end > lines.line_span(row_end)[0]:
         if row_end >= len(lines.starts):
-            return None  # the loop ends the file without a newline: no capture follows
+            return None, None  # the loop ends the file without a newline: no capture follows
         end = lines.starts[row_end]  # through the last line's terminator
     unit = warmup.body.indent if isinstance(warmup.body, cst.IndentedBlock) and warmup.body.indent else None
     unit = unit or found.module.default_indent
@@ -601,7 +736,7 @@ def _binds(stmt: cst.CSTNode, name: str) -> bool:
 
 
 def _mentions_stream(found, node: cst.CSTNode) -> bool:
-    for call in found._calls_in([node]):
+    for call in found.calls_in([node]):
         if found.qnames(call.func) & (_regions.STREAM_CM_NAMES | _regions.STREAM_NEW_NAMES | _regions.GRAPH_CM_NAMES):
             return True
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("wait_stream", "capture_begin"):
@@ -640,25 +775,24 @@ def _check_capture_begin(rule, found, scope, call: cst.Call) -> None:
         if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
             break
     if stream_with is None:
-        found._add("ROC307", call, f"`{found.short(call.func)}()` (line {line}) captures on the current stream,"
-                   f" on which no side-stream warm-up ran; {_HIPBLASLT}: warm up in `with torch.cuda.stream(s):`"
-                   " and capture in the same block")
+        rule.hazard(call, f"`{found.short(call.func)}()` (line {line}) captures on the current stream,"
+                    f" on which no side-stream warm-up ran; {_HIPBLASLT}: warm up in `with torch.cuda.stream(s):`"
+                    " and capture in the same block")
         return
     cm = next(i.item for i in stream_with.items if _is_stream_cm(found, i.item))
     stream = found.code(cm.args[0].value) if cm.args else ""
     begin = found.offset(call)
     block = stream_with.body
-    for other in found._calls_in(block.body if isinstance(block, cst.IndentedBlock) else (block,)):
+    for other in found.calls_in(block.body if isinstance(block, cst.IndentedBlock) else (block,)):
         if found.offset(other) >= begin:
             continue
         name = other.func.attr.value if isinstance(other.func, cst.Attribute) else found.code(other.func)
         if name.rsplit(".", 1)[-1] not in _NOT_WARMUP:
             return  # something ran on the stream before the capture
-    region = _regions.Region("capture", line, "", scope, start=found.offset(stream_with))
-    if stream and _regions._entered_before(found, region, stream):
+    if stream and found.entered_before(scope, found.offset(stream_with), stream):
         return
-    found._add("ROC307", call, f"`{found.short(call.func)}()` (line {line}) captures on stream `{stream}`, on"
-               f" which nothing ran before; {_HIPBLASLT}: run the work once on `{stream}` before the capture")
+    rule.hazard(call, f"`{found.short(call.func)}()` (line {line}) captures on stream `{stream}`, on"
+                f" which nothing ran before; {_HIPBLASLT}: run the work once on `{stream}` before the capture")
 
 
 RULES = [CaptureHostSync, CaptureDynamicShape, CaptureRngState, CaptureCompileWithoutWarmup,

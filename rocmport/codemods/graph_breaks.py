@@ -4,20 +4,25 @@ Compiled code is a function decorated with ``@torch.compile`` (with or without a
 a function compiled by assignment (``f = torch.compile(f)``, ``self.forward =
 torch.compile(self.forward)``), or the ``forward`` of a module whose instance is compiled
 (``model = torch.compile(Model())``, ``self.net = torch.compile(self.net)``), followed
-through the calls it makes to functions and methods of the same file (see ``_regions``).
-Code under ``@torch.compiler.disable`` / ``torch._dynamo.disable`` is an eager island: it is
-neither reported nor followed.
+through the calls it makes to functions and methods of the same file: the shared analysis
+(``_regions``) walks each compiled function and lists what the code it reaches does as typed
+events (``_events``); each rule below picks its events in ``on_event`` and writes its own
+message. Code under ``@torch.compiler.disable`` / ``torch._dynamo.disable`` is an eager
+island: it is neither reported nor followed.
 """
 
 from __future__ import annotations
 
 import ast
+from typing import Set
 
+import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from rocmport.findings import Applicability, Fix
 
 from . import _regions
+from ._events import BooleanMaskIndex, DataDependentShape, LoggingCall, PrintCall, RegionEvent, ScalarRead, TensorBranch
 from ._torch import COMPILE_NAMES
 from .base import Case, Rule
 
@@ -37,9 +42,29 @@ class _GraphBreakRule(_regions.RegionRule, Rule):
     def __init__(self, context):
         super().__init__(context)
         self._init_feeder(context)
+        self._reported: Set[int] = set()
 
-    def report_hazard(self, hazard: _regions.Hazard) -> None:
-        self.report(hazard.node, hazard.message, fix=Fix(Applicability.DISPLAY_ONLY, self.SUMMARY))
+    def check(self, found: _regions.Analysis) -> None:
+        """Each rule's ``on_event`` reports the events of compiled code it cares about."""
+        self.found = found
+        for event in found.events:
+            if event.in_compiled and id(event.node) not in self._reported:
+                self.on_event(event)
+
+    def on_event(self, event: RegionEvent) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def hazard(self, node: cst.CSTNode, message: str) -> None:
+        """Report ``node`` once: the first event of a node names the shortest chain."""
+        if id(node) not in self._reported:
+            self._reported.add(id(node))
+            self.report(node, message, fix=Fix(Applicability.DISPLAY_ONLY, self.SUMMARY))
+
+    @staticmethod
+    def where(event: RegionEvent) -> str:
+        """``inside `Model.forward`, compiled at line 40, via step() → norm()``."""
+        text = f"inside `{event.region.compiled_label}`, compiled at line {event.region.line}"
+        return text + (", via " + " → ".join(f"{s.label}()" for s in event.via) if event.via else "")
 
 
 _PRE = "import torch\n"
@@ -97,6 +122,14 @@ class CompiledScalarRead(_GraphBreakRule):
              "model = torch.compile(M())\n"),
     )
 
+    def on_event(self, event: RegionEvent) -> None:
+        if isinstance(event, ScalarRead):
+            if event.method in ("item", "tolist") and self.found.capture_scalars:
+                return
+            remedy = ("keep it a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`"
+                      if event.method in ("item", "tolist") else "keep it a tensor, or move it out of the compiled code")
+            self.hazard(event.node, f"`.{event.method}()` breaks the graph {self.where(event)}: {remedy}")
+
 
 class CompiledPrint(_GraphBreakRule):
     CODE = "ROC402"
@@ -135,6 +168,13 @@ class CompiledPrint(_GraphBreakRule):
              "def f(x):\n    logger.info('x')\n    return x\nf = torch.compile(f)\n"),
     )
 
+    def on_event(self, event: RegionEvent) -> None:
+        if isinstance(event, (PrintCall, LoggingCall)):
+            what = ("`print()`" if isinstance(event, PrintCall)
+                    else f"logging call `{self.found.short(event.node.func)}()`")
+            self.hazard(event.node, f"{what} breaks the graph {self.where(event)}: move it out of the compiled"
+                        " code, or guard it with `if not torch.compiler.is_compiling():`")
+
 
 class CompiledTensorBranch(_GraphBreakRule):
     CODE = "ROC403"
@@ -171,6 +211,12 @@ class CompiledTensorBranch(_GraphBreakRule):
              "        self.forward = torch.compile(self.forward)\n"
              "    def forward(self, x: torch.Tensor):\n        while x:\n            x = x - 1\n        return x\n"),
     )
+
+    def on_event(self, event: RegionEvent) -> None:
+        if isinstance(event, TensorBranch):
+            self.hazard(event.node, f"`{event.keyword}` on a tensor value breaks the graph {self.where(event)}"
+                        " (data-dependent control flow): use `torch.where` or `torch.cond`, or decide before"
+                        " the compiled call")
 
 
 class CompiledDynamicShape(_GraphBreakRule):
@@ -214,6 +260,17 @@ class CompiledDynamicShape(_GraphBreakRule):
         Case(_PRE + "class M(torch.nn.Module):\n    def forward(self, x):\n        return x.unique()\n"
              "model = torch.compile(M().cuda().eval())\n"),
     )
+
+    def on_event(self, event: RegionEvent) -> None:
+        if isinstance(event, DataDependentShape):
+            label = f".{event.op}()" if event.method else f"{event.op}()"
+        elif isinstance(event, BooleanMaskIndex) and event.size_read:
+            label = "boolean-mask indexing whose size is then read"
+        else:
+            return
+        self.hazard(event.node, f"`{label}` has a data-dependent shape {self.where(event)}: dynamo breaks the"
+                    " graph there (or recompiles per shape); keep a fixed shape (`torch.where(mask, x, 0)`, a"
+                    " fixed `size=`) or move it out of the compiled code")
 
 
 RULES = [CompiledScalarRead, CompiledPrint, CompiledTensorBranch, CompiledDynamicShape]
