@@ -114,11 +114,15 @@ def mask_cell(text: str) -> Tuple[str, List[Mask]]:
     lines = _split_keep(text)
     masks: List[Mask] = []
     continued = False  # inside a magic continued with a trailing backslash
+    indent = ""  # the indentation of the magic being continued
     for index, line in enumerate(lines):
         body, _ = _line_body(line)
         row = index + 1
         if continued:
-            start = len(body) - len(body.lstrip(" \t"))
+            # A continuation line belongs to the magic: its own indentation means nothing to
+            # Python, so it is masked from the magic's indentation on (else: "unexpected indent").
+            start = len(indent) if body.startswith(indent) and len(body) > len(indent) else \
+                len(body) - len(body.lstrip(" \t"))
             masks.append(Mask(row, start, body[start:], body[:start]))
         elif index == 0 and cell_magic(text):
             start = len(body) - len(body.lstrip(" \t"))
@@ -131,6 +135,8 @@ def mask_cell(text: str) -> Tuple[str, List[Mask]]:
             if match.re is _ASSIGN_MAGIC_RE and "==" in body[:start + 1]:
                 continue
             masks.append(Mask(row, start, body[start:], body[:start]))
+        if masks and masks[-1].row == row and not continued:
+            indent = body[:len(body) - len(body.lstrip(" \t"))]
         continued = body.endswith("\\") and masks and masks[-1].row == row
     if not masks:
         return text, []

@@ -131,6 +131,20 @@ def test_magic_lines_mask_to_same_length_python(line):
     assert unmask_cell(masked, masks) == text
 
 
+@pytest.mark.parametrize("text", [
+    "! python prep.py --data_dir d \\\n                 --split train \\\n                 --out o\n\nx = 1\n",
+    "for i in range(2):\n    !ls \\\n        -la\n    files = !ls \\\n        -1\n    print(files)\n",
+])
+def test_continued_shell_lines_with_their_own_indentation_are_python_after_masking(text):
+    """A shell command continued with ``\\`` on lines aligned under its arguments (a common
+    notebook shape, seen in peft's examples) was an ROC001 "unexpected indent"."""
+    masked, masks = mask_cell(text)
+    cst.parse_module(masked)
+    assert [len(s) for s in masked.splitlines()] == [len(s) for s in text.splitlines()]
+    assert unmask_cell(masked, masks) == text
+    assert [f.code for f in check(make(text)).findings] == []
+
+
 def test_magic_like_text_in_strings_and_comparisons_is_kept():
     text = 'doc = """\n!not a magic\n%neither\n"""\nok = a != b\nq = x == !y\n'
     masked, masks = mask_cell(text)
