@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'ee792218c19d3d77907404bbb2e5702c'
+FINGERPRINT = '50ad44125de3db30098e464156edf669'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -952,6 +952,8 @@ class ModeDefault(Rule):
         Case('import torch\ndef build(m, compile_mode="max-autotune"):\n    return torch.compile(m, mode=compile_mode)\n'),
         Case('x = "max-autotune-no-cudagraphs"\nMODE = x\n'),
         Case('if mode == "reduce-overhead":\n    pass\n'),
+        Case('def test_kwargs(kw):\n    assert kw == {"backend": "inductor", "mode": "reduce-overhead"}\n'),
+        Case('def test_kwargs(kw):\n    assert {"compile_mode": "max-autotune"} != kw\n'),
     )
     INVALID = (
         Case('from dataclasses import dataclass\n@dataclass\nclass C:\n    compile_mode: str = "reduce-overhead"\n'),
@@ -1001,6 +1003,8 @@ class ModeDefault(Rule):
                 return None  # it reaches torch.compile: ROC101/ROC102 report the default
             return f"the default of parameter `{parent.name.value}`"
         if isinstance(parent, cst.DictElement) and parent.value is node:
+            if isinstance(self.parent(self.parent(parent)), (cst.Comparison, cst.ComparisonTarget)):
+                return None  # a dict an assert compares with: nothing is stored
             key = literal_string(parent.key)
             if key and "mode" in key.lower() and key != "mode":
                 return f'the config value "{key}"'
