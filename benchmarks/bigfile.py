@@ -27,21 +27,26 @@ def make(lines: int, hazards: int) -> str:
     out = ['"""A generated module."""', "import torch", "import torch.nn as nn", ""]
     n = 0
     every = max(1, (lines // 12) // max(1, hazards))
-    while len(out) < lines:
-        out += [f"class Block{n}(nn.Module):",
-                f"    def __init__(self, width={n % 97 + 1}):",
-                "        super().__init__()",
-                "        self.width = width",
-                "",
-                "    def forward(self, x):",
-                f"        y = x * {n} + self.width  # a comment",
-                "        return y if y is not None else x",
-                ""]
+    while True:
+        block = [f"class Block{n}(nn.Module):",
+                 f"    def __init__(self, width={n % 97 + 1}):",
+                 "        super().__init__()",
+                 "        self.width = width",
+                 "",
+                 "    def forward(self, x):",
+                 f"        y = x * {n} + self.width  # a comment",
+                 "        return y if y is not None else x",
+                 ""]
         if n % every == 0:
-            out.append(f'compiled_{n} = torch.compile(Block{n}(), mode="reduce-overhead")')
-        out += [f"def helper_{n}(a, b):", f"    return (a + b) * {n}", ""]
+            block.append(f'compiled_{n} = torch.compile(Block{n}(), mode="reduce-overhead")')
+        block += [f"def helper_{n}(a, b):", f"    return (a + b) * {n}", ""]
+        if len(out) + len(block) > lines:
+            break
+        out += block
         n += 1
-    return "\n".join(out[:lines]) + "\n"
+    # whole blocks only (a cut block would not parse), then comment lines up to ``lines``
+    out += [f"# padding {i}" for i in range(lines - len(out))]
+    return "\n".join(out) + "\n"
 
 
 CHILD = r"""
