@@ -15,6 +15,7 @@ import dataclasses
 import io
 import os
 import re
+import threading
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from rocmport.codemods import _prescan, env_files
-from rocmport.codemods.base import PREFILTER, Rule, RuleContext, RuleOptions, dotted_name
+from rocmport.codemods.base import PREFILTER, STATS, Metadata, Rule, RuleContext, RuleOptions, dotted_name
 from rocmport.codemods.tool import FixFailed, UnreadableFile
 
 from . import house, placement, prelude, reformat, suppression
@@ -47,7 +48,7 @@ class Analysis:
     text: str
     findings: List[Finding]
     module: Optional[cst.Module] = None
-    wrapper: Optional[cst.MetadataWrapper] = None
+    wrapper: Optional[Metadata] = None  # parents and positions on demand (MetadataWrapper's interface)
     lines: Optional[LineIndex] = None
     gate: str = prelude.DEFAULT_GATE
     gate_binding: Optional[Tuple[str, int]] = None  # the file's own gate binding statement
@@ -85,12 +86,12 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         if not triggered:
             return Analysis(text, [], lines=lines)  # it parses (CPython): nothing can match
     try:
-        module = cst.parse_module(text)
+        module = _parse(text)
     except cst.ParserSyntaxError as exc:
         return Analysis(text, _syntax_findings(path, text, exc, enabled), lines=lines)
     except RecursionError:
         return Analysis(text, _roc001(path, "cannot parse: nesting too deep", 1, 1, enabled), lines=lines)
-    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
+    wrapper = Metadata(module)
     block = prelude.find_block(text)
     gate, binding = _choose_gate(module, text, block)
     context = RuleContext(path=path, text=text, module=module, wrapper=wrapper, lines=lines,
@@ -100,8 +101,9 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     visitors = [rule(context) for rule in triggered]
     try:
         # Not wrapper.visit_batched: that would resolve every declared provider up front.
-        # Rules resolve metadata lazily through their context (Rule.get_metadata).
-        cst.visit_batched(module, visitors)
+        # Rules resolve metadata lazily through their context (Rule.get_metadata); the
+        # visit records each node's parent on its way (Metadata.enter / leave).
+        cst.visit_batched(module, visitors, before_visit=wrapper.enter, after_leave=wrapper.leave)
     except RecursionError:
         return Analysis(text, _roc001(path, "cannot analyse: nesting too deep", 1, 1, enabled), lines=lines)
     findings = _unsuppressed(context.findings, text, lines)
@@ -348,13 +350,31 @@ def _fix_key(f: Finding) -> Tuple[str, Tuple[Edit, ...]]:
     return (f.code, f.fix.edits if f.fix else ())
 
 
+# The last text parsed and its tree, per thread: a fix pass checks that its result parses,
+# and the next pass analyses that same text; one parse serves both (on a large file a parse
+# is a good part of the run, and a tree its largest object).
+_LAST_PARSE = threading.local()
+
+
+def _parse(text: str) -> cst.Module:
+    """LibCST's tree of ``text`` (counted in ``STATS["parse"]``), reused once for the text
+    :func:`_parse_error` parsed last."""
+    last = getattr(_LAST_PARSE, "value", None)
+    _LAST_PARSE.value = None
+    if last is not None and last[0] is text:
+        return last[1]
+    STATS["parse"] += 1
+    return cst.parse_module(text)
+
+
 def _parse_error(text: str) -> Optional[str]:
     try:
-        cst.parse_module(text)
+        module = _parse(text)
     except cst.ParserSyntaxError as exc:
         return f"{_parser_message(exc)} at line {exc.raw_line}"
     except RecursionError:
         return "nesting too deep"
+    _LAST_PARSE.value = (text, module)
     return None
 
 
@@ -382,7 +402,9 @@ def _enclosing_functions(analysis: Analysis, offset: int) -> List[cst.FunctionDe
                 return True
             return False
 
-    analysis.module.visit(Finder())
+    # only the statements around the offset's line can hold it (the others are not generated)
+    for stmt in analysis.wrapper.statements_at(lines.position(offset).row):
+        stmt.visit(Finder())
     return found
 
 
@@ -592,13 +614,12 @@ def _with_setup(text: str, path: str, settings: Settings, rules, enabled, extra:
     if tree is None or deep is not None:
         return text, extra
     try:
-        module = cst.parse_module(text)
+        module = _parse(text)
     except (cst.ParserSyntaxError, RecursionError):
         return text, extra
     block = prelude.find_block(text)
     gate, binding = _choose_gate(module, text, block)
-    analysis = Analysis(text, [], module, cst.MetadataWrapper(module, unsafe_skip_copy=True), LineIndex(text),
-                        gate, binding, block)
+    analysis = Analysis(text, [], module, Metadata(module), LineIndex(text), gate, binding, block)
     settings = resolved_prelude(settings, path)
     pedit, files, problem = _prelude_edit(analysis, {"setup"}, len(text), path, settings, inline=True)
     if problem is not None or pedit is None:
@@ -624,6 +645,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=Non
         analysis = analyze(text, path, settings, rules, enabled, index)
         candidates = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
         if not candidates or analysis.module is None:
+            _LAST_PARSE.value = None
             return text, analysis, applied, notes, extra
         chosen: List[Finding] = []
         taken: List[Edit] = []
@@ -683,6 +705,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=Non
     remaining = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
     for f in remaining:
         notes.append(_roc002(f, f"fix for {f.code} did not settle after {MAX_FIX_PASSES} passes; the rest was kept", enabled))
+    _LAST_PARSE.value = None
     return text, analysis, applied, notes, extra
 
 
