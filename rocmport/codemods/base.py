@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import contextlib
 import functools
 import re
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from libcst._nodes.internal import CodegenState
 from libcst.metadata import (ParentNodeProvider, PositionProvider, QualifiedName, QualifiedNameProvider,
                              QualifiedNameSource)
 from libcst.metadata.base_provider import LazyValue
+from libcst._position import CodePosition, CodeRange
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
 from rocmport.findings import Applicability, Edit, Finding, Fix
@@ -194,11 +196,36 @@ class _Parents:
 
 
 class _LineCounter(CodegenState):
-    """Code generation that only follows the line and column, as PositionProvider's does."""
+    """Code generation that only follows the line and column, as PositionProvider's does,
+    and records PositionProvider's range of a few ``targets`` (a statement, and the nodes its
+    range is taken from) in ``computed``."""
 
-    def __init__(self, module: cst.Module, line: int, column: int):
+    def __init__(self, module: cst.Module, line: int, column: int, targets: Collection[cst.CSTNode] = (),
+                 computed: Optional[Dict[cst.CSTNode, Any]] = None):
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.line, self.column = line, column
+        self.targets = {id(t) for t in targets}
+        self._computed = computed if computed is not None else {}
+        self._starts: List[CodePosition] = []
+        self.provider = self  # record_syntactic_position reads provider._computed
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.targets:
+            self._starts.append(CodePosition(self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.targets:
+            start = self._starts.pop()
+            if node not in self._computed:
+                self._computed[node] = CodeRange(start, CodePosition(self.line, self.column))
+
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node=None, end_node=None):
+        if id(node) in self.targets:
+            # the range is taken from these (generated inside): record them too
+            self.targets.update(id(n) for n in (start_node, end_node) if n is not None)
+            return PositionProvidingCodegenState.record_syntactic_position(
+                self, node, start_node=start_node, end_node=end_node)  # type: ignore[arg-type]
+        return _NO_RECORD
 
     def add_indent_tokens(self) -> None:
         for token in self.indent_tokens:
@@ -213,6 +240,9 @@ class _LineCounter(CodegenState):
             self.column += len(value)
 
 
+_NO_RECORD = contextlib.nullcontext()
+
+
 class _Positions:
     """PositionProvider's mapping, generated one top-level statement at a time."""
 
@@ -223,6 +253,7 @@ class _Positions:
         self._starts: List[Tuple[int, int]] = []  # (line, column) where statement i (or the footer) begins
         self._done: Set[int] = set()
         self._full = None
+        self.statements: Dict[cst.CSTNode, Any] = {}  # top-level statements' ranges, found by _start
 
     def _statement_of(self, node: cst.CSTNode) -> Optional[int]:
         module = self.meta.module
@@ -247,8 +278,10 @@ class _Positions:
             self._starts.append((counter.line, counter.column))
         while len(self._starts) <= at:
             line, column = self._starts[-1]
-            counter = _LineCounter(module, line, column)
-            module.body[len(self._starts) - 1]._codegen(counter)
+            stmt = module.body[len(self._starts) - 1]
+            counter = _LineCounter(module, line, column, (stmt,), {})
+            stmt._codegen(counter)
+            self.statements[stmt] = counter._computed[stmt]
             self._starts.append((counter.line, counter.column))
         return self._starts[at]
 
@@ -275,6 +308,9 @@ class _Positions:
             return found
         if self._full is None:
             at = self._statement_of(node)
+            if at is not None and node is self.meta.module.body[at]:
+                self._start(at + 1)  # a statement's own range: counted with the lines
+                return self.statements[node]
             if at is not None:
                 self._generate(at)
                 return self.computed.get(node, _UNSET)
