@@ -53,6 +53,7 @@ class Analysis:
     gate: str = prelude.DEFAULT_GATE
     gate_binding: Optional[Tuple[str, int]] = None  # the file's own gate binding statement
     block: Optional[prelude.Block] = None
+    spans: List[Tuple[cst.CSTNode, int, int]] = dataclasses.field(default_factory=list)  # _statement_spans
 
 
 def select_rules(settings: Settings, path: str) -> Tuple[FrozenSet[str], List[Type[Rule]]]:
@@ -86,7 +87,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         if not triggered:
             return Analysis(text, [], lines=lines)  # it parses (CPython): nothing can match
     try:
-        module = _parse(text)
+        module = _parse(text, tree)
     except cst.ParserSyntaxError as exc:
         return Analysis(text, _syntax_findings(path, text, exc, enabled), lines=lines)
     except RecursionError:
@@ -356,15 +357,91 @@ def _fix_key(f: Finding) -> Tuple[str, Tuple[Edit, ...]]:
 _LAST_PARSE = threading.local()
 
 
-def _parse(text: str) -> cst.Module:
+def _parse(text: str, tree: Optional[ast.AST] = None) -> cst.Module:
     """LibCST's tree of ``text`` (counted in ``STATS["parse"]``), reused once for the text
-    :func:`_parse_error` parsed last."""
+    :func:`_parse_error` parsed last; a large text is parsed in pieces (:func:`_parse_pieces`)."""
     last = getattr(_LAST_PARSE, "value", None)
     _LAST_PARSE.value = None
     if last is not None and last[0] is text:
         return last[1]
     STATS["parse"] += 1
+    if text.count("\n", 0, PIECE_CHARS * 2) >= PIECE_LINES or len(text) > PIECE_CHARS * 2:
+        module = _parse_pieces(text, tree)
+        if module is not None:
+            return module
     return cst.parse_module(text)
+
+
+# LibCST's native parser holds about 100 kB of working memory per line until it returns (a
+# 100,000-line file: 1 GB) and slows down on large inputs. A text of more than about
+# PIECE_LINES lines is parsed in pieces of about that many lines, cut between two top-level
+# statements where nothing of one can belong to the other, and the pieces' statements are
+# put in one Module: the same tree as one parse (tests/test_bigfile.py compares them).
+PIECE_LINES = 4000
+PIECE_CHARS = 200_000
+_COMPOUND = tuple(getattr(ast, name) for name in ("FunctionDef", "AsyncFunctionDef", "ClassDef", "If", "For",
+                                                   "AsyncFor", "While", "With", "AsyncWith", "Try", "TryStar",
+                                                   "Match") if hasattr(ast, name))
+
+
+def _cuts(text: str, tree: Optional[ast.AST]) -> List[int]:
+    """Offsets where ``text`` may be cut into pieces: the start of a top-level statement
+    on the line right after a simple top-level statement (no comment or blank line between,
+    no decorator, no block around), about PIECE_LINES lines apart, none before the first
+    block of several lines."""
+    if tree is None:
+        tree, _ = _prescan.parse(text)
+    if not isinstance(tree, ast.Module):
+        return []
+    lines = LineIndex(text)
+    cuts: List[int] = []
+    last_row = 1
+    body = tree.body
+    block = False  # the first piece must hold the file's first indented block (see _parse_pieces)
+    for before, stmt in zip(body, body[1:]):
+        block = block or (isinstance(before, _COMPOUND) and (before.end_lineno or 0) > before.lineno)
+        if stmt.lineno - last_row < PIECE_LINES or not block:
+            continue
+        if isinstance(before, _COMPOUND) or getattr(stmt, "decorator_list", None) or stmt.col_offset != 0:
+            continue
+        if before.end_lineno is None or before.end_lineno + 1 != stmt.lineno:
+            continue
+        cuts.append(lines.offset(stmt.lineno, 0))
+        last_row = stmt.lineno
+    return cuts
+
+
+def _parse_pieces(text: str, tree: Optional[ast.AST]) -> Optional[cst.Module]:
+    """One Module from pieces of ``text`` parsed apart, or None (parse it whole). Each piece
+    after the first is parsed behind a two-line block that gives it the first piece's
+    default indentation and newline (which LibCST infers from the first it meets), and that
+    block's statement is dropped."""
+    cuts = _cuts(text, tree)
+    if not cuts:
+        return None
+    bounds = list(zip([0] + cuts, cuts + [len(text)]))
+    try:
+        first = cst.parse_module(text[bounds[0][0]:bounds[0][1]])
+        if first.footer or not any(isinstance(getattr(stmt, "body", None), cst.IndentedBlock)
+                                   and stmt.body.indent is None for stmt in first.body):
+            return None  # the file's first indented block is further on: its indentation is unknown here
+        newline, indent = first.default_newline, first.default_indent
+        lead = f"if 1:{newline}{indent}pass{newline}"
+        body = list(first.body)
+        last = first
+        for start, end in bounds[1:]:
+            STATS["parse:piece"] += 1
+            if last.footer:
+                return None  # only the last piece ends the file
+            piece = cst.parse_module(lead + text[start:end])
+            if (piece.header or piece.default_indent != indent or piece.default_newline != newline
+                    or len(piece.body) < 2 or piece.body[1].leading_lines):
+                return None
+            body.extend(piece.body[1:])
+            last = piece
+    except (cst.ParserSyntaxError, RecursionError):
+        return None  # the whole text's parse gives the error where it is
+    return first.with_changes(body=body, footer=last.footer, has_trailing_newline=last.has_trailing_newline)
 
 
 def _parse_error(text: str) -> Optional[str]:
@@ -379,11 +456,20 @@ def _parse_error(text: str) -> Optional[str]:
 
 
 def _statement_spans(analysis: Analysis):
+    """(statement, start, end) of the module's statements, computed once per analysis (and
+    only as far as a caller reads: each fix asks for the statements before it)."""
+    spans = analysis.spans
     positions = analysis.wrapper.resolve(PositionProvider)
     lines = analysis.lines
-    for stmt in analysis.module.body:
-        rng = positions[stmt]
-        yield stmt, lines.offset(rng.start.line, rng.start.column), lines.offset(rng.end.line, rng.end.column)
+    body = analysis.module.body
+    i = 0
+    while i < len(body):
+        if i == len(spans):
+            rng = positions[body[i]]
+            spans.append((body[i], lines.offset(rng.start.line, rng.start.column),
+                          lines.offset(rng.end.line, rng.end.column)))
+        yield spans[i]
+        i += 1
 
 
 def _enclosing_functions(analysis: Analysis, offset: int) -> List[cst.FunctionDef]:

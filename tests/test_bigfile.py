@@ -148,3 +148,32 @@ def test_on_demand_parents_and_positions_are_libcsts(name, code):
     fresh = Metadata(module).resolve(PositionProvider)
     for stmt in reversed(module.body):
         assert fresh[stmt] == positions[stmt], (name, type(stmt).__name__)
+
+
+def _texts():
+    from pathlib import Path
+
+    for name, code in _corpus():
+        yield name, code
+    for path in sorted((Path(__file__).parent / "fixtures").rglob("*.py")):
+        yield path.name, path.read_text(encoding="utf-8", errors="replace")
+    yield "decorated", "import torch\nx = 1\n@dec\ndef f():\n  pass\ny = 2\nz = 3\nclass A:\n\tpass\nw = 4\n"
+    yield "semicolons", "import torch\nx = 1; y = 2\nz = 3\n# c\nw = 4\nv = (\n 1)\nu = 5"
+    yield "crlf pieces", "import torch\r\nif x:\r\n  y = 1\r\na = 1\r\nb = 2\r\nc = 3\r\n# end\r\n"
+    yield "late indent", "import torch\na = 1\nb = 2\nc = 3\nif x:\n\ty = 1\nd = 4\ne = 5\n"
+
+
+@pytest.mark.parametrize("name,code", list(_texts()))
+def test_a_text_parsed_in_pieces_is_the_tree_of_one_parse(name, code, monkeypatch):
+    from rocmport import engine
+
+    try:
+        whole = cst.parse_module(code)
+    except (cst.ParserSyntaxError, RecursionError):
+        return
+    monkeypatch.setattr(engine, "PIECE_LINES", 1)
+    pieced = engine._parse_pieces(code, None)
+    if pieced is not None:
+        assert pieced.deep_equals(whole), name
+        assert pieced.code == code
+    assert engine._parse(code).deep_equals(whole)
