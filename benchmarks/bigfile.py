@@ -70,7 +70,10 @@ else:
     report = check_bytes(data, "big.py", Settings(), fix=True)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-from rocmport.codemods.base import STATS
+try:
+    from rocmport.codemods.base import STATS  # not in a checkout from before the counters
+except ImportError:
+    STATS = {}
 work = dict(sorted(STATS.items()))
 out = report.fixed or data
 compile(out, "big.py", "exec")
