@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '032f04a5de99f028bf78d4f262150752'
+FINGERPRINT = '728385205791952e8842705c0e2d3813'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
