@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '728385205791952e8842705c0e2d3813'
+FINGERPRINT = '64366c62629b1cd911bbb5ae18b5263c'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -38,7 +38,7 @@ def block(n: int) -> str:
              "        return y if y is not None else x",
              "",
              f"def helper_{n}(a, b):",
-             f'    """Not a hazard: torch.compile(m, mode="reduce-overhead") in a docstring."""',
+             '    """Not a hazard: torch.compile(m, mode="reduce-overhead") in a docstring."""',
              f"    return (a + b) * {n}",
              ""]
     if n % 4 == 0:
@@ -47,7 +47,7 @@ def block(n: int) -> str:
                   f'    return torch.compile(model, mode="max-autotune", fullgraph={n % 8 == 0})',
                   ""]
     if n % 12 == 0:
-        lines += [f'os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"', ""]
+        lines += ['os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"', ""]
     return "\n".join(lines) + "\n"
 
 

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Collection, Dict, List, Optiona
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
+from libcst._position import CodePosition, CodeRange
 from libcst.metadata import (ParentNodeProvider, PositionProvider, QualifiedName, QualifiedNameProvider,
                              QualifiedNameSource)
 from libcst.metadata.base_provider import LazyValue
-from libcst._position import CodePosition, CodeRange
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
 from rocmport.findings import Applicability, Edit, Finding, Fix
