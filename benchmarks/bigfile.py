@@ -5,8 +5,13 @@ and 1 GB).
 
 Generates a module of ``--lines`` lines (functions, classes, a share of them holding a
 hazard that ``fix`` rewrites), runs ``check_bytes(..., fix=True)`` in a child process and
-prints its wall time, CPU time and peak RSS, then checks that the output parses and that a
-second fix changes nothing. ``--profile`` writes a cProfile of the fix instead.
+prints its wall time, CPU time (user + system) and peak RSS, the LibCST work it did
+(``parse``: parses, ``positions:statement``: statements whose positions were generated,
+``resolve:*``: whole-module metadata resolutions), then checks that the output parses and
+that a second fix changes nothing. A reference run in another child of the same process
+tree does only ``libcst.parse_module`` of the same text (the least any fix can cost); the
+``*_ratio`` figures are the fix's over it, so a loaded machine shifts both alike.
+``--profile`` writes a cProfile of the fix instead.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -27,21 +33,26 @@ def make(lines: int, hazards: int) -> str:
     out = ['"""A generated module."""', "import torch", "import torch.nn as nn", ""]
     n = 0
     every = max(1, (lines // 12) // max(1, hazards))
-    while len(out) < lines:
-        out += [f"class Block{n}(nn.Module):",
-                f"    def __init__(self, width={n % 97 + 1}):",
-                "        super().__init__()",
-                "        self.width = width",
-                "",
-                "    def forward(self, x):",
-                f"        y = x * {n} + self.width  # a comment",
-                "        return y if y is not None else x",
-                ""]
+    while True:
+        block = [f"class Block{n}(nn.Module):",
+                 f"    def __init__(self, width={n % 97 + 1}):",
+                 "        super().__init__()",
+                 "        self.width = width",
+                 "",
+                 "    def forward(self, x):",
+                 f"        y = x * {n} + self.width  # a comment",
+                 "        return y if y is not None else x",
+                 ""]
         if n % every == 0:
-            out.append(f'compiled_{n} = torch.compile(Block{n}(), mode="reduce-overhead")')
-        out += [f"def helper_{n}(a, b):", f"    return (a + b) * {n}", ""]
+            block.append(f'compiled_{n} = torch.compile(Block{n}(), mode="reduce-overhead")')
+        block += [f"def helper_{n}(a, b):", f"    return (a + b) * {n}", ""]
+        if len(out) + len(block) > lines:
+            break
+        out += block
         n += 1
-    return "\n".join(out[:lines]) + "\n"
+    # whole blocks only (a cut block would not parse), then comment lines up to ``lines``
+    out += [f"# padding {i}" for i in range(lines - len(out))]
+    return "\n".join(out) + "\n"
 
 
 CHILD = r"""
@@ -59,13 +70,40 @@ else:
     report = check_bytes(data, "big.py", Settings(), fix=True)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+try:
+    from rocmport.codemods.base import STATS  # not in a checkout from before the counters
+except ImportError:
+    STATS = {}
+work = dict(sorted(STATS.items()))
 out = report.fixed or data
 compile(out, "big.py", "exec")
 again = check_bytes(out, "big.py", Settings(), fix=True)
 print(json.dumps({"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss),
                   "fixes": report.fixes_applied, "internal_error": report.internal_error,
-                  "idempotent": again.fixed is None}))
+                  "idempotent": again.fixed is None, "work": work}))
 """
+
+REFERENCE = r"""
+import json, resource, sys, time
+import libcst
+text = open(sys.argv[1], encoding="utf-8").read()
+t0, c0 = time.perf_counter(), time.process_time()
+libcst.parse_module(text)
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss)}))
+"""
+
+
+def child(cmd):
+    """(last stdout line as JSON, CPU seconds of the child's process tree) or (None, stderr)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0:
+        return None, result.stderr
+    tree_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return json.loads(result.stdout.splitlines()[-1]), round(tree_cpu, 2)
 
 
 def main() -> int:
@@ -73,19 +111,27 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--hazards", type=int, default=200)
     parser.add_argument("--profile", default=None)
+    parser.add_argument("--no-reference", action="store_true", help="skip the parse-only reference run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "big.py")
         Path(path).write_text(make(args.lines, args.hazards))
         cmd = [sys.executable, "-c", CHILD, str(ROOT), path] + ([args.profile] if args.profile else [])
         start = time.perf_counter()
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        if result.returncode != 0:
-            print(result.stderr, file=sys.stderr)
+        figures, tree_cpu = child(cmd)
+        if figures is None:
+            print(tree_cpu, file=sys.stderr)
             return 1
-        figures = json.loads(result.stdout.splitlines()[-1])
         figures["lines"] = args.lines
         figures["child_total_s"] = round(time.perf_counter() - start, 2)
+        figures["child_tree_cpu_s"] = tree_cpu  # the fix, the idempotency check and start-up
+        if not args.no_reference and not args.profile:
+            reference, _ = child([sys.executable, "-c", REFERENCE, path])
+            if reference is not None:
+                figures["reference_parse"] = reference
+                figures["cpu_ratio"] = round(figures["cpu_s"] / max(reference["cpu_s"], 0.01), 2)
+                figures["wall_ratio"] = round(figures["wall_s"] / max(reference["wall_s"], 0.01), 2)
+                figures["rss_ratio"] = round(figures["peak_rss_mib"] / max(reference["peak_rss_mib"], 1), 2)
         print(json.dumps(figures))
         ok = figures["internal_error"] is None and figures["idempotent"]
         return 0 if ok else 1

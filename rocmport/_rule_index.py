@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '50ad44125de3db30098e464156edf669'
+FINGERPRINT = '0f99481bcca55144bdda16821f95c9a1'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

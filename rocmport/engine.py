@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import gc
 import io
 import os
 import re
+import threading
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,7 @@ from libcst.metadata import PositionProvider
 
 from rocmport.codemods import _prescan, env_files
 from rocmport.codemods._resolve import rocm_test_binding
-from rocmport.codemods.base import PREFILTER, Rule, RuleContext, RuleOptions
+from rocmport.codemods.base import PREFILTER, STATS, Metadata, Rule, RuleContext, RuleOptions
 from rocmport.codemods.tool import FixFailed, UnreadableFile
 
 from . import house, placement, prelude, reformat, suppression
@@ -48,12 +50,13 @@ class Analysis:
     text: str
     findings: List[Finding]
     module: Optional[cst.Module] = None
-    wrapper: Optional[cst.MetadataWrapper] = None
+    wrapper: Optional[Metadata] = None  # parents and positions on demand (MetadataWrapper's interface)
     lines: Optional[LineIndex] = None
     gate: str = prelude.DEFAULT_GATE
     gate_binding: Optional[Tuple[str, int]] = None  # the file's own gate binding statement
     block: Optional[prelude.Block] = None
     house: Optional[placement.HouseGate] = None  # the project's own ROCm test, when the gate is one
+    spans: List[Tuple[cst.CSTNode, int, int]] = dataclasses.field(default_factory=list)  # _statement_spans
 
 
 def select_rules(settings: Settings, path: str) -> Tuple[FrozenSet[str], List[Type[Rule]]]:
@@ -87,12 +90,12 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         if not triggered:
             return Analysis(text, [], lines=lines)  # it parses (CPython): nothing can match
     try:
-        module = cst.parse_module(text)
+        module = _parse(text, tree)
     except cst.ParserSyntaxError as exc:
         return Analysis(text, _syntax_findings(path, text, exc, enabled), lines=lines)
     except RecursionError:
         return Analysis(text, _roc001(path, "cannot parse: nesting too deep", 1, 1, enabled), lines=lines)
-    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
+    wrapper = Metadata(module)
     block = prelude.find_block(text)
     gate, binding = _choose_gate(module, text, block)
     style = house.style_for(path)
@@ -104,8 +107,10 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         context.quote = style.quote
         try:
             # Not wrapper.visit_batched: that would resolve every declared provider up front.
-            # Rules resolve metadata lazily through their context (Rule.get_metadata).
-            cst.visit_batched(module, [rule(context) for rule in triggered])
+            # Rules resolve metadata lazily through their context (Rule.get_metadata); the
+            # visit records each node's parent on its way (Metadata.enter / leave).
+            cst.visit_batched(module, [rule(context) for rule in triggered],
+                              before_visit=wrapper.enter, after_leave=wrapper.leave)
         except RecursionError:
             return None
         return _unsuppressed(context.findings, text, lines)
@@ -312,22 +317,131 @@ def _fix_key(f: Finding) -> Tuple[str, Tuple[Edit, ...]]:
     return (f.code, f.fix.edits if f.fix else ())
 
 
+# The last text parsed and its tree, per thread: a fix pass checks that its result parses,
+# and the next pass analyses that same text; one parse serves both (on a large file a parse
+# is a good part of the run, and a tree its largest object).
+_LAST_PARSE = threading.local()
+
+
+def _parse(text: str, tree: Optional[ast.AST] = None) -> cst.Module:
+    """LibCST's tree of ``text`` (counted in ``STATS["parse"]``), reused once for the text
+    :func:`_parse_error` parsed last; a large text is parsed in pieces (:func:`_parse_pieces`)."""
+    last = getattr(_LAST_PARSE, "value", None)
+    _LAST_PARSE.value = None
+    if last is not None and last[0] is text:
+        return last[1]
+    STATS["parse"] += 1
+    if text.count("\n", 0, PIECE_CHARS * 2) >= PIECE_LINES or len(text) > PIECE_CHARS * 2:
+        module = _parse_pieces(text, tree)
+        if module is not None:
+            # Python's cyclic collector would walk the whole tree each time it runs over the
+            # oldest objects, which the rest of the run's allocations trigger again and again
+            # (a fifth of a large file's time); the tree holds no cycles: keep it out of those
+            # walks until check_bytes returns (gc.freeze; the tree is still freed by counting).
+            gc.freeze()
+            _LAST_PARSE.froze = True
+            return module
+    return cst.parse_module(text)
+
+
+# LibCST's native parser holds about 100 kB of working memory per line until it returns (a
+# 100,000-line file: 1 GB) and slows down on large inputs. A text of more than about
+# PIECE_LINES lines is parsed in pieces of about that many lines, cut between two top-level
+# statements where nothing of one can belong to the other, and the pieces' statements are
+# put in one Module: the same tree as one parse (tests/test_bigfile.py compares them).
+PIECE_LINES = 4000
+PIECE_CHARS = 200_000
+_COMPOUND = tuple(getattr(ast, name) for name in ("FunctionDef", "AsyncFunctionDef", "ClassDef", "If", "For",
+                                                   "AsyncFor", "While", "With", "AsyncWith", "Try", "TryStar",
+                                                   "Match") if hasattr(ast, name))
+
+
+def _cuts(text: str, tree: Optional[ast.AST]) -> List[int]:
+    """Offsets where ``text`` may be cut into pieces: the start of a top-level statement
+    on the line right after a simple top-level statement (no comment or blank line between,
+    no decorator, no block around), about PIECE_LINES lines apart, none before the first
+    block of several lines."""
+    if tree is None:
+        tree, _ = _prescan.parse(text)
+    if not isinstance(tree, ast.Module):
+        return []
+    lines = LineIndex(text)
+    cuts: List[int] = []
+    last_row = 1
+    body = tree.body
+    block = False  # the first piece must hold the file's first indented block (see _parse_pieces)
+    for before, stmt in zip(body, body[1:]):
+        block = block or (isinstance(before, _COMPOUND) and (before.end_lineno or 0) > before.lineno)
+        if stmt.lineno - last_row < PIECE_LINES or not block:
+            continue
+        if isinstance(before, _COMPOUND) or getattr(stmt, "decorator_list", None) or stmt.col_offset != 0:
+            continue
+        if before.end_lineno is None or before.end_lineno + 1 != stmt.lineno:
+            continue
+        cuts.append(lines.offset(stmt.lineno, 0))
+        last_row = stmt.lineno
+    return cuts
+
+
+def _parse_pieces(text: str, tree: Optional[ast.AST]) -> Optional[cst.Module]:
+    """One Module from pieces of ``text`` parsed apart, or None (parse it whole). Each piece
+    after the first is parsed behind a two-line block that gives it the first piece's
+    default indentation and newline (which LibCST infers from the first it meets), and that
+    block's statement is dropped."""
+    cuts = _cuts(text, tree)
+    if not cuts:
+        return None
+    bounds = list(zip([0] + cuts, cuts + [len(text)]))
+    try:
+        first = cst.parse_module(text[bounds[0][0]:bounds[0][1]])
+        if first.footer or not any(isinstance(getattr(stmt, "body", None), cst.IndentedBlock)
+                                   and stmt.body.indent is None for stmt in first.body):
+            return None  # the file's first indented block is further on: its indentation is unknown here
+        newline, indent = first.default_newline, first.default_indent
+        lead = f"if 1:{newline}{indent}pass{newline}"
+        body = list(first.body)
+        last = first
+        for start, end in bounds[1:]:
+            STATS["parse:piece"] += 1
+            if last.footer:
+                return None  # only the last piece ends the file
+            piece = cst.parse_module(lead + text[start:end])
+            if (piece.header or piece.default_indent != indent or piece.default_newline != newline
+                    or len(piece.body) < 2 or piece.body[1].leading_lines):
+                return None
+            body.extend(piece.body[1:])
+            last = piece
+    except (cst.ParserSyntaxError, RecursionError):
+        return None  # the whole text's parse gives the error where it is
+    return first.with_changes(body=body, footer=last.footer, has_trailing_newline=last.has_trailing_newline)
+
+
 def _parse_error(text: str) -> Optional[str]:
     try:
-        cst.parse_module(text)
+        module = _parse(text)
     except cst.ParserSyntaxError as exc:
         return f"{_parser_message(exc)} at line {exc.raw_line}"
     except RecursionError:
         return "nesting too deep"
+    _LAST_PARSE.value = (text, module)
     return None
 
 
 def _statement_spans(analysis: Analysis):
+    """(statement, start, end) of the module's statements, computed once per analysis (and
+    only as far as a caller reads: each fix asks for the statements before it)."""
+    spans = analysis.spans
     positions = analysis.wrapper.resolve(PositionProvider)
     lines = analysis.lines
-    for stmt in analysis.module.body:
-        rng = positions[stmt]
-        yield stmt, lines.offset(rng.start.line, rng.start.column), lines.offset(rng.end.line, rng.end.column)
+    body = analysis.module.body
+    i = 0
+    while i < len(body):
+        if i == len(spans):
+            rng = positions[body[i]]
+            spans.append((body[i], lines.offset(rng.start.line, rng.start.column),
+                          lines.offset(rng.end.line, rng.end.column)))
+        yield spans[i]
+        i += 1
 
 
 def _enclosing_functions(analysis: Analysis, offset: int) -> List[cst.FunctionDef]:
@@ -346,7 +460,9 @@ def _enclosing_functions(analysis: Analysis, offset: int) -> List[cst.FunctionDe
                 return True
             return False
 
-    analysis.module.visit(Finder())
+    # only the statements around the offset's line can hold it (the others are not generated)
+    for stmt in analysis.wrapper.statements_at(lines.position(offset).row):
+        stmt.visit(Finder())
     return found
 
 
@@ -562,13 +678,12 @@ def _with_setup(text: str, path: str, settings: Settings, rules, enabled, extra:
     if tree is None or deep is not None:
         return text, extra
     try:
-        module = cst.parse_module(text)
+        module = _parse(text)
     except (cst.ParserSyntaxError, RecursionError):
         return text, extra
     block = prelude.find_block(text)
     gate, binding = _choose_gate(module, text, block)
-    analysis = Analysis(text, [], module, cst.MetadataWrapper(module, unsafe_skip_copy=True), LineIndex(text),
-                        gate, binding, block)
+    analysis = Analysis(text, [], module, Metadata(module), LineIndex(text), gate, binding, block)
     settings = resolved_prelude(settings, path)
     pedit, files, problem = _prelude_edit(analysis, {"setup"}, len(text), path, settings, inline=True)
     if problem is not None or pedit is None:
@@ -594,6 +709,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=Non
         analysis = analyze(text, path, settings, rules, enabled, index)
         candidates = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
         if not candidates or analysis.module is None:
+            _LAST_PARSE.value = None
             return text, analysis, applied, notes, extra
         chosen: List[Finding] = []
         taken: List[Edit] = []
@@ -653,6 +769,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=Non
     remaining = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
     for f in remaining:
         notes.append(_roc002(f, f"fix for {f.code} did not settle after {MAX_FIX_PASSES} passes; the rest was kept", enabled))
+    _LAST_PARSE.value = None
     return text, analysis, applied, notes, extra
 
 
@@ -718,6 +835,10 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
 
         report.internal_error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
         report.findings = []
+    finally:
+        if getattr(_LAST_PARSE, "froze", False):
+            _LAST_PARSE.froze = False
+            gc.unfreeze()
     for f in report.findings:
         f.filename = path
     report.findings.sort(key=Finding.sort_key)

@@ -13,15 +13,20 @@ carries Fixit-style ``VALID`` / ``INVALID`` cases that the test-suite runs.
 from __future__ import annotations
 
 import builtins
+import collections
+import contextlib
 import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Collection, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
+from libcst._position import CodePosition, CodeRange
 from libcst.metadata import (ParentNodeProvider, PositionProvider, QualifiedName, QualifiedNameProvider,
                              QualifiedNameSource)
 from libcst.metadata.base_provider import LazyValue
+from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
 from rocmport.findings import Applicability, Edit, Finding, Fix
 
@@ -62,6 +67,270 @@ def _case_text(text: str) -> str:
     return text[1:] if text.startswith("\n") else text
 
 
+# What the metadata of a file cost: whole-module resolutions by provider ("resolve:Name"),
+# LibCST parses ("parse", counted by the engine), statements whose positions were generated
+# ("positions:statement"). tests/test_bigfile.py counts them, so a return to whole-module work
+# per fix pass fails a test rather than only a benchmark.
+STATS: "collections.Counter[str]" = collections.Counter()
+
+
+class Metadata:
+    """The metadata of one parsed file, in place of LibCST's ``MetadataWrapper``, with the
+    same ``resolve(provider)``. Parents and positions, which nearly every rule asks for, are
+    not resolved for the whole module (on a large file that is most of the run's time and
+    memory):
+
+    - parents are recorded while the engine's one batched visit walks the tree (``enter`` /
+      ``leave``), so a rule asks a dictionary for the parent of any node visited so far;
+    - positions are generated for one top-level statement at a time, the one that holds the
+      node asked for, from the line where the statements before it end (counted once,
+      without positions).
+
+    Both give exactly what ``ParentNodeProvider`` and ``PositionProvider`` give (LibCST's
+    own code generation does the work); anything else (a node outside the module's body, a
+    node not visited yet, another provider) falls back to LibCST's whole-module resolution.
+    """
+
+    def __init__(self, module: cst.Module):
+        self.module = module
+        self._wrapper: Optional[cst.MetadataWrapper] = None
+        self._stack: List[cst.CSTNode] = []
+        self._walked = False  # the batched visit has seen every node
+        self.parents = _Parents(self)
+        self.positions = _Positions(self)
+
+    # -- the engine's batched visit records parents ----------------------------------------
+    def enter(self, node: cst.CSTNode) -> None:
+        stack = self._stack
+        if stack:
+            self.parents.known[node] = stack[-1]
+        stack.append(node)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        self._stack.pop()
+        if not self._stack:
+            self._walked = True
+
+    def walk(self) -> None:
+        """Record every parent without rules (for code that did not visit the tree)."""
+        if not self._walked:
+            self.parents.known.clear()
+            self._stack.clear()
+            cst.visit_batched(self.module, [], before_visit=self.enter, after_leave=self.leave)
+
+    # -- MetadataWrapper's interface ---------------------------------------------------------
+    def resolve(self, provider) -> Any:
+        if provider is ParentNodeProvider:
+            return self.parents
+        if provider is PositionProvider:
+            return self.positions
+        return self.full(provider)
+
+    def statements_at(self, row: int) -> List[cst.BaseStatement]:
+        """The top-level statements whose code may hold line ``row``: the one whose lines
+        (with the comments and blank lines before it) hold it, and one each side."""
+        body = self.module.body
+        at = 0
+        while at < len(body) and self.positions._start(at + 1)[0] <= row:
+            at += 1
+        return list(body[max(0, at - 1):at + 2])
+
+    def full(self, provider) -> Any:
+        """LibCST's resolution of ``provider`` for the whole module (counted)."""
+        if self._wrapper is None:
+            self._wrapper = cst.MetadataWrapper(self.module, unsafe_skip_copy=True)
+        if provider not in self._wrapper._metadata:
+            STATS["resolve:" + provider.__name__] += 1
+        return self._wrapper.resolve(provider)
+
+
+class _Parents:
+    """ParentNodeProvider's mapping, filled by the engine's visit (see :class:`Metadata`)."""
+
+    def __init__(self, meta: Metadata):
+        self.meta = meta
+        self.known: Dict[cst.CSTNode, cst.CSTNode] = {}
+        self._ahead: Set[int] = set()  # nodes of the visit's path whose subtrees were recorded
+
+    def _lookup(self, node: cst.CSTNode):
+        found = self.known.get(node, _UNSET)
+        if found is not _UNSET or self.meta._walked or node is self.meta.module:
+            return found
+        # A node the visit has not reached yet (a rule looks ahead, usually into the node
+        # it visits): record the subtree of the nodes on the visit's path, innermost first,
+        # until one holds it (the last is the module: all of it).
+        for top in reversed(self.meta._stack or [self.meta.module]):
+            if id(top) in self._ahead:
+                continue
+            self._ahead.add(id(top))
+            self._record(top)
+            found = self.known.get(node, _UNSET)
+            if found is not _UNSET:
+                return found
+        return found
+
+    def _record(self, top: cst.CSTNode) -> None:
+        STATS["parents:subtree"] += 1
+        stack: List[cst.CSTNode] = []
+        known = self.known
+
+        def enter(node: cst.CSTNode) -> None:
+            if stack:
+                known[node] = stack[-1]
+            stack.append(node)
+
+        cst.visit_batched(top, [], before_visit=enter, after_leave=lambda node: stack.pop())
+
+    def __getitem__(self, node: cst.CSTNode) -> cst.CSTNode:
+        found = self._lookup(node)
+        if found is _UNSET:
+            raise KeyError(node)
+        return found
+
+    def get(self, node: cst.CSTNode, default=None):
+        found = self._lookup(node)
+        return default if found is _UNSET else found
+
+    def __contains__(self, node: object) -> bool:
+        return self._lookup(node) is not _UNSET  # type: ignore[arg-type]
+
+
+class _LineCounter(CodegenState):
+    """Code generation that only follows the line and column, as PositionProvider's does,
+    and records PositionProvider's range of a few ``targets`` (a statement, and the nodes its
+    range is taken from) in ``computed``."""
+
+    def __init__(self, module: cst.Module, line: int, column: int, targets: Collection[cst.CSTNode] = (),
+                 computed: Optional[Dict[cst.CSTNode, Any]] = None):
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.line, self.column = line, column
+        self.targets = {id(t) for t in targets}
+        self._computed = computed if computed is not None else {}
+        self._starts: List[CodePosition] = []
+        self.provider = self  # record_syntactic_position reads provider._computed
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.targets:
+            self._starts.append(CodePosition(self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.targets:
+            start = self._starts.pop()
+            if node not in self._computed:
+                self._computed[node] = CodeRange(start, CodePosition(self.line, self.column))
+
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node=None, end_node=None):
+        if id(node) in self.targets:
+            # the range is taken from these (generated inside): record them too
+            self.targets.update(id(n) for n in (start_node, end_node) if n is not None)
+            return PositionProvidingCodegenState.record_syntactic_position(
+                self, node, start_node=start_node, end_node=end_node)  # type: ignore[arg-type]
+        return _NO_RECORD
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.add_token(token)
+
+    def add_token(self, value: str) -> None:
+        if "\n" in value or "\r" in value:
+            segments = NEWLINE_RE.split(value)
+            self.line += len(segments) - 1
+            self.column = len(segments[-1])
+        else:
+            self.column += len(value)
+
+
+_NO_RECORD = contextlib.nullcontext()
+
+
+class _Positions:
+    """PositionProvider's mapping, generated one top-level statement at a time."""
+
+    def __init__(self, meta: Metadata):
+        self.meta = meta
+        self.computed: Dict[cst.CSTNode, Any] = {}  # the provider's ``_computed``
+        self._index: Optional[Dict[int, int]] = None  # id(statement) -> its place in the body
+        self._starts: List[Tuple[int, int]] = []  # (line, column) where statement i (or the footer) begins
+        self._done: Set[int] = set()
+        self._full = None
+        self.statements: Dict[cst.CSTNode, Any] = {}  # top-level statements' ranges, found by _start
+
+    def _statement_of(self, node: cst.CSTNode) -> Optional[int]:
+        module = self.meta.module
+        if self._index is None:
+            self._index = {id(stmt): i for i, stmt in enumerate(module.body)}
+        parents = self.meta.parents
+        current = node
+        while True:
+            at = self._index.get(id(current))
+            if at is not None and module.body[at] is current:
+                return at
+            current = parents.get(current)
+            if current is None or current is module:
+                return None
+
+    def _start(self, at: int) -> Tuple[int, int]:
+        module = self.meta.module
+        if not self._starts:
+            counter = _LineCounter(module, 1, 0)
+            for line in module.header:
+                line._codegen(counter)
+            self._starts.append((counter.line, counter.column))
+        while len(self._starts) <= at:
+            line, column = self._starts[-1]
+            stmt = module.body[len(self._starts) - 1]
+            counter = _LineCounter(module, line, column, (stmt,), {})
+            stmt._codegen(counter)
+            self.statements[stmt] = counter._computed[stmt]
+            self._starts.append((counter.line, counter.column))
+        return self._starts[at]
+
+    def _generate(self, at: int) -> None:
+        if at in self._done:
+            return
+        module = self.meta.module
+        line, column = self._start(at)
+        state = PositionProvidingCodegenState(default_indent=module.default_indent,
+                                              default_newline=module.default_newline, provider=self)
+        state.line, state.column = line, column
+        module.body[at]._codegen(state)
+        self._done.add(at)
+        STATS["positions:statement"] += 1
+
+    # the provider's interface, for PositionProvidingCodegenState
+    @property
+    def _computed(self) -> Dict[cst.CSTNode, Any]:
+        return self.computed
+
+    def _lookup(self, node: cst.CSTNode):
+        found = self.computed.get(node, _UNSET)
+        if found is not _UNSET:
+            return found
+        if self._full is None:
+            at = self._statement_of(node)
+            if at is not None and node is self.meta.module.body[at]:
+                self._start(at + 1)  # a statement's own range: counted with the lines
+                return self.statements[node]
+            if at is not None:
+                self._generate(at)
+                return self.computed.get(node, _UNSET)
+            self._full = self.meta.full(PositionProvider)  # the module, its header or footer
+        return self._full.get(node, _UNSET)
+
+    def __getitem__(self, node: cst.CSTNode):
+        found = self._lookup(node)
+        if found is _UNSET:
+            raise KeyError(node)
+        return found
+
+    def get(self, node: cst.CSTNode, default=None):
+        found = self._lookup(node)
+        return default if found is _UNSET else found
+
+    def __contains__(self, node: object) -> bool:
+        return self._lookup(node) is not _UNSET  # type: ignore[arg-type]
+
+
 @dataclass
 class RuleOptions:
     """What a rule may know of the configuration: nothing about the CLI."""
@@ -73,7 +342,7 @@ class RuleOptions:
 class RuleContext:
     """Per-file state shared by every rule: source text, positions, names, the gate."""
 
-    def __init__(self, *, path: str, text: str, module: cst.Module, wrapper: cst.MetadataWrapper,
+    def __init__(self, *, path: str, text: str, module: cst.Module, wrapper: "Metadata",
                  lines: "LineIndex", gate_name: str, options: RuleOptions, facts: "Optional[Facts]" = None,
                  index: "Optional[ProjectIndex]" = None):
         self.path = path
@@ -94,7 +363,8 @@ class RuleContext:
     def metadata(self, provider) -> Any:
         """The mapping of a LibCST metadata provider for this file, computed on first use
         and then shared by every rule. Most files never need one: positions are computed
-        only when something is reported, qualified names only when a rule has a candidate."""
+        only when something is reported (for its top-level statement), qualified names only
+        when a rule has a candidate; parents are recorded by the engine's visit (``Metadata``)."""
         return self.wrapper.resolve(provider)
 
     def qualified_names(self, node: cst.CSTNode) -> Collection[QualifiedName]:

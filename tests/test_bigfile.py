@@ -1,0 +1,179 @@
+"""A large file is fixed as its pieces are, with metadata resolved per statement, not per module.
+
+Issue 18: a 100,000-line file took minutes and gigabytes to fix, most of it LibCST metadata
+resolved for the whole module on every fix pass (``benchmarks/bigfile.py`` measures it).
+These tests hold the behaviour and the work to account without timing anything:
+
+- a generated file of 5,000 lines is linted and fixed exactly as its pieces are;
+- one fix run parses the file twice (the original and the fixed text: the check that a fix
+  parses and the next analysis share one parse), resolves neither ParentNodeProvider nor
+  PositionProvider for the whole module, and generates each statement's positions once;
+- the on-demand parents and positions (``rocmport.codemods.base.Metadata``) equal LibCST's
+  providers on every node of every rule case.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+from rocmport.codemods.base import STATS, Metadata
+from rocmport.config import Settings
+from rocmport.engine import check_bytes
+from rocmport.registry import visitor_rules
+
+HEAD = '"""A generated module."""\nimport os\nimport torch\nimport torch.nn as nn\n\n'
+
+
+def block(n: int) -> str:
+    """About 20 lines; every fourth holds hazards of several rules."""
+    lines = [f"class Block{n}(nn.Module):",
+             f"    def __init__(self, width={n % 7 + 1}):",
+             "        super().__init__()",
+             "        self.width = width",
+             "",
+             "    def forward(self, x):",
+             f"        y = x * {n} + self.width  # a comment about torch.compile",
+             "        return y if y is not None else x",
+             "",
+             f"def helper_{n}(a, b):",
+             '    """Not a hazard: torch.compile(m, mode="reduce-overhead") in a docstring."""',
+             f"    return (a + b) * {n}",
+             ""]
+    if n % 4 == 0:
+        lines += [f'compiled_{n} = torch.compile(Block{n}(), mode="reduce-overhead")',
+                  f"def build_{n}(model):",
+                  f'    return torch.compile(model, mode="max-autotune", fullgraph={n % 8 == 0})',
+                  ""]
+    if n % 12 == 0:
+        lines += ['os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"', ""]
+    return "\n".join(lines) + "\n"
+
+
+def pieces(count: int, per_piece: int):
+    return ["".join(block(n) for n in range(i * per_piece, (i + 1) * per_piece)) for i in range(count)]
+
+
+def test_a_big_file_is_linted_and_fixed_as_its_pieces():
+    parts = pieces(5, 72)  # 5 x ~1,000 lines
+    whole = HEAD + "".join(parts)
+    assert whole.count("\n") > 5000
+    settings = Settings()
+
+    # lint: the whole file's findings are its pieces' findings, moved down by the lines before
+    linted = check_bytes(whole.encode(), "big.py", settings)
+    assert linted.internal_error is None
+    expected, shift = [], 0
+    for part in parts:
+        report = check_bytes((HEAD + part).encode(), "big.py", settings)
+        assert report.internal_error is None
+        expected += [(f.code, f.message, f.start.row + shift, f.start.column, f.end.row + shift, f.end.column)
+                     for f in report.findings]
+        shift += part.count("\n")
+    got = [(f.code, f.message, f.start.row, f.start.column, f.end.row, f.end.column) for f in linted.findings]
+    assert got == expected
+    assert len({code for code, *_ in got}) >= 2 and len(got) > 100
+
+    # fix: the same fixed head for every piece, and the whole is that head and the fixed pieces
+    fixed = check_bytes(whole.encode(), "big.py", settings, fix=True)
+    assert fixed.internal_error is None and fixed.fixed is not None
+    heads, bodies = set(), []
+    for part in parts:
+        out = check_bytes((HEAD + part).encode(), "big.py", settings, fix=True).fixed.decode()
+        marker = out.index("class Block")
+        heads.add(out[:marker])
+        bodies.append(out[marker:])
+    assert len(heads) == 1
+    assert fixed.fixed.decode() == heads.pop() + "".join(bodies)
+    assert check_bytes(fixed.fixed, "big.py", settings, fix=True).fixed is None  # idempotent
+
+
+def test_one_fix_run_parses_twice_and_resolves_no_whole_module_metadata():
+    text = HEAD + "".join(pieces(1, 40))
+    statements = len(cst.parse_module(text).body)
+    before = STATS.copy()
+    report = check_bytes(text.encode(), "big.py", Settings(), fix=True)
+    assert report.internal_error is None and report.fixes_applied > 10
+    used = STATS - before
+    # the original text and the fixed one: the fix pass's parse check is the next pass's tree
+    assert used["parse"] == 2, used
+    # no whole-module parents or positions, no whole-module walk for a look-ahead
+    assert not [key for key in used if key.startswith("resolve:")], used
+    assert used["parents:subtree"] <= 4 * report.fixes_applied, used
+    # positions generated only for the statements that hold a finding (about two per fix),
+    # never for the whole module: the statements' own ranges come with counting their lines
+    assert used["positions:statement"] <= 2 * report.fixes_applied + 4 < statements, used
+
+
+def _corpus():
+    for rule in visitor_rules():
+        for case in list(rule.VALID) + list(rule.INVALID):
+            yield f"{rule.CODE}", case.code
+    yield "generated", HEAD + "".join(pieces(1, 8))
+    yield "no trailing newline", "import torch\n\n# c\nx = torch.compile(f)  # t"
+    yield "header and footer", "# head\n\n\nimport torch\nif x:\n    y = 1\n    # inner\n# tail\n"
+    yield "crlf and tabs", "import torch\r\nclass A:\r\n\tdef f(self):\r\n\t\treturn 1\r\n\r\nz = 2\r\n"
+
+
+@pytest.mark.parametrize("name,code", list(_corpus()))
+def test_on_demand_parents_and_positions_are_libcsts(name, code):
+    try:
+        module = cst.parse_module(code)
+    except cst.ParserSyntaxError:
+        return
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    parents, positions = wrapper.resolve(ParentNodeProvider), wrapper.resolve(PositionProvider)
+    meta = Metadata(module)
+    cst.visit_batched(module, [], before_visit=meta.enter, after_leave=meta.leave)
+    mine_parents, mine_positions = meta.resolve(ParentNodeProvider), meta.resolve(PositionProvider)
+    before = STATS.copy()
+    for node, parent in parents.items():
+        assert mine_parents[node] is parent
+        assert node in mine_parents
+    assert module not in mine_parents
+
+    def in_body(node):
+        while parents.get(node) is not module:
+            node = parents[node]
+        return any(node is stmt for stmt in module.body)
+
+    inside = [node for node in parents if in_body(node)]
+    for node in inside:  # statement by statement
+        assert mine_positions[node] == positions[node], (name, type(node).__name__)
+    assert not [key for key in STATS - before if key.startswith("resolve:")]
+    for node in set(parents) - set(inside):  # the header and footer: LibCST's own resolution
+        assert mine_positions.get(node) == positions.get(node)
+    # a top-level statement's own range, asked first, comes from counting lines (no generation)
+    fresh = Metadata(module).resolve(PositionProvider)
+    for stmt in reversed(module.body):
+        assert fresh[stmt] == positions[stmt], (name, type(stmt).__name__)
+
+
+def _texts():
+    from pathlib import Path
+
+    for name, code in _corpus():
+        yield name, code
+    for path in sorted((Path(__file__).parent / "fixtures").rglob("*.py")):
+        yield path.name, path.read_text(encoding="utf-8", errors="replace")
+    yield "decorated", "import torch\nx = 1\n@dec\ndef f():\n  pass\ny = 2\nz = 3\nclass A:\n\tpass\nw = 4\n"
+    yield "semicolons", "import torch\nx = 1; y = 2\nz = 3\n# c\nw = 4\nv = (\n 1)\nu = 5"
+    yield "crlf pieces", "import torch\r\nif x:\r\n  y = 1\r\na = 1\r\nb = 2\r\nc = 3\r\n# end\r\n"
+    yield "late indent", "import torch\na = 1\nb = 2\nc = 3\nif x:\n\ty = 1\nd = 4\ne = 5\n"
+
+
+@pytest.mark.parametrize("name,code", list(_texts()))
+def test_a_text_parsed_in_pieces_is_the_tree_of_one_parse(name, code, monkeypatch):
+    from rocmport import engine
+
+    try:
+        whole = cst.parse_module(code)
+    except (cst.ParserSyntaxError, RecursionError):
+        return
+    monkeypatch.setattr(engine, "PIECE_LINES", 1)
+    pieced = engine._parse_pieces(code, None)
+    if pieced is not None:
+        assert pieced.deep_equals(whole), name
+        assert pieced.code == code
+    assert engine._parse(code).deep_equals(whole)
