@@ -1295,6 +1295,20 @@ class Fp8MaxConstant(_Fp8Rule):
              "    return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv)\n"),
     )
 
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        """Only ``visit_Integer`` / ``visit_Float`` report, on a literal that spells 448
+        (``_FP8_MAX_LITERAL``): CPython's tree holds each such literal as a constant equal
+        to 448 (it folds nothing: ``-448.0`` keeps the constant 448.0). "448" in a string,
+        a comment, a docstring or a longer number never reaches LibCST."""
+        if facts.tree is None:
+            return True
+        import ast
+
+        Constant = ast.Constant
+        return any(type(n) is Constant and type(n.value) in (int, float) and n.value == 448
+                   for n in ast.walk(facts.tree))
+
     def visit_Integer(self, node: cst.Integer) -> None:
         self._check(node)
 
