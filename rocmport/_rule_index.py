@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '032f04a5de99f028bf78d4f262150752'
+FINGERPRINT = '131df57d0fcc28f3d8b409897b109d15'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
