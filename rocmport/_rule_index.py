@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '0f99481bcca55144bdda16821f95c9a1'
+FINGERPRINT = 'bac31440c1ae12441b723a6a2e06eb58'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

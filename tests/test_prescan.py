@@ -61,6 +61,18 @@ FOUND = [
      "    o = tl.arange(0, BLOCK)\n    tl.store(X + o, tl.load(X + o))\n"
      "k[(1,)](x, BLOCK=32)\n", "ROC501"),
     ("from triton import Config\nCONFIGS = [Config({'BLOCK': 64}, num_warps=32)]\n", None),
+    # ROC702 through a subscript, a name, .major of the properties, arithmetic, a tuple
+    ("import torch\nuse_tma = torch.cuda.get_device_capability()[0] >= 9\n", "ROC702"),
+    ("import torch\ncap = torch.cuda.get_device_capability()\nif cap >= (9, 0):\n    use_wgmma()\n", "ROC702"),
+    ("from torch.cuda import get_device_properties as props\nif props(0).major == 9:\n    hopper()\n", "ROC702"),
+    ("import torch\np = torch.cuda.get_device_properties(0)\nsm = p.major * 10 + p.minor\nif sm >= 90:\n"
+     "    use_fa3()\n", "ROC702"),
+    # ROC706: every spelling of the literal 448
+    ("import torch\ny = x.clamp(-448.0, 448.).to(torch.float8_e4m3fn)\n", "ROC706"),
+    ("FP8_E4M3_MAX = 448.000\n", "ROC706"),
+    ("import torch\ny = torch.clamp(x, max=448).to(torch.float8_e4m3fn)\n", "ROC706"),
+    ("import torch\nmajor, minor = torch.cuda.get_device_capability()\nif (major, minor) == (9, 0):\n"
+     "    use_tma()\n", None),
 ]
 
 # Near-misses the prefilter is for: (source, the codes that must be skipped, a pattern).
@@ -78,6 +90,13 @@ SKIPPED = [
     ('import torch\nif torch._inductor.config.max_autotune:\n    print("on")\n', "ROC2"),
     ('import os\nflag = os.environ.get("TORCHINDUCTOR_CUDAGRAPHS") == "1"\n', "ROC6"),
     ('import os\nos.environ["TORCHINDUCTOR_CACHE_DIR"] = "/tmp/c"\n', "ROC6"),
+    # ROC702: the capability is read, but never compared with a literal generation
+    ("import torch\ncap = torch.cuda.get_device_capability()\nprint(f'sm_{cap[0]}{cap[1]}', cap == other)\n",
+     "ROC702"),
+    ("import torch\nname = torch.cuda.get_device_properties(0).name\nif len(name) > 9:\n    pass\n", "ROC702"),
+    # ROC706: 448 only in text, in another number or as an imaginary literal
+    ('"""fp8 e4m3fn max is 448.0"""\nimport torch\nFP8_MAX = 4480  # not 448\nname = "fp8_448"\n', "ROC706"),
+    ("import torch\nfp8_scale = 0.448 * x + 448j\n", "ROC706"),
     ('import argparse\np = argparse.ArgumentParser()\np.add_argument("--compile-mode", choices=["reduce-overhead"])\n', "ROC10[1-46]"),
 ]
 

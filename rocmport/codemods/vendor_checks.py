@@ -14,6 +14,7 @@ before; everything else is a display-only suggestion.
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 from typing import Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -610,6 +611,41 @@ def _literal_ints(node: cst.CSTNode) -> bool:
     return False
 
 
+def _ast_literal_ints(node) -> bool:
+    """``_literal_ints`` on CPython's tree (a superset: any unary operator on an int)."""
+    import ast
+
+    kind = type(node)
+    if kind is ast.Constant:
+        return type(node.value) is int
+    if kind is ast.UnaryOp:
+        return type(node.operand) is ast.Constant and type(node.operand.value) is int
+    if kind in (ast.Tuple, ast.List, ast.Set):
+        return bool(node.elts) and all(_ast_literal_ints(e) for e in node.elts)
+    return False
+
+
+def _ast_capability(node, facts, names: Optional[Set[str]]) -> bool:
+    """A superset of ``CapabilityAsNvidiaGeneration._capability`` on CPython's tree."""
+    import ast
+
+    kind = type(node)
+    if kind is ast.Call:
+        return facts.may_be(node.func, CAPABILITY)
+    if kind is ast.Subscript:
+        return _ast_capability(node.value, facts, names)
+    if kind is ast.Attribute and node.attr in ("major", "minor"):
+        value = node.value
+        if type(value) is ast.Call:
+            return facts.may_be(value.func, PROPERTIES)
+        return type(value) is ast.Name and (names is None or value.id in names)
+    if kind is ast.BinOp:
+        return _ast_capability(node.left, facts, names) or _ast_capability(node.right, facts, names)
+    if kind is ast.Name:
+        return names is None or node.id in names
+    return False
+
+
 def _major(node: cst.CSTNode) -> Optional[int]:
     """The major version a literal threshold names: ``9`` for 9, (9, 0) and 90 (``sm`` style)."""
     if isinstance(node, cst.Integer):
@@ -753,7 +789,23 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
 
     @classmethod
     def may_match(cls, facts) -> bool:
-        return any(facts.calls_to(CAPABILITY | PROPERTIES))
+        """Only ``visit_Comparison`` reports, and only for a comparison with a literal-int
+        operand and an operand that ``_capability`` accepts: the same shapes on CPython's tree,
+        with ``is_name`` widened to ``facts.may_be`` and a name to ``_capability_names``."""
+        if not any(facts.calls_to(CAPABILITY | PROPERTIES)):
+            return False
+        if facts.tree is None:
+            return True
+        import ast
+
+        names = _capability_names(SimpleNamespace(facts=facts))
+        for node in ast.walk(facts.tree):
+            if type(node) is ast.Compare:
+                operands = [node.left, *node.comparators]
+                if any(_ast_literal_ints(o) for o in operands) and any(
+                        _ast_capability(o, facts, names) for o in operands if not _ast_literal_ints(o)):
+                    return True
+        return False
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         operands = [node.left] + [c.comparator for c in node.comparisons]
@@ -1242,6 +1294,20 @@ class Fp8MaxConstant(_Fp8Rule):
         Case("import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x):\n"
              "    return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv)\n"),
     )
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        """Only ``visit_Integer`` / ``visit_Float`` report, on a literal that spells 448
+        (``_FP8_MAX_LITERAL``): CPython's tree holds each such literal as a constant equal
+        to 448 (it folds nothing: ``-448.0`` keeps the constant 448.0). "448" in a string,
+        a comment, a docstring or a longer number never reaches LibCST."""
+        if facts.tree is None:
+            return True
+        import ast
+
+        Constant = ast.Constant
+        return any(type(n) is Constant and type(n.value) in (int, float) and n.value == 448
+                   for n in ast.walk(facts.tree))
 
     def visit_Integer(self, node: cst.Integer) -> None:
         self._check(node)
