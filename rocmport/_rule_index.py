@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'bac31440c1ae12441b723a6a2e06eb58'
+FINGERPRINT = '655760f1fa03cdfce538b1dc8885acff'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

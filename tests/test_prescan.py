@@ -214,3 +214,25 @@ def test_import_table_answers_like_the_provider():
 
         module.visit(Check())
     assert fast_answers > 1000, fast_answers
+
+
+def test_names_answer_as_the_set_they_stand_for():
+    """``Facts.roots``/``qualified_names`` answer without listing every class path (a file
+    with thousands of classes made the prefilter quadratic); the answers are the listed set's."""
+    import itertools
+
+    from rocmport.codemods._prescan import Names
+
+    paths = frozenset({"A", "A.B", "torch", "C.torch"})
+    queries = ["x", "A.x", "A.B.x", "C.x", "torch.x", "torch.x.y", "x.y", "A.x.y", "torch.compile",
+               "torch.compile.x", "C.torch.x", "A.B", ""]
+    for bound, local, tail in itertools.product([frozenset(), frozenset({"torch", "torch.cuda"})],
+                                                [None, "x", "compile"], ["", ".y", ".compile"]):
+        names = Names(bound, local, paths).with_tail(tail)
+        listed = set(Names(bound, local, paths, tail))
+        assert names == listed and bool(names) == bool(listed)
+        for q in queries:
+            assert (q in names) == (q in listed), (bound, local, tail, q)
+            assert names.any_under(q) == any(n == q or n.startswith(q + ".") for n in listed), (bound, local, tail, q)
+        assert names & set(queries) == listed & set(queries)
+        assert names.isdisjoint(queries) == listed.isdisjoint(queries)

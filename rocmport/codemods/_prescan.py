@@ -57,6 +57,89 @@ def _last(node: ast.AST) -> str:
             return ""
 
 
+class Names:
+    """The dotted names a node may resolve to, without listing them: ``{b + tail for b in
+    bound}``, and when the root is bound some other way too, ``local + tail`` and
+    ``path + "." + local + tail`` for every class path of the file. Listing the class paths
+    for every name asked about made a file's prefilter quadratic in its size (a 100,000-line
+    file has thousands of classes); the questions the rules ask (meets a set? under a
+    prefix?) are answered from the set they ask about instead."""
+
+    __slots__ = ("bound", "local", "class_paths", "tail")
+
+    def __init__(self, bound, local: Optional[str], class_paths, tail: str = ""):
+        self.bound, self.local, self.class_paths, self.tail = bound, local, class_paths, tail
+
+    def with_tail(self, tail: str) -> "Names":
+        return Names(self.bound, self.local, self.class_paths, self.tail + tail) if tail else self
+
+    def __bool__(self) -> bool:
+        return bool(self.bound) or self.local is not None
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        tail = self.tail
+        if tail and not name.endswith(tail):
+            return False
+        head = name[:len(name) - len(tail)] if tail else name
+        if head in self.bound:
+            return True
+        local = self.local
+        if local is None:
+            return False
+        if head == local:
+            return True
+        return head.endswith("." + local) and head[:-len(local) - 1] in self.class_paths
+
+    def isdisjoint(self, names: Iterable[str]) -> bool:
+        return not any(name in self for name in names)
+
+    def __and__(self, names) -> Set[str]:
+        return {name for name in names if name in self}
+
+    def __iter__(self) -> Iterator[str]:
+        tail = self.tail
+        for b in self.bound:
+            yield b + tail
+        if self.local is not None:
+            yield self.local + tail
+            for path in self.class_paths:
+                yield f"{path}.{self.local}{tail}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Names):
+            other = set(other)
+        return set(self) == other if isinstance(other, (set, frozenset)) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Names({sorted(self)!r})"
+
+    def any_under(self, prefix: str) -> bool:
+        """Is one of the names ``prefix`` or inside it?"""
+        dotted = prefix + "."
+        tail = self.tail
+        for b in self.bound:
+            q = b + tail
+            if q == prefix or q.startswith(dotted):
+                return True
+        local = self.local
+        if local is None:
+            return False
+        q = local + tail
+        if q == prefix or q.startswith(dotted):
+            return True
+        first = prefix.split(".", 1)[0]
+        for path in self.class_paths:  # only paths that start like the prefix can be under it
+            if path.split(".", 1)[0] == first:
+                q = f"{path}.{local}{tail}"
+                if q == prefix or q.startswith(dotted):
+                    return True
+        return False
+
+
 def _class_paths(body, prefix: str, out: Set[str]) -> None:
     for stmt in body:
         kind = type(stmt)
@@ -211,7 +294,7 @@ class Facts:
         return facts
 
     # -- what a node, or any node of the file, may resolve to ----------------------------
-    def qualified_names(self, node: ast.AST) -> Set[str]:
+    def qualified_names(self, node: ast.AST) -> "Names":
         """Every qualified name ``node`` could resolve to (a superset of the provider's)."""
         rest: List[str] = []
         while isinstance(node, _PEEL):
@@ -223,27 +306,21 @@ class Facts:
             else:
                 node = node.value
         if not isinstance(node, ast.Name):
-            return set()
-        bound = self.roots(node.id)
-        if not bound:
-            return set()
-        tail = "".join("." + part for part in reversed(rest))
-        return {full + tail for full in bound}
+            return Names(frozenset(), None, frozenset())
+        return self.roots(node.id).with_tail("".join("." + part for part in reversed(rest)))
 
-    def roots(self, name: str) -> Set[str]:
+    def roots(self, name: str) -> "Names":
         """What the provider may call the name ``name`` (a superset): what imports bind to
         it, and, when it is bound some other way, its local name (``x`` at module level,
         ``A.x`` in class ``A``; names in functions hold ``<locals>``, which no rule's does)."""
-        bound = self.bindings.get(name, set())
-        if name not in self.other_bindings:
-            return bound
-        return bound | {name} | {f"{path}.{name}" for path in self.class_paths}
+        bound = self.bindings.get(name, frozenset())
+        return Names(bound, name if name in self.other_bindings else None, self.class_paths)
 
     def may_be(self, node: ast.AST, names: Iterable[str]) -> bool:
         return not self.qualified_names(node).isdisjoint(names)
 
     def may_be_under(self, node: ast.AST, prefix: str) -> bool:
-        return any(q == prefix or q.startswith(prefix + ".") for q in self.qualified_names(node))
+        return self.qualified_names(node).any_under(prefix)
 
     def may_reference(self, names: Iterable[str]) -> bool:
         """Could some name or attribute of the file resolve to one of ``names``?"""
@@ -260,7 +337,7 @@ class Facts:
     def may_reference_under(self, prefix: str) -> bool:
         """Could some name or attribute resolve to ``prefix`` or to something inside it?"""
         for name in self.names:
-            if any(q == prefix or q.startswith(prefix + ".") for q in self.roots(name)):
+            if self.roots(name).any_under(prefix):
                 return True
         return any(self.may_be_under(node, prefix) for node in self.attributes.get(prefix.rsplit(".", 1)[-1], ()))
 

@@ -720,7 +720,7 @@ _ROOT_CLASSES = frozenset({"torch", "triton", "os", "subprocess", "asyncio", "fu
 _BUILTINS = frozenset(dir(builtins))
 
 
-def _possible_names(node: cst.CSTNode, facts: "Facts") -> Set[str]:
+def _possible_names(node: cst.CSTNode, facts: "Facts"):
     """What ``node`` could resolve to under the file's import ``bindings``: its dotted name
     as ``libcst.helpers.get_full_name_for_node`` builds it, with the first part replaced by
     each qualified name an import binds to it (``_prescan`` gives the reasons)."""
@@ -729,7 +729,7 @@ def _possible_names(node: cst.CSTNode, facts: "Facts") -> Set[str]:
     root, tail = _root_and_tail(node)
     if not isinstance(root, cst.Name):
         return set()
-    return {full + tail for full in facts.roots(root.value)}
+    return facts.roots(root.value).with_tail(tail)
 
 
 def _root_and_tail(node: cst.CSTNode) -> Tuple[cst.CSTNode, str]:
