@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '655760f1fa03cdfce538b1dc8885acff'
+FINGERPRINT = 'bb63b315a89465d595eb98dce6ba682c'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

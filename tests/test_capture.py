@@ -350,3 +350,26 @@ def test_roc307_fixed_fixture_computes_the_same(monkeypatch):
     assert fixed_log == [("stream", side), ("wait", side, fakes.CURRENT), ("wait", fakes.CURRENT, side),
                          ("capture", side)]
     assert fixed_seen == [side] * 4 + [fakes.CURRENT]  # 3 warm-ups and the capture on one stream; eager
+
+
+def test_a_warm_up_loop_after_a_comment_is_moved_with_its_comment_kept():
+    """The statement's code holds its leading comment, its span does not: the span check
+    failed and the whole file was an internal error (torch's vendored quack bench_utils)."""
+    src = (
+        "import torch\n\n\n"
+        "def bench(fn, n):\n"
+        "    # Warm-up: a plain loop, no capture.\n"
+        "    for _ in range(n):\n"
+        "        fn()\n"
+        "    torch.cuda.synchronize()\n\n"
+        "    # Capture\n"
+        "    g = torch.cuda.CUDAGraph()\n"
+        "    with torch.cuda.graph(g):\n"
+        "        fn()\n"
+        "    return g\n"
+    )
+    assert [(f.code, f.start.row) for f in lint(src, ["ROC307"])] == [("ROC307", 6)]
+    fixed = fixed_text(src, ["ROC307"])
+    assert "    # Warm-up: a plain loop, no capture.\n    side_stream = torch.cuda.Stream()\n" in fixed
+    assert "    with torch.cuda.graph(g, stream=side_stream):\n" in fixed
+    assert_fix_properties(src.encode(), ["ROC307"])

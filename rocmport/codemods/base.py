@@ -438,6 +438,9 @@ class RuleContext:
         if isinstance(node, cst.BaseExpression) and node.lpar:
             # PositionProvider's range leaves out a node's own parentheses; so does the span.
             node = node.with_changes(lpar=(), rpar=())
+        if getattr(node, "leading_lines", ()):
+            # and a statement's leading comment and blank lines, which its code holds
+            node = node.with_changes(leading_lines=())
         code = self.module.code_for_node(node)
         # Compare ignoring whitespace: code_for_node cannot know the indentation of the
         # block around a multi-line node, but every other character must be the same.
