@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'bb63b315a89465d595eb98dce6ba682c'
+FINGERPRINT = '4faa748c654d5fe59e86b8e4912e6f2a'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -308,3 +308,20 @@ def test_force_single_line_gets_a_line_of_its_own(tmp_path, config):
                                              "force-single-line = true\n")
         proc = subprocess.run([RUFF, "check", "app"], cwd=root, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout
+
+
+def test_only_files_shaped_like_a_test_are_summarised_for_the_inventory(tmp_path, monkeypatch):
+    """A warm run asks for the package's tests again; files that only mention "hip" (hipify
+    tables, docs) are read and dropped, not parsed (torch's warm lint took 5 s without this)."""
+    import rocmport.codemods._index as module
+    from rocmport.codemods._index import ProjectIndex
+
+    _write(tmp_path, {"app/__init__.py": "", "app/env.py": ENV,
+                      "app/hipify.py": 'TABLE = {"cuda": "hip"}\nNOTE = "torch.version.hip is not None"\n',
+                      "app/model.py": "import torch\n"})
+    parsed = []
+    real = module._summarise
+    monkeypatch.setattr(module, "_summarise", lambda i, s, t, **kw: (parsed.append(s.name), real(i, s, t, **kw)))
+    index = ProjectIndex(sorted(str(p) for p in tmp_path.rglob("*.py")))
+    assert index.rocm_tests_in("app") == [("app.env", "is_rocm", "function")]
+    assert parsed == ["app.env"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -265,14 +266,24 @@ class ProjectIndex:
         found = self.lookup_dotted(dotted)
         return found if found is not None and found[0] == "constant" else None
 
-    def rocm_tests(self) -> List[Tuple[str, str, str, str]]:
+    def rocm_tests(self, package: Optional[str] = None) -> List[Tuple[str, str, str, str]]:
         """(module dotted name, name, "constant" | "function", path) for every ROCm-build
-        test the linted files define at module level."""
+        test the linted files (of top-level ``package``) define at module level. Only a file
+        whose bytes hold the shape of one (``TEST_SHAPE``) is summarised; the others are read
+        and dropped."""
         out = []
         for path, name in sorted(self._name_of.items(), key=lambda item: item[1]):
-            blob = self._bytes(path)
-            if not blob or b"hip" not in blob:
+            if package is not None and name != package and not name.startswith(package + "."):
                 continue
+            blob = self._data.get(path)
+            if blob is None:
+                try:
+                    blob = read_regular(path)
+                except OSError:
+                    continue
+            if not TEST_SHAPE.search(blob):
+                continue
+            self._data[path] = blob
             summary = self.summary(name)
             if summary is not None and self.path_of(name) == path:
                 out.extend((name, test, kind, path) for test, kind in summary.rocm_tests)
@@ -286,9 +297,7 @@ class ProjectIndex:
             self._record.add(_INVENTORY + package)
         found = self._inventory.get(package)
         if found is None:
-            found = self._inventory[package] = [
-                (module, name, kind) for module, name, kind, _ in self.rocm_tests()
-                if module == package or module.startswith(package + ".")]
+            found = self._inventory[package] = [(module, name, kind) for module, name, kind, _ in self.rocm_tests(package)]
         return found
 
     def imported_modules(self, name: str) -> Set[str]:
@@ -373,6 +382,11 @@ class ProjectIndex:
 
 
 _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
+# Bytes a module must hold to define a ROCm-build test (``means_rocm_build``) at module level:
+# ``NAME = [(][bool(][getattr(]torch.version`` ... ``hip`` at the start of a line, or a
+# ``return`` of that shape. A function that returns such a constant needs the constant too.
+TEST_SHAPE = re.compile(rb"^(?:[ \t]*return|\w+[ \t]*(?::[^=\n]*)?=)\s*\(?\s*(?:bool\(\s*)?(?:getattr\(\s*)?"
+                        rb"\w+\.version\W{0,12}hip\b", re.M)
 
 
 def _hash(blob: Optional[bytes]) -> str:
