@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '4faa748c654d5fe59e86b8e4912e6f2a'
+FINGERPRINT = '3ac1b642f376222c5263a8bea90a0c12'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -179,8 +179,12 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
     from rocmport.codemods._index import ProjectIndex  # reads no file and imports no LibCST
 
     project = ProjectIndex(files)  # module names only: summaries are computed on demand
+    datas = [_read(path) for path in files] if cache is not None else [None] * len(files)
+    for path, data in zip(files, datas):
+        if data is not None:
+            project.seen(path, data)  # what the index may read again, it has (cache keys ask it)
     for index, path in enumerate(files):
-        data = _read(path) if cache is not None else None
+        data = datas[index]
         if data is not None:
             key = cache.lookup_key(path, data, project)
             cached = cache.get(key, path) if key is not None else None

@@ -112,6 +112,8 @@ class ProjectIndex:
         self._record: Optional[Set[str]] = None  # modules whose summaries the current file consulted
         self._inventory: Dict[str, List[Tuple[str, str, str]]] = {}  # package -> its ROCm tests
         self._imported: Dict[str, Set[str]] = {}
+        self._no_hip: Set[str] = set()  # files read by the caller that cannot define a ROCm test
+        self._inputs: Dict[str, str] = {}  # inventory entry -> digest of its input files
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -266,28 +268,55 @@ class ProjectIndex:
         found = self.lookup_dotted(dotted)
         return found if found is not None and found[0] == "constant" else None
 
+    def seen(self, path: str, blob: bytes) -> None:
+        """The caller read ``path``: the index keeps the bytes it may need again (a file that
+        mentions "hip" may define a ROCm test) and remembers that the others need no reading."""
+        path = os.path.abspath(path)
+        if b"hip" in blob:
+            self._data.setdefault(path, blob)
+        else:
+            self._no_hip.add(path)
+
     def rocm_tests(self, package: Optional[str] = None) -> List[Tuple[str, str, str, str]]:
         """(module dotted name, name, "constant" | "function", path) for every ROCm-build
         test the linted files (of top-level ``package``) define at module level. Only a file
         whose bytes hold the shape of one (``TEST_SHAPE``) is summarised; the others are read
         and dropped."""
         out = []
+        for path, name, _ in self._test_candidates(package):
+            summary = self.summary(name)
+            if summary is not None and self.path_of(name) == path:
+                out.extend((name, test, kind, path) for test, kind in summary.rocm_tests)
+        return out
+
+    def _test_candidates(self, package: Optional[str]) -> List[Tuple[str, str, bytes]]:
+        """(path, module, bytes) of the linted files (of ``package``) shaped like a test."""
+        out = []
         for path, name in sorted(self._name_of.items(), key=lambda item: item[1]):
             if package is not None and name != package and not name.startswith(package + "."):
                 continue
             blob = self._data.get(path)
             if blob is None:
+                if path in self._no_hip:
+                    continue
                 try:
                     blob = read_regular(path)
                 except OSError:
                     continue
-            if not TEST_SHAPE.search(blob):
+            if b"hip" not in blob or not TEST_SHAPE.search(blob):
                 continue
             self._data[path] = blob
-            summary = self.summary(name)
-            if summary is not None and self.path_of(name) == path:
-                out.extend((name, test, kind, path) for test, kind in summary.rocm_tests)
+            out.append((path, name, blob))
         return out
+
+    def _inventory_inputs(self, entry: str) -> str:
+        """A digest of the files an inventory is made from (their names and bytes): while it
+        holds, the recorded inventory holds, and nothing is parsed to tell."""
+        found = self._inputs.get(entry)
+        if found is None:
+            parts = [f"{name}:{_hash(blob)}" for _, name, blob in self._test_candidates(entry[len(_INVENTORY):])]
+            found = self._inputs[entry] = hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
+        return found
 
     def rocm_tests_in(self, package: str) -> List[Tuple[str, str, str]]:
         """(module, name, kind) of every ROCm-build test defined in top-level package
@@ -348,8 +377,7 @@ class ProjectIndex:
         out = {}
         for name in sorted(names):
             if name.startswith(_INVENTORY):
-                digest = self._inventory_digest(name)
-                out[name] = (digest, digest)
+                out[name] = (self._inventory_inputs(name), self._inventory_digest(name))
                 continue
             summary = self.summary(name)
             path = self.path_of(name)
@@ -366,10 +394,11 @@ class ProjectIndex:
             return ""
         parts = []
         for name in sorted(record):
-            if name.startswith(_INVENTORY):
-                parts.append(f"{name}:{self._inventory_digest(name)}")
-                continue
             recorded_hash, recorded_digest = record[name]
+            if name.startswith(_INVENTORY):
+                same = self._inventory_inputs(name) == recorded_hash
+                parts.append(f"{name}:{recorded_digest if same else self._inventory_digest(name)}")
+                continue
             path = self.path_of(name)
             blob = self._bytes(path) if path else None
             if _hash(blob) == recorded_hash:
