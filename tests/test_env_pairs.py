@@ -19,7 +19,7 @@ from rocmport.registry import all_rules
 
 from .harness import FIXTURES, codes, settings
 
-PAIRS = FIXTURES / "env" / "pairs"
+PAIRS = FIXTURES / "env_vars" / "pairs"
 ALL = frozenset(all_rules())
 EXPECTED = {
     "visible.sh": [(4, 8, "ROC605")],

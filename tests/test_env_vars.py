@@ -16,8 +16,8 @@ from rocmport.registry import all_rules
 from .harness import FIXTURES, assert_fix_properties, check_fixture_pair, codes, fix, fixture_pairs, lint, settings
 
 SELECT = ["ROC6"]
-ENV = FIXTURES / "env"
-PAIRS = [(p, e) for p, e in fixture_pairs("env") if p.name != "late.py"]
+ENV = FIXTURES / "env_vars"
+PAIRS = [(p, e) for p, e in fixture_pairs("env_vars") if p.name != "late.py"]
 ALL = frozenset(all_rules())
 
 

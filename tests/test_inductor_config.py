@@ -8,7 +8,7 @@ import pytest
 from .harness import FIXTURES, check_fixture_pair, codes, fix, fixture_pairs, lint
 
 SELECT = ["ROC2"]
-PAIRS = list(fixture_pairs("config"))
+PAIRS = list(fixture_pairs("inductor_config"))
 
 
 @pytest.mark.parametrize("path,expected", PAIRS, ids=[p.name for p, _ in PAIRS])
@@ -17,12 +17,12 @@ def test_fixture(path, expected):
 
 
 def test_every_spelling_is_found():
-    found = codes((FIXTURES / "config" / "spellings.py").read_bytes(), select=SELECT)
+    found = codes((FIXTURES / "inductor_config" / "spellings.py").read_bytes(), select=SELECT)
     assert sorted(found) == sorted(["ROC201"] * 5 + ["ROC202"] + ["ROC203"] * 8 + ["ROC204"] * 2 + ["ROC205"] * 3)
 
 
 def test_rows_of_spellings():
-    rows = {(f.start.row, f.code) for f in lint((FIXTURES / "config" / "spellings.py").read_bytes(), select=SELECT)}
+    rows = {(f.start.row, f.code) for f in lint((FIXTURES / "inductor_config" / "spellings.py").read_bytes(), select=SELECT)}
     assert {(8, "ROC201"), (9, "ROC203"), (10, "ROC202"), (11, "ROC205"), (12, "ROC204"), (13, "ROC203"),
             (14, "ROC201"), (16, "ROC203"), (22, "ROC203"), (25, "ROC203"), (31, "ROC201"), (31, "ROC204"),
             (33, "ROC201"), (35, "ROC205"), (39, "ROC203"), (40, "ROC205"), (48, "ROC203"), (48, "ROC201"),
@@ -91,7 +91,7 @@ def executed(tmp_path_factory):
     from .exec_harness import run_module
 
     directory = tmp_path_factory.mktemp("config_exec")
-    original = (FIXTURES / "config" / "spellings.py").read_bytes()
+    original = (FIXTURES / "inductor_config" / "spellings.py").read_bytes()
     fixed = fix(original, select=SELECT).fixed
     (directory / "original.py").write_bytes(original)
     (directory / "fixed.py").write_bytes(fixed)

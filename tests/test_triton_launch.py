@@ -20,8 +20,8 @@ from rocmport.source import LineIndex, SourceText
 from .harness import FIXTURES, assert_fix_properties, expand_prelude, fix, fixture_pairs, lint
 
 SELECT = ["ROC5"]
-PAIRS = list(fixture_pairs("triton"))
-DIRECTORY = FIXTURES / "triton"
+PAIRS = list(fixture_pairs("triton_launch"))
+DIRECTORY = FIXTURES / "triton_launch"
 ASCEND = DIRECTORY / "backends" / "_ascend" / "ascend_kernels.py"
 
 # fixture -> (codes expected, applicability of the ROC501 fix when there is one)

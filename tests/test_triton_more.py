@@ -29,7 +29,7 @@ from .harness import FIXTURES, check_fixture_pair, fix, fixture_pairs, lint
 
 NEW = ["ROC506", "ROC507", "ROC508", "ROC509", "ROC510", "ROC511", "ROC512"]
 SELECT = ["ROC5"]
-DIRECTORY = FIXTURES / "triton" / "more"
+DIRECTORY = FIXTURES / "triton_launch" / "more"
 EXPECTED = {
     "tuned_configs.py": ["ROC506", "ROC506", "ROC506", "ROC511", "ROC511", "ROC511", "ROC511"],
     "tf32_dot.py": ["ROC510", "ROC510", "ROC510"],
@@ -39,11 +39,11 @@ EXPECTED = {
 
 
 def test_every_fixture_is_listed():
-    assert sorted(p.name for p, _ in fixture_pairs("triton/more")) == sorted(EXPECTED)
+    assert sorted(p.name for p, _ in fixture_pairs("triton_launch/more")) == sorted(EXPECTED)
 
 
-@pytest.mark.parametrize("path,expected", list(fixture_pairs("triton/more")),
-                         ids=[p.name for p, _ in fixture_pairs("triton/more")])
+@pytest.mark.parametrize("path,expected", list(fixture_pairs("triton_launch/more")),
+                         ids=[p.name for p, _ in fixture_pairs("triton_launch/more")])
 def test_fixture(path, expected):
     found = lint(path.read_bytes(), select=SELECT, path=str(path))
     assert sorted(f.code for f in found) == EXPECTED[path.name]
@@ -273,7 +273,7 @@ def _prefilter_sources():
         rule = all_rules()[code]
         for i, case in enumerate(rule.INVALID + rule.VALID):
             yield pytest.param(case.code, id=f"{code}-{i}")
-    for path, _ in fixture_pairs("triton/more"):
+    for path, _ in fixture_pairs("triton_launch/more"):
         yield pytest.param(path.read_text(), id=path.name)
     yield pytest.param("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice as ld\n"
                        "@triton.jit\ndef k(p):\n    tl.store(p, ld.cbrt(tl.dot(p, p, input_precision='TF32')))\n"
