@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '3ac1b642f376222c5263a8bea90a0c12'
+FINGERPRINT = '585f0cb80cc2abbbd9cd7ef8b6f57f99'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -356,14 +356,8 @@ _STDLIB_FALLBACK = frozenset({"abc", "argparse", "ast", "collections", "contextl
 def _torch_group(imports, lines: LineIndex):
     """The import group (a run without blank lines) ``import torch`` belongs to: the one with a
     ``from torch`` import, else the first group of third-party imports."""
-    groups, last_row = [], None
+    groups = _import_groups(imports, lines)
     root = lambda item: item[3].split(".")[0] if item[4] else item[3]  # noqa: E731
-    for item in imports:
-        row = lines.position(item[1]).row
-        if last_row is None or row > last_row + 1:
-            groups.append([])
-        groups[-1].append(item)
-        last_row = lines.position(max(item[2] - 1, item[1])).row
     for group in groups:
         if any(root(i) == "torch" for i in group):
             return group
@@ -371,6 +365,20 @@ def _torch_group(imports, lines: LineIndex):
         if any(_section(root(i)) == "third" for i in group):
             return group
     return []
+
+
+def _import_groups(imports: list, lines: LineIndex) -> List[list]:
+    """Runs of import statements with no blank line between them (isort's groups); each
+    item is a tuple whose second and third fields are the statement's start and end."""
+    groups: List[list] = []
+    last_row = None
+    for item in imports:
+        row = lines.position(item[1]).row
+        if last_row is None or row > last_row + 1:
+            groups.append([])
+        groups[-1].append(item)
+        last_row = lines.position(max(item[2] - 1, item[1])).row
+    return groups
 
 
 def dedupe(edits: Sequence[Edit]) -> List[Edit]:
@@ -497,15 +505,7 @@ def _new_import(module: cst.Module, text: str, lines: LineIndex, span, importer:
             imports.append((stmt, start, end, True, dotted(small.module) if small.module is not None else "", level))
     if not imports:
         return None
-    # the groups: runs of import lines without a blank line between them
-    groups: List[list] = []
-    last_row = None
-    for item in imports:
-        row = lines.position(item[1]).row
-        if last_row is None or row > last_row + 1:
-            groups.append([])
-        groups[-1].append(item)
-        last_row = lines.position(max(item[2] - 1, item[1])).row
+    groups = _import_groups(imports, lines)
     package = None if importer is None else (importer if index.path_of(importer) and
                                              index.path_of(importer).endswith("__init__.py")
                                              else importer.rpartition(".")[0])

@@ -1410,7 +1410,26 @@ def analysis(ctx) -> Analysis:
 class RegionRule:
     """Mixin for the rules of both families: the feeding rule records the visits the
     collection pass needs, and at the end of the module every rule turns the events of the
-    file's analysis into its own findings (:meth:`check`)."""
+    file's analysis into its own findings (:meth:`check`, which hands each event of the
+    family's region, ``REGION``, to the rule's ``on_event``)."""
+
+    REGION = ""  # the event flag of the family's region: "in_capture" or "in_compiled"
+
+    def __init__(self, context) -> None:
+        super().__init__(context)  # type: ignore[call-arg]
+        self._init_feeder(context)
+        self._reported: Set[int] = set()  # nodes already reported (the first event wins)
+
+    def check(self, found: "Analysis") -> None:
+        """Report this rule's findings from ``found.events`` (a rule may override it to read
+        other facts of ``found``)."""
+        self.found = found
+        for event in found.events:
+            if getattr(event, self.REGION) and id(event.node) not in self._reported:
+                self.on_event(event)
+
+    def on_event(self, event) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
 
     def _init_feeder(self, context) -> None:
         self._feeder = feeder(context, self)
@@ -1462,7 +1481,3 @@ class RegionRule:
         if fed is not None and fed.owner is not None:
             fed.done = True
         self.check(analysis(self.context))
-
-    def check(self, found: Analysis) -> None:  # pragma: no cover - overridden
-        """Report this rule's findings from ``found.events`` (and other facts of ``found``)."""
-        raise NotImplementedError

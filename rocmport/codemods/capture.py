@@ -12,7 +12,7 @@ finding names the capture (its line) and the chain of calls that reaches the haz
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Set, Tuple
+from typing import List, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -37,6 +37,7 @@ class _CaptureRule(_regions.RegionRule, Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     TRIGGERS = _CAPTURE_TRIGGERS
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
+    REGION = "in_capture"
 
     @classmethod
     def may_match(cls, facts) -> bool:
@@ -44,20 +45,6 @@ class _CaptureRule(_regions.RegionRule, Rule):
         # make_graphed_callables, or of `.capture_begin()` (``_regions._Collector``).
         return ("capture_begin" in facts.calls
                 or any(facts.calls_to(_regions.GRAPH_CM_NAMES | _regions.GRAPHED_CALLABLES_NAMES)))
-
-    def __init__(self, context):
-        super().__init__(context)
-        self._init_feeder(context)
-        self._reported: Set[int] = set()
-
-    def check(self, found: _regions.Analysis) -> None:
-        self.found = found
-        for event in found.events:
-            if event.in_capture and id(event.node) not in self._reported:
-                self.on_event(event)
-
-    def on_event(self, event: RegionEvent) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
 
     def hazard(self, node: cst.CSTNode, message: str, fix: Optional[Fix] = None,
                start: Optional[cst.CSTNode] = None) -> None:

@@ -14,7 +14,6 @@ island: it is neither reported nor followed.
 from __future__ import annotations
 
 import ast
-from typing import Set
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -31,6 +30,7 @@ class _GraphBreakRule(_regions.RegionRule, Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     TRIGGERS = ("compile",)
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
+    REGION = "in_compiled"
 
     @classmethod
     def may_match(cls, facts) -> bool:
@@ -38,21 +38,6 @@ class _GraphBreakRule(_regions.RegionRule, Rule):
         # argument of a torch.compile call (``_regions.Analysis._mark_compiled``).
         return facts.decorated_with(COMPILE_NAMES) or any(
             call.args and not isinstance(call.args[0], ast.Starred) for call in facts.calls_to(COMPILE_NAMES))
-
-    def __init__(self, context):
-        super().__init__(context)
-        self._init_feeder(context)
-        self._reported: Set[int] = set()
-
-    def check(self, found: _regions.Analysis) -> None:
-        """Each rule's ``on_event`` reports the events of compiled code it cares about."""
-        self.found = found
-        for event in found.events:
-            if event.in_compiled and id(event.node) not in self._reported:
-                self.on_event(event)
-
-    def on_event(self, event: RegionEvent) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
 
     def hazard(self, node: cst.CSTNode, message: str) -> None:
         """Report ``node`` once: the first event of a node names the shortest chain."""
