@@ -524,7 +524,7 @@ def _with_gate_edits(analysis: Analysis, settings: Settings) -> List[Finding]:
             fixed[id(f)] = dataclasses.replace(f, fix=fix)
             continue
         added = tuple(analysis_edit(analysis, e) for e in plan.extra + (plan.edit,))
-        if re.search(rf"(?m)^{re.escape(analysis.gate)} = ", plan.edit.content):
+        if re.search(rf"(?:^|[\r\n]){re.escape(analysis.gate)} = ", plan.edit.content):  # any newline
             module_level.append((plan.edit.start, added))
         fixed[id(f)] = dataclasses.replace(f, fix=dataclasses.replace(
             f.fix, edits=tuple(f.fix.edits) + added, requires=requires))
@@ -695,7 +695,7 @@ def _with_setup(text: str, path: str, settings: Settings, rules, enabled, extra:
 
 
 def _binds_gate(content: str, gate: str) -> bool:
-    return re.search(rf"(?m)^[ \t]*{re.escape(gate)} = ", content) is not None
+    return re.search(rf"(?:^|[\r\n])[ \t]*{re.escape(gate)} = ", content) is not None  # any newline
 
 
 def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=None) -> Tuple[str, Analysis, int, List[Finding], Dict[str, bytes]]:

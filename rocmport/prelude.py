@@ -429,7 +429,8 @@ def is_own_block(text: str, block: Block, options: PreludeOptions) -> bool:
     if block.version != VERSION:
         return False
     opts = _tag_options(block.opts, options)
-    match = re.search(r"(?m)^_rocmport_torch = (?P<name>[A-Za-z_]\w*)[ \t]*$", content)
+    match = re.search(r"(?m)^_rocmport_torch = (?P<name>[A-Za-z_]\w*)[ \t]*$",
+                      content.replace("\r\n", "\n").replace("\r", "\n"))  # any newline
     torch_name = match.group("name") if match else None
     for define_gate in (True, False):
         if same_code(content, render_inline(block.gate, block.parts, opts, define_gate=define_gate,

@@ -64,6 +64,16 @@ def test_snippet_sequences(snippets, newline, bom):
     assert fixed.count(b'is_rocm = getattr(') <= 1
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_one_gate_line_for_fixes_after_a_second_import(newline):
+    # Found by test_snippet_sequences: with CR-only newlines the gate line planned for the
+    # first fix was not seen to bind the name, and the second fix got a gate line of its own.
+    text = ('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"\n\n'
+            'import torch\nf = torch.compile(g, mode="reduce-overhead")\n').replace("\n", newline)
+    fixed = assert_fix_properties(text.encode(), prelude=PRELUDES["slim"]).fixed
+    assert fixed.count(b'is_rocm = getattr(') == 1
+
+
 # Found by benchmarks/fuzz.py (seed 20261121, worker 0, example 522): CR-only line endings,
 # whitespace-only lines, a form feed before a statement and hazards in blocks. Each `fix`
 # inserts yet another prelude block with a new gate name (is_rocm, _rocmport_hip,
