@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '585f0cb80cc2abbbd9cd7ef8b6f57f99'
+FINGERPRINT = 'fcc36f66ab6d528bc07099f0f857c194'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -6,13 +6,15 @@ gate search)."""
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
-from rocmport.codemods import _index, _prescan, _resolve
+from rocmport.codemods import _bindings, _index, _prescan, _resolve
 from rocmport.codemods._resolve import (ScopeBindings, cst_import_bindings, from_import_binding, import_binding,
                                         means_rocm_build, rocm_test_binding, torch_aliases)
 
@@ -212,7 +214,7 @@ OWN_TESTS = [
     ("IS_HIP = torch.version.hip is not None\n", None),  # no import at all
     ("try:\n    import torch\nexcept ImportError:\n    pass\nIS_HIP = torch.version.hip is not None\n", None),
     # a name bound to torch.version is not torch: the exact test, shared with the project
-    # index (``_index.means_rocm_build``), knows torch's own aliases only
+    # index (``_bindings.means_rocm_build``), knows torch's own aliases only
     ("from torch import version as v\nIS_HIP = v.hip is not None\n", None),
     ('import torch\nIS_HIP = "torch.version.hip is not None"\n', None),
     # annotated: the check that the name is bound once in the whole file counts ``NAME =``
@@ -257,7 +259,7 @@ EXPRESSIONS = [
 def test_one_exact_rocm_test_for_both_trees(expr, expected):
     names = {"torch", "t"}
     assert means_rocm_build(cst.parse_expression(expr), names) is expected
-    assert _index.means_rocm_build(ast.parse(expr, mode="eval").body, names) is expected
+    assert _bindings.means_rocm_build(ast.parse(expr, mode="eval").body, names) is expected
     assert means_rocm_build(cst.parse_expression(expr), set()) is False
 
 
@@ -272,6 +274,9 @@ def test_the_engine_reuses_the_files_own_test():
     assert "if IS_ROCM else" in fixed and "is_rocm" not in fixed and fixed.count("IS_ROCM =") == 1
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
 def test_the_resolver_is_the_one_place():
     # the Triton analysis and the prefilter's binder call the resolver instead of a copy
     from rocmport.codemods import _triton
@@ -279,3 +284,10 @@ def test_the_resolver_is_the_one_place():
     assert _triton.ScopeBindings is ScopeBindings
     assert _prescan.import_binding is import_binding and _prescan.from_import_binding is from_import_binding
     assert _resolve.means_rocm_build is means_rocm_build
+    # the project index and the prefilter use the same import bindings, and nothing else
+    # in the analyses spells out what an import binds
+    assert _index.module_imports is _bindings.module_imports and _index.means_rocm_build is _bindings.means_rocm_build
+    for module in ROOT.joinpath("rocmport", "codemods").glob("*.py"):
+        if module.name != "_bindings.py":
+            text = module.read_text(encoding="utf-8")
+            assert not re.search(r"\.asname or \w+\.name", text), module.name

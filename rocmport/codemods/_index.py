@@ -18,7 +18,9 @@ What a summary records, per module:
 - module constants (a literal assigned once at module level);
 - re-exports (``from .a import f`` in a package) and every other first-party import;
 - ROCm-build tests (``IS_HIP = torch.version.hip is not None``, or a function that returns
-  such a test), with the same meaning as ``rocmport.engine.means_rocm_build``.
+  such a test), recognised by ``_bindings.means_rocm_build``.
+
+What an import binds and what a name spells are the resolver's answers (``_bindings``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from rocmport.source import read_regular
+
+from ._bindings import dotted as _dotted
+from ._bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names
 
 COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
 PARTIAL = frozenset({"functools.partial"})
@@ -346,7 +351,7 @@ class ProjectIndex:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return found
         targets = []
-        for stmt in _top_level(tree.body):
+        for stmt in top_level(tree.body):
             if isinstance(stmt, ast.Import):
                 targets += [alias.name for alias in stmt.names]
             elif isinstance(stmt, ast.ImportFrom):
@@ -433,110 +438,25 @@ def _literal(node: Optional[ast.AST]):
     return False, None
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
-def _resolve_name(imports: Dict[str, str], local_functions: Set[str], module: str, node: ast.AST) -> Optional[str]:
-    """The absolute dotted name a callee spells, through the module's imports and its own
-    top-level functions; None when unknown."""
-    dotted = _dotted(node)
-    if dotted is None:
-        return None
-    root, _, rest = dotted.partition(".")
-    if root in imports:
-        full = imports[root]
-        return f"{full}.{rest}" if rest else full
-    if root in local_functions and not rest:
-        return f"{module}.{root}"
-    return None
-
-
-def _torch_names(imports: Dict[str, str]) -> Set[str]:
-    return {name for name, full in imports.items() if full == "torch"}
-
-
-def means_rocm_build(expr: ast.AST, torch_names: Set[str]) -> bool:
-    """``rocmport.engine.means_rocm_build`` on CPython's tree: does ``expr`` mean exactly
-    "this torch is a ROCm build"? (``tests/test_project_index.py`` holds both to the same
-    answers.)"""
-    def is_hip(node) -> bool:
-        return any(_dotted(node) == f"{t}.version.hip" for t in torch_names)
-
-    def is_getattr_hip(node) -> bool:
-        return (isinstance(node, ast.Call) and _dotted(node.func) == "getattr" and len(node.args) == 3
-                and not node.keywords
-                and any(_dotted(node.args[0]) == f"{t}.version" for t in torch_names)
-                and isinstance(node.args[1], ast.Constant) and node.args[1].value == "hip"
-                and isinstance(node.args[2], ast.Constant) and node.args[2].value is None)
-
-    if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
-        comparator = expr.comparators[0]
-        if (isinstance(expr.ops[0], (ast.IsNot, ast.NotEq)) and isinstance(comparator, ast.Constant)
-                and comparator.value is None):
-            return is_hip(expr.left) or is_getattr_hip(expr.left)
-    if isinstance(expr, ast.Call) and _dotted(expr.func) == "bool" and len(expr.args) == 1 and not expr.keywords:
-        return is_hip(expr.args[0]) or is_getattr_hip(expr.args[0])
-    return False
-
-
-def _module_imports(index: ProjectIndex, name: str, body: Sequence[ast.stmt]) -> Dict[str, str]:
-    imports: Dict[str, str] = {}
-    for stmt in _top_level(body):
-        if isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                if alias.asname:
-                    imports[alias.asname] = alias.name
-                else:
-                    first = alias.name.split(".", 1)[0]
-                    imports[first] = first
-        elif isinstance(stmt, ast.ImportFrom):
-            base = index.absolute(name, stmt.module, stmt.level) if stmt.level else stmt.module
-            if not base:
-                continue
-            for alias in stmt.names:
-                if alias.name != "*":
-                    imports[alias.asname or alias.name] = f"{base}.{alias.name}"
-    return imports
-
-
-def _top_level(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements that run at module level: the body, and blocks of if/try/with in it."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
-            for attr in ("body", "orelse", "finalbody"):
-                yield from _top_level(getattr(stmt, attr, ()))
-            for handler in getattr(stmt, "handlers", ()):
-                yield from _top_level(handler.body)
-
-
 def _summarise(index: ProjectIndex, summary: ModuleSummary, tree: ast.AST, own: bool = False,
                rebinds: bool = True) -> None:
     """Fill ``summary`` from ``tree`` (``own``: the linted file itself, methods too;
     ``rebinds``: whether a function may rebind a module name, ``global`` in the bytes)."""
     body = getattr(tree, "body", [])
     summary.parsed = True
-    summary.imports = imports = _module_imports(index, summary.name, body)
-    torch_names = _torch_names(imports)
+    summary.imports = imports = module_imports(body, lambda module, level: index.absolute(summary.name, module, level))
+    torch_aliases = torch_names(imports)
     assigned: Dict[str, int] = {}
-    for stmt in _top_level(body):
+    for stmt in top_level(body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             assigned[stmt.name] = assigned.get(stmt.name, 0) + 1
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for bound, _full in import_bindings(stmt):
+                assigned[bound] = assigned.get(bound, 0) + 1
         elif not isinstance(stmt, (ast.If, ast.Try, ast.With)) and type(stmt).__name__ != "TryStar":
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                     assigned[node.id] = assigned.get(node.id, 0) + 1
-                elif isinstance(node, ast.alias):
-                    bound = node.asname or node.name.split(".", 1)[0]
-                    assigned[bound] = assigned.get(bound, 0) + 1
     if rebinds:
         for node in ast.walk(tree):
             if isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -557,7 +477,7 @@ def _summarise(index: ProjectIndex, summary: ModuleSummary, tree: ast.AST, own: 
             ok, value = _literal(stmt.value)
             if ok:
                 summary.constants[target] = value
-            elif torch_names and means_rocm_build(stmt.value, torch_names):
+            elif torch_aliases and means_rocm_build(stmt.value, torch_aliases):
                 summary.rocm_tests.append((target, "constant"))
             elif isinstance(stmt.value, ast.Call):
                 partials.append((target, stmt.value))
@@ -567,7 +487,7 @@ def _summarise(index: ProjectIndex, summary: ModuleSummary, tree: ast.AST, own: 
     for fname, node in functions.items():
         if node is None:
             continue
-        if torch_names and _returns_rocm_test(node, torch_names, summary):
+        if torch_aliases and _returns_rocm_test(node, torch_aliases, summary):
             summary.rocm_tests.append((fname, "function"))
     summary.functions = {}
     # Local functions may forward to one another: settle them in dependency order (a
@@ -595,7 +515,7 @@ def _summarise(index: ProjectIndex, summary: ModuleSummary, tree: ast.AST, own: 
                         summary.methods[key] = found
 
 
-def _returns_rocm_test(node, torch_names: Set[str], summary: ModuleSummary) -> bool:
+def _returns_rocm_test(node, aliases: Set[str], summary: ModuleSummary) -> bool:
     body = list(node.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
@@ -604,7 +524,7 @@ def _returns_rocm_test(node, torch_names: Set[str], summary: ModuleSummary) -> b
     if node.args.args or node.args.posonlyargs or node.args.kwonlyargs or node.args.vararg or node.args.kwarg:
         return False
     value = body[0].value
-    if means_rocm_build(value, torch_names):
+    if means_rocm_build(value, aliases):
         return True
     return isinstance(value, ast.Name) and (value.id, "constant") in summary.rocm_tests
 
@@ -662,7 +582,7 @@ class _FunctionFlows:
         if isinstance(func, ast.Name) and func.id in self.local and func.id not in self.imports:
             found = self.settle(func.id)
             return ("wrapper", found) if found is not None else (None, None)
-        full = _resolve_name(self.imports, set(), self.module, func)
+        full = resolve_name(self.imports, set(), self.module, func)
         if full is None:
             return None, None
         if full in COMPILE:
@@ -755,7 +675,7 @@ class _FunctionFlows:
             # torch._inductor.config.triton.cudagraphs = p
             dotted = _dotted(sub.targets[0]) or ""
             if dotted.endswith("triton.cudagraphs") and isinstance(sub.value, ast.Name) and sub.value.id in clean:
-                full = _resolve_name(self.imports, set(), self.module, sub.targets[0]) or ""
+                full = resolve_name(self.imports, set(), self.module, sub.targets[0]) or ""
                 if full.startswith("torch._inductor.config"):
                     flows[sub.value.id] = CUDAGRAPHS
         for sub in calls:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from ._resolve import from_import_binding, import_binding
+from ._bindings import from_import_binding, import_binding, import_bindings
 
 _PEEL = (ast.Attribute, ast.Call, ast.Subscript)
 
@@ -276,19 +276,9 @@ class Facts:
                     facts.decorators.setdefault(_last(decorator), []).append(decorator)
             elif kind is ClassDef:
                 other.add(node.name)
-            elif kind is Import:
-                for alias in node.names:
-                    if alias.asname:
-                        bindings.setdefault(alias.asname, set()).add(alias.name)
-                    else:  # ``import a.b.c`` binds ``a``
-                        first = alias.name.split(".", 1)[0]
-                        bindings.setdefault(first, set()).add(first)
-            elif kind is ImportFrom:
-                if node.level or not node.module:
-                    continue  # relative: the provider's names start with "."
-                for alias in node.names:
-                    if alias.name != "*":  # a star binds nothing the provider sees
-                        bindings.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+            elif kind is Import or (kind is ImportFrom and not node.level):  # relative: names start with "."
+                for name, full in import_bindings(node):
+                    bindings.setdefault(name, set()).add(full)
             elif kind in _OTHER_BINDERS:
                 other.update(_OTHER_BINDERS[kind](node))
         return facts

@@ -3,12 +3,13 @@
 Every question "what does this name (or dotted chain) refer to at this point" is answered
 here, on LibCST's tree, or -- for the parts that must stay cheap -- without any tree:
 
-- **What an import binds** (:func:`import_binding`, :func:`from_import_binding`): one answer
-  for CPython's tree and LibCST's. ``import a.b.c`` binds ``a``; ``import a.b as x`` binds ``x``
+- **What an import binds** (:func:`import_binding`, :func:`from_import_binding`, defined in
+  ``_bindings`` with the other answers that need no LibCST): one answer for CPython's tree
+  and LibCST's. ``import a.b.c`` binds ``a``; ``import a.b as x`` binds ``x``
   to ``a.b``; ``from m import n as k`` binds ``k`` to ``m.n``; a relative import keeps its dots
   (``from .a import b`` is ".a.b"); ``*`` binds nothing. The prefilter's binder
-  (``_prescan._Binder``, on CPython's ``ast``, before LibCST runs) and every LibCST walk below
-  use these two functions. :func:`cst_import_bindings` applies them to LibCST's nodes.
+  (``_prescan``, on CPython's ``ast``, before LibCST runs), the project index and every LibCST
+  walk below use these two functions. :func:`cst_import_bindings` applies them to LibCST's nodes.
 - **Names bound in a scope, and the one value a name stands for** (:class:`ScopeBindings`):
   a statement-level walk per function, lambda or the module (nested functions and classes are
   bindings, not walked), then the lookup from the innermost function outwards. A parameter or
@@ -22,7 +23,7 @@ here, on LibCST's tree, or -- for the parts that must stay cheap -- without any 
   to exactly "this torch is a ROCm build" (``IS_HIP = torch.version.hip is not None``), that
   fixed code may test instead of adding a gate; the engine's ``_choose_gate`` asks it.
   Whether an expression is such a test is decided by one recogniser,
-  ``_index.means_rocm_build`` (on CPython's tree; :func:`means_rocm_build` hands it LibCST's
+  ``_bindings.means_rocm_build`` (on CPython's tree; :func:`means_rocm_build` hands it LibCST's
   expression), with the torch aliases an import binds (:func:`torch_aliases`).
 - **Data flow through ScopeProvider** (:func:`assigned_values`, :func:`binding_reads`,
   :func:`dict_flow`): which expressions were assigned to a name that is read, and where else
@@ -44,31 +45,14 @@ from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from . import _index
+from . import _bindings, _index
+from ._bindings import from_import_binding, import_binding
 from .base import dotted_name, literal_string
 
 
 # ----------------------------------------------------------------------------------------
 # What an import binds (any tree)
 # ----------------------------------------------------------------------------------------
-
-def import_binding(name: str, asname: Optional[str]) -> Tuple[str, str]:
-    """``import name [as asname]``: (the name it binds, the dotted name bound to it)."""
-    if asname:
-        return asname, name
-    first = name.split(".", 1)[0]
-    return first, first
-
-
-def from_import_binding(module: Optional[str], level: int, name: str,
-                        asname: Optional[str]) -> Optional[Tuple[str, str]]:
-    """``from <level dots><module> import name [as asname]``: (the name it binds, the dotted
-    name bound to it; a relative one keeps its dots), or None for ``*``."""
-    if name == "*":
-        return None
-    base = "." * level + (module or "")
-    return asname or name, (f"{base}.{name}" if module else base + name)
-
 
 def cst_import_bindings(node: Union[cst.Import, cst.ImportFrom]) -> Iterator[Tuple[str, str, cst.ImportAlias]]:
     """(name bound, dotted name bound to it, the alias) for each name a LibCST import binds."""
@@ -476,7 +460,7 @@ def torch_aliases(module: cst.Module) -> Set[str]:
 def means_rocm_build(expr: cst.BaseExpression, torch_names: Set[str]) -> bool:
     """Does ``expr`` mean exactly "this torch is a ROCm build" (``t.version.hip is not None``,
     ``getattr(t.version, "hip", None) is not None``, ``!= None``, ``bool(...)``, ``t`` one of
-    ``torch_names``)? The recogniser is ``_index.means_rocm_build``, on CPython's tree."""
+    ``torch_names``)? The recogniser is ``_bindings.means_rocm_build``, on CPython's tree."""
     if not torch_names:
         return False
     # Only ``... is not None`` / ``... != None`` or ``bool(...)`` can be one: skip printing
@@ -493,7 +477,7 @@ def means_rocm_build(expr: cst.BaseExpression, torch_names: Set[str]) -> bool:
         tree = ast.parse(f"(\n{source}\n)", mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    return _index.means_rocm_build(tree.body, torch_names)
+    return _bindings.means_rocm_build(tree.body, torch_names)
 
 
 def rocm_test_binding(module: cst.Module, text: str) -> Optional[Tuple[str, cst.SimpleStatementLine]]:

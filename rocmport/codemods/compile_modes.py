@@ -17,6 +17,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport.findings import Applicability, Fix
 
+from ._bindings import import_bindings, top_level
 from ._torch import (COMPILE_CONFIG_NAMES, COMPILE_NAMES, PARTIAL_NAMES, is_module_compile_method,
                      is_torch_compile, qualified_names)
 from ._resolve import call_arguments, callee_summary, constant_value, dict_flow, function_summary
@@ -75,21 +76,12 @@ def _may_call_project_function(facts) -> bool:
 
 def _module_imports(facts) -> Dict[str, Set[str]]:
     """name -> what imports bind to it: the absolute ones (``Facts.bindings``) and the
-    relative ones run at module level (dotted as ``Facts.binding_kinds_imports`` spells them)."""
+    relative ones run at module level (keeping their dots)."""
     out = {name: set(fulls) for name, fulls in facts.bindings.items()}
-    todo = list(getattr(facts.tree, "body", ()))
-    while todo:
-        stmt = todo.pop()
+    for stmt in top_level(getattr(facts.tree, "body", ())):
         if isinstance(stmt, ast.ImportFrom) and stmt.level:
-            module = "." * stmt.level + (stmt.module or "")
-            for alias in stmt.names:
-                if alias.name != "*":
-                    full = f"{module}.{alias.name}" if stmt.module else f"{module}{alias.name}"
-                    out.setdefault(alias.asname or alias.name, set()).add(full)
-        elif isinstance(stmt, (ast.If, ast.Try)):
-            todo.extend(stmt.body + stmt.orelse + getattr(stmt, "finalbody", []))
-            for handler in getattr(stmt, "handlers", ()):
-                todo.extend(handler.body)
+            for name, full in import_bindings(stmt):
+                out.setdefault(name, set()).add(full)
     return out
 
 
