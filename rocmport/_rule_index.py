@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'fcc36f66ab6d528bc07099f0f857c194'
+FINGERPRINT = '5d7bd3be1162eac5c8e7be8adc66462e'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

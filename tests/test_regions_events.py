@@ -173,3 +173,73 @@ def test_trailing_synchronize_is_a_region_fact(monkeypatch):
     assert id(event.node) in event.region.trailing_syncs
     (finding,) = findings
     assert finding.fixable and "move it to just after the `with` block" in finding.message
+
+
+_BINDINGS = '''
+import torch
+from torch import nn as tnn
+
+LIMIT = 3
+
+
+class Model(tnn.Module):
+    scale = 2
+
+    def forward(self, x, *rest, k=1, **kw):
+        import math
+        y = x * self.scale
+        y += 1
+        for i, j in enumerate(rest):
+            y = y + i
+        with torch.no_grad() as ctx:
+            z = [w for w in rest if (n := w)]
+        f = lambda a, b=LIMIT: a + b
+        return f(y, k) + len(z) + n
+
+
+@torch.compile
+def step(model, x):
+    global LIMIT
+    LIMIT = 4
+
+    def inner(v):
+        return v.item()
+    return inner(model(x))
+'''
+
+
+def test_the_region_analysis_reads_names_from_the_resolvers_tables(monkeypatch):
+    # the collection pass feeds the resolver's recorder on the engine's one traversal; the
+    # tables it hands on are those the resolver makes on its own, scope by scope
+    from rocmport.codemods._resolve import ScopeBindings
+    import libcst as cst
+
+    made = []
+    original = _regions.Analysis.__init__
+
+    def spy(self, ctx, collector=None):
+        original(self, ctx, collector)
+        made.append((self, collector))
+
+    monkeypatch.setattr(_regions.Analysis, "__init__", spy)
+    assert [f.code for f in lint(_BINDINGS, select=["ROC401"])] == ["ROC401"]
+    (analysis, collector), = made
+    assert collector is not None  # fed by the engine's traversal, no walk of its own
+    fresh = ScopeBindings(analysis.module, analysis._parent)
+    scopes = [analysis.module]
+
+    class Scopes(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            scopes.append(node)
+
+        def visit_Lambda(self, node):
+            scopes.append(node)
+
+    analysis.module.visit(Scopes())
+    assert len(scopes) == 5
+    for scope in scopes:
+        fed, own = analysis.names.bindings(scope), fresh.bindings(scope)
+        assert {k: [id(v) for v in vs] for k, vs in fed.items()} == {k: [id(v) for v in vs] for k, vs in own.items()}
+    forward = scopes[1]
+    assert sorted(analysis.names.bindings(forward)) == ["ctx", "f", "i", "j", "k", "kw", "math", "n", "rest",
+                                                        "self", "w", "x", "y", "z"]

@@ -279,9 +279,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_the_resolver_is_the_one_place():
     # the Triton analysis and the prefilter's binder call the resolver instead of a copy
-    from rocmport.codemods import _triton
+    from rocmport.codemods import _regions, _triton
 
     assert _triton.ScopeBindings is ScopeBindings
+    assert _regions.ScopeBindings is ScopeBindings  # its names: tests/test_regions_events.py
     assert _prescan.import_binding is import_binding and _prescan.from_import_binding is from_import_binding
     assert _resolve.means_rocm_build is means_rocm_build
     # the project index and the prefilter use the same import bindings, and nothing else

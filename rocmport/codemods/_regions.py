@@ -10,7 +10,9 @@ and with a guard against cycles. What the code met on the way does becomes a typ
 (``_events``: a fact, with its region and the chain of calls that reaches it), listed in
 ``Analysis.events``; the rules of both families pick their events and write their own
 findings. The analysis knows no rule code and writes no message. It runs once per file
-(``RuleContext.shared``), however many of those rules are enabled.
+(``RuleContext.shared``), however many of those rules are enabled. What a name stands for in
+a scope is the resolver's answer (``Analysis.names``, a ``_resolve.ScopeBindings`` whose
+tables the collection pass records on the same visits).
 
 Cost: the collection pass is linear in the file; every reached function is scanned once
 (its events are cached), and each region walks the call graph once.
@@ -29,6 +31,7 @@ from ._events import (BooleanMaskIndex, CompiledCall, CopyToHost, DataDependentS
                       HostToDeviceCopy, LoggingCall, PinMemory, PrintCall, RegionEvent, RngStateCall,
                       ScalarRead, StreamCreated, StreamEntered, StreamSynchronize, TensorBranch,
                       TensorFormatted, TensorToPython)
+from ._resolve import BindingRecorder, ScopeBindings
 from ._torch import COMPILE_NAMES
 from .base import dotted_name, keyword, literal_string
 
@@ -128,13 +131,13 @@ class Scope:
     classes: Dict[str, "ClassInfo"] = field(default_factory=dict)
     instances: Dict[str, Set["ClassInfo"]] = field(default_factory=dict)
     compiled_names: Dict[str, int] = field(default_factory=dict)  # name -> line compiled
-    assigns: List[Tuple[cst.BaseExpression, cst.BaseExpression]] = field(default_factory=list)
-    fors: List[Tuple[cst.BaseExpression, cst.BaseExpression]] = field(default_factory=list)
+    # ``x.attr = value`` (attributes of instances and modules: names are the resolver's,
+    # ``Analysis.names``)
+    attribute_assigns: List[Tuple[cst.Attribute, cst.BaseExpression]] = field(default_factory=list)
     globals: Set[str] = field(default_factory=set)
     island: bool = False  # @torch.compiler.disable
     compiled_line: Optional[int] = None  # decorated with @torch.compile
     self_name: Optional[str] = None
-    _values: Optional[Dict[str, List[cst.BaseExpression]]] = None
     _tensor_params: Optional[Set[str]] = None
     _scan: Optional["ScanResult"] = None
 
@@ -194,6 +197,8 @@ class _Collector(cst.CSTVisitor):
         super().__init__()
         self.a = analysis
         self.stack: List[object] = [analysis.module_scope]
+        # what binds each name in each scope: the resolver's tables, made on the same visits
+        self.names = analysis.recorder = BindingRecorder(analysis.module, nested=True)
 
     # the innermost function or module scope
     def scope(self) -> Scope:
@@ -203,6 +208,7 @@ class _Collector(cst.CSTVisitor):
         return self.a.module_scope  # pragma: no cover
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.names.visit_ClassDef(node)
         scope = self.scope()
         info = ClassInfo(node, node.name.value, scope,
                          bases=[n for n in (dotted_name(b.value) for b in node.bases) if n])
@@ -211,9 +217,11 @@ class _Collector(cst.CSTVisitor):
         self.stack.append(info)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.names.leave_ClassDef(original_node)
         self.stack.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.names.visit_FunctionDef(node)
         top = self.stack[-1]
         outer = self.scope()
         cls = top if isinstance(top, ClassInfo) else None
@@ -238,25 +246,58 @@ class _Collector(cst.CSTVisitor):
         self.stack.append(scope)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.names.leave_FunctionDef(original_node)
         self.stack.pop()
 
     def visit_Global(self, node: cst.Global) -> None:
         self.scope().globals.update(n.name.value for n in node.names)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self.names.visit_Assign(node)
         if isinstance(self.stack[-1], ClassInfo):
             return
         scope = self.scope()
         for target in node.targets:
-            scope.assigns.append((target.target, node.value))
+            if isinstance(target.target, cst.Attribute):
+                scope.attribute_assigns.append((target.target, node.value))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.names.visit_AnnAssign(node)
         if node.value is None or isinstance(self.stack[-1], ClassInfo):
             return
-        self.scope().assigns.append((node.target, node.value))
+        if isinstance(node.target, cst.Attribute):
+            self.scope().attribute_assigns.append((node.target, node.value))
 
     def visit_For(self, node: cst.For) -> None:
-        self.scope().fors.append((node.target, node.iter))
+        self.names.visit_For(node)
+
+    # the other visits that bind names: the resolver's
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.names.visit_Lambda(node)
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.names.leave_Lambda(original_node)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.names.visit_Param(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.names.visit_AugAssign(node)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.names.visit_CompFor(node)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.names.visit_NamedExpr(node)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        self.names.visit_WithItem(node)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self.names.visit_Import(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.names.visit_ImportFrom(node)
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
@@ -307,11 +348,14 @@ class Analysis:
         self.capture_scalars = bool(_CAPTURE_SCALARS.search(self.text))
         self.events: List[RegionEvent] = []
         self._offset_cache: Dict[int, int] = {}
+        self._values: Dict[int, Dict[str, List[cst.BaseExpression]]] = {}  # id(scope) -> values()
 
         if collector is None:
             self.module.visit(_Collector(self))
         else:
             collector.adopt(self)
+        self.names = ScopeBindings(self.module, self._parent)  # what a name stands for in a scope
+        self.names.adopt(self.recorder)
         self.compiled: List[Tuple[Scope, int]] = []
         if not (self.capture_withs or self.capture_begins or self.graphed_calls or self.compile_calls
                 or any(f.compiled_line is not None for f in self.all_functions)):
@@ -532,21 +576,20 @@ class Analysis:
     def _bind_instances(self) -> None:
         for _ in range(2):  # a second round resolves ``b = a`` after ``a = Model()``
             for scope in self._all_scopes():
-                for target, value in scope.assigns:
+                for name, bound in self.names.bindings(scope.node).items():
+                    for value in bound:  # ``name = value`` or ``for name in value``
+                        value = value.iter if isinstance(value, cst.For) else value
+                        classes = self.classes_of(value, scope) if isinstance(value, cst.BaseExpression) else None
+                        if classes:
+                            holder = self.module_scope if name in scope.globals else scope
+                            holder.instances.setdefault(name, set()).update(classes)
+                for target, value in scope.attribute_assigns:
                     classes = self.classes_of(value, scope)
                     if classes:
                         self._bind(target, classes, scope)
-                for target, iterable in scope.fors:
-                    classes = self.classes_of(iterable, scope)
-                    if classes:
-                        self._bind(target, classes, scope)
 
-    def _bind(self, target: cst.BaseExpression, classes: Set[ClassInfo], scope: Scope) -> None:
-        if isinstance(target, cst.Name):
-            name = target.value
-            holder = self.module_scope if name in scope.globals else scope
-            holder.instances.setdefault(name, set()).update(classes)
-        elif isinstance(target, cst.Attribute) and self.is_self(target.value, scope):
+    def _bind(self, target: cst.Attribute, classes: Set[ClassInfo], scope: Scope) -> None:
+        if self.is_self(target.value, scope):
             cls = self.self_class(scope)
             if cls is not None:
                 cls.attrs.setdefault(target.attr.value, set()).update(classes)
@@ -593,17 +636,21 @@ class Analysis:
                 self.compiled_when.setdefault(id(scope), set()).add(None)
         # names bound to compiled callables (called in a capture, they compile there)
         for scope in self._all_scopes():
-            for target, value in scope.assigns:
-                if (isinstance(value, cst.Call) and self.ctx.may_resolve(value.func, COMPILE_NAMES)
-                        and self.qnames(value.func) & COMPILE_NAMES):
-                    line = self.line(value)
-                    if isinstance(target, cst.Name):
-                        holder = self.module_scope if target.value in scope.globals else scope
-                        holder.compiled_names.setdefault(target.value, line)
-                    elif isinstance(target, cst.Attribute) and self.is_self(target.value, scope):
-                        cls = self.self_class(scope)
-                        if cls is not None:
-                            cls.compiled_attrs.setdefault(target.attr.value, line)
+            for name, values in self.values(scope).items():
+                for value in values:
+                    if self._compiles(value):
+                        holder = self.module_scope if name in scope.globals else scope
+                        holder.compiled_names.setdefault(name, self.line(value))
+            for target, value in scope.attribute_assigns:
+                if self._compiles(value) and self.is_self(target.value, scope):
+                    cls = self.self_class(scope)
+                    if cls is not None:
+                        cls.compiled_attrs.setdefault(target.attr.value, self.line(value))
+
+    def _compiles(self, value: cst.BaseExpression) -> bool:
+        """``torch.compile(...)`` (any spelling)."""
+        return (isinstance(value, cst.Call) and self.ctx.may_resolve(value.func, COMPILE_NAMES)
+                and bool(self.qnames(value.func) & COMPILE_NAMES))
 
     def compiled_callee(self, func: cst.BaseExpression, scope: Optional[Scope]) -> Optional[int]:
         """The line where the callee ``func`` was compiled, when it is a compiled callable."""
@@ -614,7 +661,7 @@ class Analysis:
             while current is not None:
                 if func.value in current.compiled_names:
                     return current.compiled_names[func.value]
-                if any(isinstance(t, cst.Name) and t.value == func.value for t, _ in current.assigns):
+                if func.value in self.values(current):
                     return None  # bound here to something else
                 if func.value in current.funcs:
                     return current.funcs[func.value].compiled_line
@@ -755,14 +802,12 @@ class Analysis:
 
     # -- scanning a function or a region's statements ------------------------------------------
     def values(self, scope: Optional[Scope]) -> Dict[str, List[cst.BaseExpression]]:
+        """name -> the values plain assignments bind to it in ``scope`` (the resolver's)."""
         if scope is None:
             return {}
-        if scope._values is None:
-            values: Dict[str, List[cst.BaseExpression]] = {}
-            for target, value in scope.assigns:
-                if isinstance(target, cst.Name):
-                    values.setdefault(target.value, []).append(value)
-            scope._values = values
+        found = self._values.get(id(scope))
+        if found is None:
+            found = self._values[id(scope)] = self.names.assigned(scope.node)
             params: Set[str] = set()
             if isinstance(scope.node, cst.FunctionDef):
                 p = scope.node.params
@@ -770,7 +815,7 @@ class Analysis:
                     if param.annotation is not None and _is_tensor_annotation(param.annotation.annotation):
                         params.add(param.name.value)
             scope._tensor_params = params
-        return scope._values
+        return found
 
     def is_tensor(self, expr: cst.BaseExpression, scope: Optional[Scope], depth: int = 0) -> bool:
         """Is ``expr`` (probably) a tensor? Conservative: unknown values are not."""
@@ -1077,9 +1122,8 @@ class Analysis:
                 if any(self._is_cuda_generator(v, current, depth + 1)
                        for v in self.values(current).get(expr.value, ())):
                     return True
-                for target, iterable in current.fors:
-                    if isinstance(target, cst.Name) and target.value == expr.value \
-                            and "torch.cuda.default_generators" in self.qnames(iterable):
+                for bound in self.names.bindings(current.node).get(expr.value, ()):
+                    if isinstance(bound, cst.For) and "torch.cuda.default_generators" in self.qnames(bound.iter):
                         return True
                 current = current.parent
         return False
@@ -1112,8 +1156,9 @@ class Analysis:
             return False
         current = scope
         while current is not None:
-            for target, value in current.assigns:
-                target_name = dotted_name(target)
+            rebinds = [(dotted_name(target), value) for target, value in current.attribute_assigns]
+            rebinds += [(bound, value) for bound, values in self.values(current).items() for value in values]
+            for target_name, value in rebinds:
                 if target_name == f"{name}.{attr}" and self._is_noop(value, current):
                     return True
                 if target_name == name and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
@@ -1370,8 +1415,10 @@ class Feeder:
     the families that is created for a file forwards its visits here, so the analysis does
     not walk the tree a second time."""
 
-    _EVENTS = ("visit_ClassDef", "leave_ClassDef", "visit_FunctionDef", "leave_FunctionDef",
-               "visit_Global", "visit_Assign", "visit_AnnAssign", "visit_For", "visit_With", "visit_Call")
+    # the collection pass's visits, and those that make the resolver's tables of names
+    _EVENTS = tuple(dict.fromkeys(("visit_ClassDef", "leave_ClassDef", "visit_FunctionDef", "leave_FunctionDef",
+                                   "visit_Global", "visit_Assign", "visit_AnnAssign", "visit_For", "visit_With",
+                                   "visit_Call") + BindingRecorder.EVENTS))
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -1434,46 +1481,6 @@ class RegionRule:
     def _init_feeder(self, context) -> None:
         self._feeder = feeder(context, self)
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if self._feeder is not None:
-            self._feeder.record("visit_ClassDef", node)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        if self._feeder is not None:
-            self._feeder.record("leave_ClassDef", original_node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self._feeder is not None:
-            self._feeder.record("visit_FunctionDef", node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        if self._feeder is not None:
-            self._feeder.record("leave_FunctionDef", original_node)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        if self._feeder is not None:
-            self._feeder.record("visit_Global", node)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if self._feeder is not None:
-            self._feeder.record("visit_Assign", node)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if self._feeder is not None:
-            self._feeder.record("visit_AnnAssign", node)
-
-    def visit_For(self, node: cst.For) -> None:
-        if self._feeder is not None:
-            self._feeder.record("visit_For", node)
-
-    def visit_With(self, node: cst.With) -> None:
-        if self._feeder is not None:
-            self._feeder.record("visit_With", node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if self._feeder is not None:
-            self._feeder.record("visit_Call", node)
-
     def leave_Module(self, original_node: cst.Module) -> None:
         # leave_Module comes after the whole tree: whichever rule gets here first, the
         # feeder has seen every visit.
@@ -1481,3 +1488,15 @@ class RegionRule:
         if fed is not None and fed.owner is not None:
             fed.done = True
         self.check(analysis(self.context))
+
+
+def _forward(event: str):
+    def forward(self, node: cst.CSTNode) -> None:
+        if self._feeder is not None:
+            self._feeder.record(event, node)
+    forward.__name__ = forward.__qualname__ = event
+    return forward
+
+
+for _event in Feeder._EVENTS:  # the feeding rule records each visit the collection pass takes
+    setattr(RegionRule, _event, _forward(_event))

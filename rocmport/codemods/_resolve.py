@@ -15,10 +15,15 @@ here, on LibCST's tree, or -- for the parts that must stay cheap -- without any 
   bindings, not walked), then the lookup from the innermost function outwards. A parameter or
   a local assignment shadows a module constant; a name bound more than once gives no value.
   Used by the Triton analysis (``_triton.TritonAnalysis.bindings`` / ``resolve``) for
-  ``BLOCK = 128`` constants, grids and config lists. Other analyses (``_regions``) may use it:
+  ``BLOCK = 128`` constants, grids and config lists, and by the region analysis
+  (``_regions.Analysis.names``: what a name was assigned, loops over generators, a logger
+  rebound to a no-op, a name that shadows a compiled function), whose collection pass feeds
+  a :class:`BindingRecorder` on the engine's one traversal instead of walking again.
   ``ScopeBindings(module, parent)``, ``parent`` being a function from a node to its parent
   node or None (``Rule.parent``, ``TritonAnalysis.parent``; LibCST's lazy metadata values
-  already unwrapped), then ``scope_of(node)``, ``bindings(scope)``, ``resolve(name, at)``.
+  already unwrapped), then ``scope_of(node)``, ``bindings(scope)``, ``assigned(scope)``,
+  ``resolve(name, at)``. The region analysis keeps its own model of what is not a name:
+  functions and classes as call targets, the instances a name or ``self.attr`` holds.
 - **The file's own ROCm test** (:func:`rocm_test_binding`): the module-level name bound once,
   to exactly "this torch is a ROCm build" (``IS_HIP = torch.version.hip is not None``), that
   fixed code may test instead of adding a gate; the engine's ``_choose_gate`` asks it.
@@ -342,12 +347,18 @@ def call_arguments(call: cst.Call, summary, target: str) -> Iterator[Tuple[cst.B
 
 class ScopeBindings:
     """name -> what binds it in a function, lambda or the module, and the one value a name
-    stands for at a node. ``parent`` maps a node to its parent (None at the top)."""
+    stands for at a node. ``parent`` maps a node to its parent (None at the top). The tables
+    are made one scope at a time when asked, or all at once by a :class:`BindingRecorder`
+    that an analysis fed during its own traversal (:meth:`adopt`)."""
 
     def __init__(self, module: cst.Module, parent: Callable[[cst.CSTNode], Optional[cst.CSTNode]]) -> None:
         self.module = module
         self.parent = parent
         self._cache: Dict[int, Dict[str, List[cst.CSTNode]]] = {}
+
+    def adopt(self, recorder: "BindingRecorder") -> None:
+        """Take the tables of every scope a recorder saw (a walk of the whole module)."""
+        self._cache.update(recorder.tables)
 
     def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
         """The function or lambda around ``node``, else the module."""
@@ -359,15 +370,22 @@ class ScopeBindings:
         return self.module
 
     def bindings(self, scope: cst.CSTNode) -> Dict[str, List[cst.CSTNode]]:
-        """name -> the values bound to it directly in ``scope`` (a statement-level walk that
-        skips nested functions and classes). Bindings that are not plain assignments
-        (loops, augmented assignments, parameters, imports) are recorded as the binding node."""
+        """name -> the values bound to it directly in ``scope`` (nested functions and classes
+        are bindings, not walked). Bindings that are not plain assignments (loops, augmented
+        assignments, parameters, imports) are recorded as the binding node."""
         key = id(scope)
         found = self._cache.get(key)
         if found is None:
-            found = self._cache[key] = {}
-            scope.visit(_BindingWalk(scope, found))
+            recorder = BindingRecorder(scope)
+            scope.visit(recorder)
+            found = self._cache[key] = recorder.tables.get(key, {})
         return found
+
+    def assigned(self, scope: cst.CSTNode) -> Dict[str, List[cst.BaseExpression]]:
+        """name -> the values plain assignments (``name = value``, ``name: T = value``) bind
+        to it directly in ``scope``."""
+        return {name: plain for name, values in self.bindings(scope).items()
+                if (plain := [v for v in values if _is_assigned_value(v)])}
 
     def resolve(self, name: str, at: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The one value bound to ``name`` where ``at`` is (its function, then the enclosing
@@ -382,33 +400,76 @@ class ScopeBindings:
             scope = self.scope_of(scope)
 
 
-class _BindingWalk(cst.CSTVisitor):
-    def __init__(self, scope: cst.CSTNode, found: Dict[str, List[cst.CSTNode]]) -> None:
-        self.scope = scope
-        self.found = found
+def _is_assigned_value(value: cst.CSTNode) -> bool:
+    # a plain assignment records its value; every other binding its node (``x := v`` too)
+    return isinstance(value, cst.BaseExpression) and not isinstance(value, cst.NamedExpr)
+
+
+class BindingRecorder(cst.CSTVisitor):
+    """Records, per function, lambda and the module, what binds each name directly in it.
+
+    Walked from ``root`` (a scope): nested functions and classes become bindings of the scope
+    and are not entered. Walked from the module with ``nested=True`` (or fed the same visits
+    by another traversal, :class:`ScopeBindings.adopt`), every scope's table is made at once:
+    a function, lambda or class body opens a scope of its own (a class body's names are
+    attributes, recorded nowhere)."""
+
+    def __init__(self, root: cst.CSTNode, nested: bool = False) -> None:
+        self.root = root
+        self.nested = nested
+        self.tables: Dict[int, Dict[str, List[cst.CSTNode]]] = {id(root): {}}
+        self._stack: List[Optional[Dict[str, List[cst.CSTNode]]]] = [self.tables[id(root)]]
+
+    def _bind(self, name: str, value: cst.CSTNode) -> None:
+        table = self._stack[-1]
+        if table is not None:
+            table.setdefault(name, []).append(value)
 
     def add(self, target: cst.CSTNode, value: cst.CSTNode) -> None:
         if isinstance(target, cst.Name):
-            self.found.setdefault(target.value, []).append(value)
+            self._bind(target.value, value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self.add(element.value, element)  # unpacking: not a known value
 
+    def _open(self, node: cst.CSTNode, table: Optional[Dict[str, List[cst.CSTNode]]]) -> bool:
+        if not self.nested:
+            return False
+        if table is not None:
+            self.tables[id(node)] = table
+        self._stack.append(table)
+        return True
+
+    def _close(self, node: cst.CSTNode) -> None:
+        if self.nested and node is not self.root:
+            self._stack.pop()
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        if node is self.scope:
+        if node is self.root:
             return True
-        self.found.setdefault(node.name.value, []).append(node)
-        return False
+        self._bind(node.name.value, node)
+        return self._open(node, {})
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._close(original_node)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.found.setdefault(node.name.value, []).append(node)
-        return False
+        self._bind(node.name.value, node)
+        return self._open(node, None)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._close(original_node)
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return node is self.scope
+        if node is self.root:
+            return True
+        return self._open(node, {})
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self._close(original_node)
 
     def visit_Param(self, node: cst.Param) -> None:
-        self.found.setdefault(node.name.value, []).append(node)
+        self._bind(node.name.value, node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -436,9 +497,14 @@ class _BindingWalk(cst.CSTVisitor):
 
     def visit_Import(self, node: cst.Import) -> None:
         for name, _full, alias in cst_import_bindings(node):
-            self.found.setdefault(name, []).append(alias)
+            self._bind(name, alias)
 
     visit_ImportFrom = visit_Import
+
+    # the visits that make the tables, for a traversal that feeds a recorder
+    EVENTS = ("visit_FunctionDef", "leave_FunctionDef", "visit_ClassDef", "leave_ClassDef", "visit_Lambda",
+              "leave_Lambda", "visit_Param", "visit_Assign", "visit_AnnAssign", "visit_AugAssign", "visit_For",
+              "visit_CompFor", "visit_NamedExpr", "visit_WithItem", "visit_Import", "visit_ImportFrom")
 
 
 # ----------------------------------------------------------------------------------------
