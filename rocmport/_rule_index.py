@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '5d7bd3be1162eac5c8e7be8adc66462e'
+FINGERPRINT = 'b38f7bdcd335d150acd30a23872b6fcd'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -25,7 +25,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from rocmport.codemods import _prescan, env_files
+from rocmport.codemods import _prescan, _walk, env_files
 from rocmport.codemods._resolve import rocm_test_binding
 from rocmport.codemods.base import PREFILTER, STATS, Metadata, Rule, RuleContext, RuleOptions
 from rocmport.codemods.tool import FixFailed, UnreadableFile
@@ -57,6 +57,8 @@ class Analysis:
     block: Optional[prelude.Block] = None
     house: Optional[placement.HouseGate] = None  # the project's own ROCm test, when the gate is one
     spans: List[Tuple[cst.CSTNode, int, int]] = dataclasses.field(default_factory=list)  # _statement_spans
+    # _gate_bound's scan: statements checked so far, and the start of the first that binds the gate
+    gate_scan: List[Optional[int]] = dataclasses.field(default_factory=lambda: [0, None])
 
 
 def select_rules(settings: Settings, path: str) -> Tuple[FrozenSet[str], List[Type[Rule]]]:
@@ -108,9 +110,10 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         try:
             # Not wrapper.visit_batched: that would resolve every declared provider up front.
             # Rules resolve metadata lazily through their context (Rule.get_metadata); the
-            # visit records each node's parent on its way (Metadata.enter / leave).
-            cst.visit_batched(module, [rule(context) for rule in triggered],
-                              before_visit=wrapper.enter, after_leave=wrapper.leave)
+            # visit records each node's parent on its way (Metadata.enter / leave). LibCST's
+            # calls, in its order, without rebuilding the tree (_walk).
+            _walk.visit_batched(module, [rule(context) for rule in triggered],
+                                before_visit=wrapper.enter, after_leave=wrapper.leave)
         except RecursionError:
             return None
         return _unsuppressed(context.findings, text, lines)
@@ -427,18 +430,20 @@ def _parse_error(text: str) -> Optional[str]:
     return None
 
 
-def _statement_spans(analysis: Analysis):
-    """(statement, start, end) of the module's statements, computed once per analysis (and
-    only as far as a caller reads: each fix asks for the statements before it)."""
+def _statement_spans(analysis: Analysis, first: int = 0):
+    """(statement, start, end) of the module's statements from the ``first``, computed once
+    per analysis (and only as far as a caller reads: each fix asks for the statements before
+    it)."""
     spans = analysis.spans
     positions = analysis.wrapper.resolve(PositionProvider)
     lines = analysis.lines
     body = analysis.module.body
-    i = 0
+    i = first
     while i < len(body):
-        if i == len(spans):
-            rng = positions[body[i]]
-            spans.append((body[i], lines.offset(rng.start.line, rng.start.column),
+        while len(spans) <= i:
+            stmt = body[len(spans)]
+            rng = positions[stmt]
+            spans.append((stmt, lines.offset(rng.start.line, rng.start.column),
                           lines.offset(rng.end.line, rng.end.column)))
         yield spans[i]
         i += 1
@@ -470,14 +475,17 @@ def _gate_bound(analysis: Analysis, before: int) -> bool:
     """Is the gate name already bound at module level before ``before`` (by the file's own
     test, a gate line, or a block that defines it)?"""
     gate = analysis.gate
-    for stmt, start, _end in _statement_spans(analysis):
+    scan = analysis.gate_scan  # the scan goes on where the last call left it: once per file
+    if scan[1] is not None:
+        return scan[1] < before
+    for stmt, start, _end in _statement_spans(analysis, scan[0]):
         if start >= before:
             return False
-        if ("stmt", id(stmt)) == analysis.gate_binding:
-            return True
-        if isinstance(stmt, cst.SimpleStatementLine) and any(
+        scan[0] += 1
+        if ("stmt", id(stmt)) == analysis.gate_binding or (isinstance(stmt, cst.SimpleStatementLine) and any(
                 isinstance(small, (cst.Assign, cst.AnnAssign)) and gate in _assigned_names(small)
-                for small in stmt.body):
+                for small in stmt.body)):
+            scan[1] = start
             return True
     return False
 

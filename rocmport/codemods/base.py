@@ -30,6 +30,8 @@ from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodeg
 
 from rocmport.findings import Applicability, Edit, Finding, Fix
 
+from . import _walk
+
 if TYPE_CHECKING:  # pragma: no cover
     from rocmport.source import LineIndex
 
@@ -116,7 +118,7 @@ class Metadata:
         if not self._walked:
             self.parents.known.clear()
             self._stack.clear()
-            cst.visit_batched(self.module, [], before_visit=self.enter, after_leave=self.leave)
+            _walk.visit_batched(self.module, [], before_visit=self.enter, after_leave=self.leave)
 
     # -- MetadataWrapper's interface ---------------------------------------------------------
     def resolve(self, provider) -> Any:
@@ -179,7 +181,7 @@ class _Parents:
                 known[node] = stack[-1]
             stack.append(node)
 
-        cst.visit_batched(top, [], before_visit=enter, after_leave=lambda node: stack.pop())
+        _walk.visit_batched(top, [], before_visit=enter, after_leave=lambda node: stack.pop())
 
     def __getitem__(self, node: cst.CSTNode) -> cst.CSTNode:
         found = self._lookup(node)

@@ -1,0 +1,167 @@
+"""LibCST's traversals, without rebuilding the tree on the way.
+
+``node.visit(visitor)`` and ``libcst.visit_batched`` rebuild every node they pass (each
+node's ``_visit_and_replace_children`` constructs a copy, which a visitor then throws away):
+on a large file that is most of a traversal's time. :func:`visit` and :func:`visit_batched`
+make the same calls in the same order -- ``on_visit`` / ``visit_<Type>`` before a node's
+children, ``on_leave`` / ``leave_<Type>`` after them, children in the order LibCST visits
+them, the same node objects -- and build nothing.
+
+The order of a node type's children is the order of the fields its own
+``_visit_and_replace_children`` hands to LibCST's ``visit_*`` helpers, read once per type
+from LibCST's source. Where that source cannot be read, a node's children are taken, in
+LibCST's order, from one call of that method with a visitor that does not descend (it
+rebuilds that one node). A visitor with attribute hooks (``visit_<Type>_<field>``), which
+this walk does not call, gets LibCST's own traversal. ``tests/test_walk.py`` holds both to
+the same calls on real code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Callable, Dict, Iterable, List, Optional, Tuple, Type
+
+import libcst as cst
+from libcst._nodes.base import CSTNode
+
+_FIELD = re.compile(r'\bvisit_(?:required|optional|sentinel|sequence|body_sequence|iterable|body_iterable)'
+                    r'\(\s*self\s*,\s*"(\w+)"')
+_ATTRIBUTE_HOOK = re.compile(r"^(?:visit|leave)_[A-Z][A-Za-z]*_\w+$")
+_ORDER: Dict[type, Optional[Tuple[str, ...]]] = {}
+
+
+def child_fields(cls: Type[CSTNode]) -> Optional[Tuple[str, ...]]:
+    """The fields of ``cls`` that LibCST visits, in its order (None when unknown)."""
+    try:
+        return _ORDER[cls]
+    except KeyError:
+        pass
+    try:
+        source = inspect.getsource(cls._visit_and_replace_children)
+    except (OSError, TypeError):
+        order = None
+    else:
+        order = tuple(dict.fromkeys(_FIELD.findall(source)))
+        if not order and "visit_" in source.split("\n", 1)[-1]:
+            order = None  # it visits something the pattern does not read
+    _ORDER[cls] = order
+    return order
+
+
+class _Recorder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.children: List[CSTNode] = []
+
+    def on_visit(self, node: CSTNode) -> bool:
+        self.children.append(node)
+        return False
+
+
+def _recorded_children(node: CSTNode) -> List[CSTNode]:
+    """``node``'s children in LibCST's order, from LibCST itself (the slow way)."""
+    recorder = _Recorder()
+    node._visit_and_replace_children(recorder)
+    return recorder.children
+
+
+def children(node: CSTNode) -> List[CSTNode]:
+    """``node``'s children, in the order LibCST visits them."""
+    fields = child_fields(type(node))
+    if fields is None:
+        return _recorded_children(node)
+    out: List[CSTNode] = []
+    for name in fields:
+        child = getattr(node, name)
+        if isinstance(child, CSTNode):
+            out.append(child)
+        elif type(child) is tuple or type(child) is list:
+            out.extend(child)
+    return out
+
+
+def _has_attribute_hooks(names: Iterable[str]) -> bool:
+    return any(_ATTRIBUTE_HOOK.match(name) for name in names)
+
+
+def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
+    """``node.visit(visitor)`` for a visitor (not a transformer), without rebuilding."""
+    if _has_attribute_hooks(name for name in dir(type(visitor)) if name.startswith(("visit_", "leave_"))):
+        node.visit(visitor)
+        return
+    on_visit, on_leave = visitor.on_visit, visitor.on_leave
+    order = _ORDER
+
+    def walk(current: CSTNode) -> None:
+        if on_visit(current):
+            fields = order.get(type(current), _UNREAD)
+            if fields is _UNREAD or fields is None:
+                for child in children(current):
+                    walk(child)
+            else:
+                for name in fields:
+                    child = getattr(current, name)
+                    if isinstance(child, CSTNode):
+                        walk(child)
+                    elif type(child) is tuple or type(child) is list:
+                        for item in child:
+                            walk(item)
+        on_leave(current)
+
+    walk(node)
+
+
+def visit_batched(node: CSTNode, visitors: Iterable[cst.BatchableCSTVisitor],
+                  before_visit: Optional[Callable[[CSTNode], None]] = None,
+                  after_leave: Optional[Callable[[CSTNode], None]] = None) -> None:
+    """``libcst.visit_batched`` without rebuilding: every visitor's ``visit_<Type>`` in
+    turn before a node's children (after ``before_visit``), ``leave_<Type>`` after them
+    (then ``after_leave``)."""
+    visitors = list(visitors)
+    methods: Dict[str, List[Callable]] = {}
+    for batch in visitors:
+        for name, function in batch.get_visitors().items():
+            methods.setdefault(name, []).append(function)
+    if _has_attribute_hooks(methods):
+        cst.visit_batched(node, visitors, before_visit=before_visit, after_leave=after_leave)
+        return
+    visits: Dict[type, Tuple[Callable, ...]] = {}
+    leaves: Dict[type, Tuple[Callable, ...]] = {}
+    order = _ORDER
+    before = before_visit or _nothing
+    after = after_leave or _nothing
+
+    def walk(current: CSTNode) -> None:
+        cls = type(current)
+        calls = visits.get(cls)
+        if calls is None:
+            calls = visits[cls] = tuple(methods.get("visit_" + cls.__name__, ()))
+            leaves[cls] = tuple(methods.get("leave_" + cls.__name__, ()))
+        before(current)
+        for call in calls:
+            call(current)
+        fields = order.get(cls, _UNREAD)
+        if fields is _UNREAD or fields is None:
+            for child in children(current):
+                walk(child)
+        else:
+            for name in fields:
+                child = getattr(current, name)
+                if isinstance(child, CSTNode):
+                    walk(child)
+                elif type(child) is tuple or type(child) is list:
+                    for item in child:
+                        walk(item)
+        for call in leaves[cls]:
+            call(current)
+        after(current)
+
+    walk(node)
+
+
+def _nothing(_node: CSTNode) -> None:
+    pass
+
+
+_UNREAD = object()

@@ -1,0 +1,180 @@
+"""The traversal that does not rebuild the tree (rocmport.codemods._walk) makes LibCST's calls.
+
+Compared on real code (rocmport's own sources, the test fixtures and, where torch is
+installed, some of torch's largest modules, which use most of the grammar): the same nodes,
+entered and left in the same order, for ``visit_batched`` with hooks and for ``visit`` with a
+visitor that prunes subtrees; the children read from LibCST's source equal the children
+LibCST itself visits, for every node type met.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import List, Tuple
+
+import libcst as cst
+import pytest
+
+from rocmport.codemods import _walk
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _corpus() -> List[Path]:
+    files = sorted((ROOT / "rocmport").rglob("*.py")) + sorted((ROOT / "tests" / "fixtures").rglob("*.py"))
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.origin:
+        base = Path(spec.origin).parent
+        files += [base / name for name in ("_inductor/ir.py", "_tensor.py", "nn/modules/module.py",
+                                           "_dynamo/variables/builtin.py", "testing/_internal/common_utils.py")
+                  if (base / name).exists()]
+    return files
+
+
+# Syntax the corpus may not hold: match statements, walrus, star-excepts, f-string specs,
+# decorators, async, type parameters, lambdas with defaults, global/nonlocal.
+_GRAMMAR = '''
+import a.b as c
+from .x import (y as z, w)
+from . import *
+@dec(1)
+@other
+async def f[T](p: int = 1, /, q=2, *args, r: "s" = lambda u=3: u, **kw) -> T:
+    global g
+    async with m() as (n, o), p:
+        async for i, j in k:
+            if (v := i) and not j or -i:
+                yield v
+            elif i is not None:
+                await g(*i, **j)
+            else:
+                raise E from None
+    try:
+        pass
+    except* ValueError as e:
+        del e
+    finally:
+        nonlocal_ = [x for x in y if x for z in x]
+    match q:
+        case {"a": 1, **rest} | [1, *others] | Point(x=0, y=_) as pt if pt:
+            print(f"{q!r:>{width}} {q=}", end="")
+        case _:
+            return {k: v for k, v in q}, {*q}, (q,), q[1:2:3, ...], q @ q
+class K(B, metaclass=M):
+    x: int = 1; y = z = 2
+    def __init__(self): self.a += 1
+type Alias[U] = list[U]
+assert x, "m"
+while True: break
+else: continue
+'''
+
+
+def _sources():
+    yield "grammar", _GRAMMAR
+    for path in _corpus():
+        yield f"{path.parent.name}/{path.name}", path.read_bytes()
+
+
+def _modules():
+    for name, text in _sources():
+        try:
+            yield name, cst.parse_module(text)
+        except (cst.ParserSyntaxError, UnicodeDecodeError):
+            continue
+
+
+MODULES = list(_modules())
+
+
+def _events(run) -> List[Tuple[str, int]]:
+    events: List[Tuple[str, int]] = []
+    run(lambda node: events.append(("enter", id(node))), lambda node: events.append(("leave", id(node))))
+    return events
+
+
+@pytest.mark.parametrize("name,module", MODULES, ids=[name for name, _ in MODULES])
+def test_batched_visit_makes_libcsts_calls(name, module):
+    class Calls(cst.BatchableCSTVisitor):
+        def __init__(self, log):
+            super().__init__()
+            self.log = log
+
+        def visit_Name(self, node):
+            self.log.append(("Name", id(node)))
+
+        def leave_FunctionDef(self, node):
+            self.log.append(("FunctionDef", id(node)))
+
+    ours: List = []
+    theirs: List = []
+    ours_hooks = _events(lambda enter, leave: _walk.visit_batched(module, [Calls(ours)], enter, leave))
+    theirs_hooks = _events(lambda enter, leave: cst.visit_batched(module, [Calls(theirs)], before_visit=enter,
+                                                                   after_leave=leave))
+    assert ours_hooks == theirs_hooks
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("name,module", MODULES[:12], ids=[name for name, _ in MODULES[:12]])
+def test_visit_makes_libcsts_calls_and_prunes_alike(name, module):
+    class Pruning(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.log: List = []
+
+        def on_visit(self, node):
+            self.log.append(("visit", id(node)))
+            return super().on_visit(node)
+
+        def on_leave(self, original_node):
+            self.log.append(("leave", id(original_node)))
+            super().on_leave(original_node)
+
+        def visit_FunctionDef(self, node):
+            return False  # not into functions
+
+        def visit_Call(self, node):
+            return len(node.args) != 1
+
+    ours, theirs = Pruning(), Pruning()
+    _walk.visit(module, ours)
+    module.visit(theirs)
+    assert ours.log == theirs.log and ours.log
+
+
+def test_children_read_from_the_source_are_those_libcst_visits():
+    seen = set()
+    for _name, module in MODULES:
+        stack = [module]
+        while stack:
+            node = stack.pop()
+            assert _walk.children(node) == _walk._recorded_children(node), type(node).__name__
+            seen.add(type(node))
+            stack.extend(_walk.children(node))
+    assert len(seen) > 100  # most of the grammar
+
+
+def test_a_type_whose_source_cannot_be_read_is_walked_the_slow_way(monkeypatch):
+    module = cst.parse_module(_GRAMMAR)
+    monkeypatch.setitem(_walk._ORDER, cst.FunctionDef, None)
+    monkeypatch.setitem(_walk._ORDER, cst.Name, None)
+    ours = _events(lambda enter, leave: _walk.visit_batched(module, [], enter, leave))
+    theirs = _events(lambda enter, leave: cst.visit_batched(module, [], before_visit=enter, after_leave=leave))
+    assert ours == theirs
+
+
+def test_attribute_hooks_get_libcsts_traversal():
+    module = cst.parse_module("def f(x):\n    return x\n")
+
+    class Hooks(cst.BatchableCSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.bodies = 0
+
+        def visit_FunctionDef_body(self, node):
+            self.bodies += 1
+
+    hooks = Hooks()
+    _walk.visit_batched(module, [hooks])
+    assert hooks.bodies == 1
