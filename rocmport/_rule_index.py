@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'b38f7bdcd335d150acd30a23872b6fcd'
+FINGERPRINT = '49e03479d59ebf904605a5d3f04c2f9b'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -57,8 +57,8 @@ class Analysis:
     block: Optional[prelude.Block] = None
     house: Optional[placement.HouseGate] = None  # the project's own ROCm test, when the gate is one
     spans: List[Tuple[cst.CSTNode, int, int]] = dataclasses.field(default_factory=list)  # _statement_spans
-    # _gate_bound's scan: statements checked so far, and the start of the first that binds the gate
-    gate_scan: List[Optional[int]] = dataclasses.field(default_factory=lambda: [0, None])
+    # _gate_bound: where the first module-level statement that binds the gate begins (-1: none)
+    gate_at: Optional[int] = None
 
 
 def select_rules(settings: Settings, path: str) -> Tuple[FrozenSet[str], List[Type[Rule]]]:
@@ -97,7 +97,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         return Analysis(text, _syntax_findings(path, text, exc, enabled), lines=lines)
     except RecursionError:
         return Analysis(text, _roc001(path, "cannot parse: nesting too deep", 1, 1, enabled), lines=lines)
-    wrapper = Metadata(module)
+    wrapper = Metadata(module, tree, text)
     block = prelude.find_block(text)
     gate, binding = _choose_gate(module, text, block)
     style = house.style_for(path)
@@ -430,15 +430,14 @@ def _parse_error(text: str) -> Optional[str]:
     return None
 
 
-def _statement_spans(analysis: Analysis, first: int = 0):
-    """(statement, start, end) of the module's statements from the ``first``, computed once
-    per analysis (and only as far as a caller reads: each fix asks for the statements before
-    it)."""
+def _statement_spans(analysis: Analysis):
+    """(statement, start, end) of the module's statements, computed once per analysis (and
+    only as far as a caller reads: each fix asks for the statements before it)."""
     spans = analysis.spans
     positions = analysis.wrapper.resolve(PositionProvider)
     lines = analysis.lines
     body = analysis.module.body
-    i = first
+    i = 0
     while i < len(body):
         while len(spans) <= i:
             stmt = body[len(spans)]
@@ -474,20 +473,17 @@ def _enclosing_functions(analysis: Analysis, offset: int) -> List[cst.FunctionDe
 def _gate_bound(analysis: Analysis, before: int) -> bool:
     """Is the gate name already bound at module level before ``before`` (by the file's own
     test, a gate line, or a block that defines it)?"""
-    gate = analysis.gate
-    scan = analysis.gate_scan  # the scan goes on where the last call left it: once per file
-    if scan[1] is not None:
-        return scan[1] < before
-    for stmt, start, _end in _statement_spans(analysis, scan[0]):
-        if start >= before:
-            return False
-        scan[0] += 1
-        if ("stmt", id(stmt)) == analysis.gate_binding or (isinstance(stmt, cst.SimpleStatementLine) and any(
-                isinstance(small, (cst.Assign, cst.AnnAssign)) and gate in _assigned_names(small)
-                for small in stmt.body)):
-            scan[1] = start
-            return True
-    return False
+    if analysis.gate_at is None:  # found once per file, reading positions of that statement only
+        gate = analysis.gate
+        analysis.gate_at = -1
+        for stmt in analysis.module.body:
+            if ("stmt", id(stmt)) == analysis.gate_binding or (isinstance(stmt, cst.SimpleStatementLine) and any(
+                    isinstance(small, (cst.Assign, cst.AnnAssign)) and gate in _assigned_names(small)
+                    for small in stmt.body)):
+                start = analysis.wrapper.resolve(PositionProvider)[stmt].start
+                analysis.gate_at = analysis.lines.offset(start.line, start.column)
+                break
+    return 0 <= analysis.gate_at < before
 
 
 def _assigned_names(small: cst.BaseSmallStatement) -> Set[str]:

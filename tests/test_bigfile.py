@@ -114,17 +114,32 @@ def _corpus():
     yield "no trailing newline", "import torch\n\n# c\nx = torch.compile(f)  # t"
     yield "header and footer", "# head\n\n\nimport torch\nif x:\n    y = 1\n    # inner\n# tail\n"
     yield "crlf and tabs", "import torch\r\nclass A:\r\n\tdef f(self):\r\n\t\treturn 1\r\n\r\nz = 2\r\n"
+    # shapes where CPython's lines and LibCST's statements pair up in odd ways
+    yield "decorators and comments", ("import torch\n# a\n\n@dec\n# between\n@other(\n  1)\ndef f(): pass\n"
+                                      "  # indented\n\nclass A:\n    x = 1\n\n    # trailing\n# col0\nw = 3\n")
+    yield "semicolons and continuations", "x = 1; y = 2\nz = 3; \\\n  w = 4\n(\n  v\n) = 5\n@\\\ndec\ndef g(): pass\n"
+    yield "cr only", "import torch\r# c\rif x:\r    y = 1\r\rz = torch.compile(f)\r# end"
+    yield "form feed", "import torch\n\x0c\nx = 1\n\x0cy = 2\n"
 
 
+@pytest.mark.parametrize("with_tree", [False, True], ids=["lines counted", "lines from CPython's tree"])
 @pytest.mark.parametrize("name,code", list(_corpus()))
-def test_on_demand_parents_and_positions_are_libcsts(name, code):
+def test_on_demand_parents_and_positions_are_libcsts(name, code, with_tree):
+    import ast
+
     try:
         module = cst.parse_module(code)
     except cst.ParserSyntaxError:
         return
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     parents, positions = wrapper.resolve(ParentNodeProvider), wrapper.resolve(PositionProvider)
-    meta = Metadata(module)
+    tree = None
+    if with_tree:
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            return
+    meta = Metadata(module, tree, code)
     cst.visit_batched(module, [], before_visit=meta.enter, after_leave=meta.leave)
     mine_parents, mine_positions = meta.resolve(ParentNodeProvider), meta.resolve(PositionProvider)
     before = STATS.copy()
@@ -145,9 +160,30 @@ def test_on_demand_parents_and_positions_are_libcsts(name, code):
     for node in set(parents) - set(inside):  # the header and footer: LibCST's own resolution
         assert mine_positions.get(node) == positions.get(node)
     # a top-level statement's own range, asked first, comes from counting lines (no generation)
-    fresh = Metadata(module).resolve(PositionProvider)
+    fresh = Metadata(module, tree, code).resolve(PositionProvider)
     for stmt in reversed(module.body):
         assert fresh[stmt] == positions[stmt], (name, type(stmt).__name__)
+    assert not (STATS - before)["positions:recounted"], name  # the lines from the tree held
+
+
+def test_lines_from_the_tree_that_disagree_with_libcst_are_counted_instead(monkeypatch):
+    import ast
+
+    from rocmport.codemods import base
+
+    code = "import torch\nx = 1\n\nclass A:\n    y = 2\n\nz = torch.compile(f)\n"
+    module = cst.parse_module(code)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    real = base._statement_lines
+    monkeypatch.setattr(base, "_statement_lines", lambda m, t: [1] + [line + 1 for line in real(m, t)[1:]])
+    before = STATS.copy()
+    meta = Metadata(module, ast.parse(code), code)
+    cst.visit_batched(module, [], before_visit=meta.enter, after_leave=meta.leave)
+    mine = meta.resolve(PositionProvider)
+    last = module.body[-1]
+    assert mine[last.body[0].value] == positions[last.body[0].value]
+    assert mine[module.body[1]] == positions[module.body[1]]
+    assert (STATS - before)["positions:recounted"] >= 1
 
 
 def _texts():

@@ -85,16 +85,22 @@ class Metadata:
     - parents are recorded while the engine's one batched visit walks the tree (``enter`` /
       ``leave``), so a rule asks a dictionary for the parent of any node visited so far;
     - positions are generated for one top-level statement at a time, the one that holds the
-      node asked for, from the line where the statements before it end (counted once,
-      without positions).
+      node asked for, from the line where the statements before it end: read from CPython's
+      tree of the same text where the engine hands it over (``tree``; each statement's first
+      line less the comment and blank lines LibCST gives it), else counted once, without
+      positions. The lines read from the tree are checked where they can be: the statements
+      pair up by kind, the first starts after the module's header, and each statement whose
+      positions are generated ends where the next begins (or the text ends); on any
+      disagreement the lines are counted instead.
 
     Both give exactly what ``ParentNodeProvider`` and ``PositionProvider`` give (LibCST's
     own code generation does the work); anything else (a node outside the module's body, a
     node not visited yet, another provider) falls back to LibCST's whole-module resolution.
     """
 
-    def __init__(self, module: cst.Module):
+    def __init__(self, module: cst.Module, tree: Optional[Any] = None, text: Optional[str] = None):
         self.module = module
+        self.tree, self.text = tree, text  # CPython's tree of the same text (ast.Module), and the text
         self._wrapper: Optional[cst.MetadataWrapper] = None
         self._stack: List[cst.CSTNode] = []
         self._walked = False  # the batched visit has seen every node
@@ -197,6 +203,45 @@ class _Parents:
         return self._lookup(node) is not _UNSET  # type: ignore[arg-type]
 
 
+_COMPOUND_KINDS = {"If": "If", "For": "For", "AsyncFor": "For", "While": "While", "With": "With",
+                   "AsyncWith": "With", "Try": "Try", "TryStar": "TryStar", "FunctionDef": "FunctionDef",
+                   "AsyncFunctionDef": "FunctionDef", "ClassDef": "ClassDef", "Match": "Match"}
+
+
+def _statement_lines(module: cst.Module, tree: Optional[Any]) -> Optional[List[int]]:
+    """The line where each top-level statement of ``module`` begins (its comment and blank
+    lines included), from CPython's tree of the same text, or None where the two trees do not
+    pair up (``a; b`` is one statement of LibCST's, several of CPython's)."""
+    body = getattr(tree, "body", None)
+    if body is None:
+        return None
+    groups: List[Tuple[int, str]] = []  # (first line, kind)
+    last_end = 0
+    for stmt in body:
+        kind = _COMPOUND_KINDS.get(type(stmt).__name__, "SimpleStatementLine")
+        if kind == "SimpleStatementLine" and groups and groups[-1][1] == kind and stmt.lineno <= last_end:
+            last_end = max(last_end, stmt.end_lineno or stmt.lineno)
+            continue  # ``a; b``: one line of LibCST's
+        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+        groups.append((first, kind))
+        last_end = stmt.end_lineno or stmt.lineno
+    if len(groups) != len(module.body):
+        return None
+    lines: List[int] = []
+    for (first, kind), stmt in zip(groups, module.body):
+        if type(stmt).__name__ != kind:
+            return None
+        lead = len(stmt.leading_lines)
+        decorators = getattr(stmt, "decorators", ())
+        if decorators:
+            lead += len(decorators[0].leading_lines)
+        line = first - lead
+        if lines and line <= lines[-1]:
+            return None
+        lines.append(line)
+    return lines
+
+
 class _LineCounter(CodegenState):
     """Code generation that only follows the line and column, as PositionProvider's does,
     and records PositionProvider's range of a few ``targets`` (a statement, and the nodes its
@@ -273,6 +318,9 @@ class _Positions:
 
     def _start(self, at: int) -> Tuple[int, int]:
         module = self.meta.module
+        lines = self._lines()
+        if lines is not None and at < len(lines):
+            return lines[at], 0
         if not self._starts:
             counter = _LineCounter(module, 1, 0)
             for line in module.header:
@@ -296,8 +344,63 @@ class _Positions:
                                               default_newline=module.default_newline, provider=self)
         state.line, state.column = line, column
         module.body[at]._codegen(state)
+        if self._table and not self._ends_where_next_begins(at, state.line, state.column):
+            STATS["positions:recounted"] += 1
+            self._forget_table()
+            return self._generate(at)
         self._done.add(at)
         STATS["positions:statement"] += 1
+
+    def _own_range(self, at: int) -> None:
+        """A top-level statement's own range, counting its lines from where the table says it
+        begins (checked: it must end where the next begins)."""
+        module = self.meta.module
+        stmt = module.body[at]
+        counter = _LineCounter(module, self._table[at], 0, (stmt,), {})
+        stmt._codegen(counter)
+        if self._ends_where_next_begins(at, counter.line, counter.column):
+            self.statements[stmt] = counter._computed[stmt]
+        else:
+            STATS["positions:recounted"] += 1
+            self._forget_table()
+
+    def _forget_table(self) -> None:
+        """The lines read from CPython's tree disagree with LibCST's: count them instead."""
+        self._table = None
+        self.computed.clear()
+        self.statements.clear()
+        self._done.clear()
+
+    # -- the lines where statements begin, from CPython's tree --------------------------------
+    _table: Optional[List[int]] = None
+    _tried = False
+
+    def _lines(self) -> Optional[List[int]]:
+        if not self._tried:
+            self._tried = True
+            self._table = _statement_lines(self.meta.module, self.meta.tree)
+            if self._table is not None:
+                counter = _LineCounter(self.meta.module, 1, 0)
+                for line in self.meta.module.header:
+                    line._codegen(counter)
+                if self._table and (counter.line, counter.column) != (self._table[0], 0):
+                    self._table = None
+        return self._table
+
+    def _ends_where_next_begins(self, at: int, line: int, column: int) -> bool:
+        table = self._table
+        if at + 1 < len(table):
+            return (line, column) == (table[at + 1], 0)
+        text = self.meta.text
+        if text is None:
+            return False
+        footer = _LineCounter(self.meta.module, line, column)
+        for empty in self.meta.module.footer:
+            empty._codegen(footer)
+        ends = NEWLINE_RE.split(text)
+        if not self.meta.module.has_trailing_newline:  # the code generated ends with one newline more
+            return (footer.line, footer.column) == (len(ends) + 1, 0)
+        return (footer.line, footer.column) == (len(ends), len(ends[-1]))
 
     # the provider's interface, for PositionProvidingCodegenState
     @property
@@ -311,7 +414,10 @@ class _Positions:
         if self._full is None:
             at = self._statement_of(node)
             if at is not None and node is self.meta.module.body[at]:
-                self._start(at + 1)  # a statement's own range: counted with the lines
+                if node not in self.statements and self._lines() is not None:
+                    self._own_range(at)  # from where the table says it begins
+                if node not in self.statements:
+                    self._start(at + 1)  # a statement's own range: counted with the lines
                 return self.statements[node]
             if at is not None:
                 self._generate(at)
