@@ -100,12 +100,14 @@ class Metadata:
 
     def __init__(self, module: cst.Module, tree: Optional[Any] = None, text: Optional[str] = None):
         self.module = module
-        self.tree, self.text = tree, text  # CPython's tree of the same text (ast.Module), and the text
+        self.text = text
         self._wrapper: Optional[cst.MetadataWrapper] = None
         self._stack: List[cst.CSTNode] = []
         self._walked = False  # the batched visit has seen every node
         self.parents = _Parents(self)
         self.positions = _Positions(self)
+        if tree is not None:  # CPython's tree of the same text (ast.Module): read now, not kept
+            self.positions.read_lines(tree)
 
     # -- the engine's batched visit records parents ----------------------------------------
     def enter(self, node: cst.CSTNode) -> None:
@@ -373,18 +375,18 @@ class _Positions:
 
     # -- the lines where statements begin, from CPython's tree --------------------------------
     _table: Optional[List[int]] = None
-    _tried = False
+
+    def read_lines(self, tree: Any) -> None:
+        """Where each statement begins, from CPython's tree of the same text."""
+        self._table = _statement_lines(self.meta.module, tree)
+        if self._table:
+            counter = _LineCounter(self.meta.module, 1, 0)
+            for line in self.meta.module.header:
+                line._codegen(counter)
+            if (counter.line, counter.column) != (self._table[0], 0):
+                self._table = None
 
     def _lines(self) -> Optional[List[int]]:
-        if not self._tried:
-            self._tried = True
-            self._table = _statement_lines(self.meta.module, self.meta.tree)
-            if self._table is not None:
-                counter = _LineCounter(self.meta.module, 1, 0)
-                for line in self.meta.module.header:
-                    line._codegen(counter)
-                if self._table and (counter.line, counter.column) != (self._table[0], 0):
-                    self._table = None
         return self._table
 
     def _ends_where_next_begins(self, at: int, line: int, column: int) -> bool:
