@@ -11,6 +11,7 @@ whose result would not parse.
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import gc
 import io
@@ -326,16 +327,20 @@ def _fix_key(f: Finding) -> Tuple[str, Tuple[Edit, ...]]:
 _LAST_PARSE = threading.local()
 
 
-def _parse(text: str, tree: Optional[ast.AST] = None) -> cst.Module:
+def _parse(text: str, tree: Optional[ast.AST] = None, before: Optional[Tuple[Analysis, List[Edit]]] = None) -> cst.Module:
     """LibCST's tree of ``text`` (counted in ``STATS["parse"]``), reused once for the text
-    :func:`_parse_error` parsed last; a large text is parsed in pieces (:func:`_parse_pieces`)."""
+    :func:`_parse_error` parsed last; a large text is parsed in pieces (:func:`_parse_pieces`),
+    or, when it is the text of an analysis with ``before`` = (that analysis, edits) applied,
+    only where the edits are (:func:`_parse_edited`)."""
     last = getattr(_LAST_PARSE, "value", None)
     _LAST_PARSE.value = None
     if last is not None and last[0] is text:
         return last[1]
     STATS["parse"] += 1
     if text.count("\n", 0, PIECE_CHARS * 2) >= PIECE_LINES or len(text) > PIECE_CHARS * 2:
-        module = _parse_pieces(text, tree)
+        module = _parse_edited(text, *before) if before is not None else None
+        if module is None:
+            module = _parse_pieces(text, tree)
         if module is not None:
             # Python's cyclic collector would walk the whole tree each time it runs over the
             # oldest objects, which the rest of the run's allocations trigger again and again
@@ -419,9 +424,92 @@ def _parse_pieces(text: str, tree: Optional[ast.AST]) -> Optional[cst.Module]:
     return first.with_changes(body=body, footer=last.footer, has_trailing_newline=last.has_trailing_newline)
 
 
-def _parse_error(text: str) -> Optional[str]:
+def _parse_edited(text: str, analysis: Analysis, edits: Sequence[Edit]) -> Optional[cst.Module]:
+    """LibCST's tree of ``text``, which is ``analysis.text`` with ``edits`` applied: the
+    statements no edit touches are the analysis' own nodes, and only the runs of statements
+    the edits touch are parsed, each with the untouched statement on either side. That the
+    pieces fit is checked, not assumed: each neighbour parsed again must equal the one it
+    stands for (so the piece begins and ends where a statement does, and comments and blank
+    lines went where a whole parse puts them), the indentation and newline must be the
+    module's, and the header is never in a piece. None: parse the whole text."""
+    old = analysis.module
+    table = analysis.wrapper.positions._lines() if analysis.wrapper is not None else None
+    if old is None or not table or not edits or len(table) != len(old.body):
+        return None
+    lines = analysis.lines
+    starts = [lines.offset(line, 0) for line in table]
+    count = len(starts)
+    ordered = sorted(edits, key=lambda e: (e.start, e.end))
+    touched: Set[int] = set()
+    for edit in ordered:
+        first = bisect.bisect_right(starts, edit.start) - 1
+        last = bisect.bisect_right(starts, max(edit.start, edit.end - 1)) - 1
+        if first < 0:
+            return None  # in the header
+        touched.update(range(first, last + 1))
+    runs: List[List[int]] = []
+    for k in sorted(touched):
+        a, b = max(k - 1, 0), min(k + 1, count - 1)
+        if runs and a <= runs[-1][1] + 1:
+            runs[-1][1] = max(runs[-1][1], b)
+        else:
+            runs.append([a, b])
+    if runs[0][0] == 0:
+        return None  # the first statement: the header and the module's defaults come with it
+    # LibCST takes the module's indentation from its first indented block: an edit in that
+    # block, or one before it that brings indented lines, could change it
+    block = next((k for k, stmt in enumerate(old.body)
+                  if isinstance(getattr(stmt, "body", None), cst.IndentedBlock)), count)
+    block_end = starts[block + 1] if block + 1 < count else len(analysis.text) + 1
+    for edit in ordered:
+        if edit.start < block_end and (block < count and edit.end > starts[block]
+                                       or re.search(r"[\r\n][ \t]", edit.content)):
+            return None
+    newline, indent = old.default_newline, old.default_indent
+    lead = f"if 1:{newline}{indent}pass{newline}"
+    body: List[cst.BaseStatement] = []
+    footer, trailing = old.footer, old.has_trailing_newline
+    delta, e, kept = 0, 0, 0
+    old_text = analysis.text
     try:
-        module = _parse(text)
+        for a, b in runs:
+            old_start = starts[a]
+            old_end = starts[b + 1] if b + 1 < count else len(old_text)
+            if e < len(ordered) and ordered[e].start < old_start:
+                return None  # an edit between the runs: cannot be
+            start = old_start + delta
+            while e < len(ordered) and (ordered[e].start < old_end or b + 1 == count):
+                edit = ordered[e]
+                delta += len(edit.content) - (edit.end - edit.start)
+                e += 1
+            end = old_end + delta if b + 1 < count else len(text)
+            STATS["parse:edited"] += 1
+            piece = cst.parse_module(lead + text[start:end])
+            if (piece.header or piece.default_indent != indent or piece.default_newline != newline
+                    or len(piece.body) < 3 or not piece.body[1].deep_equals(old.body[a])):
+                return None
+            if b + 1 < count:
+                if piece.footer or not piece.has_trailing_newline or not piece.body[-1].deep_equals(old.body[b]):
+                    return None
+            else:
+                footer, trailing = piece.footer, piece.has_trailing_newline
+            body.extend(old.body[kept:a])
+            body.append(old.body[a])  # equal to the one parsed again: the analysis' own node
+            body.extend(piece.body[2:-1] if b + 1 < count else piece.body[2:])
+            if b + 1 < count:
+                body.append(old.body[b])
+            kept = b + 1
+        if e != len(ordered):
+            return None
+    except (cst.ParserSyntaxError, RecursionError):
+        return None  # the whole text's parse gives the error where it is
+    body.extend(old.body[kept:])
+    return old.with_changes(body=body, footer=footer, has_trailing_newline=trailing)
+
+
+def _parse_error(text: str, before: Optional[Tuple[Analysis, List[Edit]]] = None) -> Optional[str]:
+    try:
+        module = _parse(text, before=before)
     except cst.ParserSyntaxError as exc:
         return f"{_parser_message(exc)} at line {exc.raw_line}"
     except RecursionError:
@@ -746,7 +834,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=Non
                         return None, files, "the generated block would overlap the fix"
                     edits.append(pedit)
             new_text = apply_edits(text, edits)
-            error = _parse_error(new_text)
+            error = _parse_error(new_text, (analysis, edits))
             return (None if error else new_text), files, (f"the result would not parse ({error})" if error else None)
 
         new_text, files, error = attempt(chosen)

@@ -213,3 +213,89 @@ def test_a_text_parsed_in_pieces_is_the_tree_of_one_parse(name, code, monkeypatc
         assert pieced.deep_equals(whole), name
         assert pieced.code == code
     assert engine._parse(code).deep_equals(whole)
+
+
+# -- the fixed text's tree, parsed only where the fix changed it (engine._parse_edited) --------
+
+_SHAPES = [
+    "x = {n}\n",
+    "# a comment {n}\n\ny = {n}\n",
+    "class C{n}:\n    a = {n}\n\n    # indented, after the block\n# at column 0\nz{n} = 1\n",
+    "def f{n}(a):\n\tif a:\n\t\treturn {n}\n\treturn 0\n",
+    "@dec\n# between\n@other({n})\ndef g{n}(): pass\n",
+    "if x:\n    pass\nelse:\n    y = {n}\n",
+    'compiled_{n} = torch.compile(m, mode="reduce-overhead")\n',
+    "try:\n    import a{n}\nexcept ImportError:\n    a{n} = None\n",
+]
+_INSERTS = ["", "w = 1\n", "\n# new comment\n", "is_rocm = getattr(torch.version, 'hip', None) is not None\n\n",
+            "    # indented comment\n", "\n\n"]
+
+
+def _random_case(rng, newline):
+    body = ["import torch\n", "import os\n\n", "class First:\n    pass\n\n"]
+    body += [rng.choice(_SHAPES).format(n=i) for i in range(rng.randint(8, 30))]
+    text = "".join(body).replace("\n", newline)
+    from rocmport.engine import analyze, select_rules
+
+    enabled, rules = select_rules(Settings(), "t.py")
+    analysis = analyze(text, "t.py", Settings(), rules, enabled)
+    from rocmport.findings import Edit
+
+    edits, taken = [], []
+    starts = [m.start() for m in __import__("re").finditer(r"(?m)^\S", text)]
+    for _ in range(rng.randint(1, 6)):
+        at = rng.choice(starts[3:] + [rng.randrange(len(text) // 2, len(text))])
+        end = at + rng.choice([0, 0, 1, 3])
+        if any(s <= end and at <= e for s, e in taken) or end > len(text):
+            continue
+        taken.append((at, end))
+        edits.append(Edit(at, end, rng.choice(_INSERTS).replace("\n", newline)))
+    return analysis, edits
+
+
+USED: list = []
+
+
+def test_the_random_edits_mostly_take_the_edited_parse():
+    for seed in range(60):
+        test_the_tree_parsed_where_edits_are_is_the_tree_of_one_parse(seed)
+    assert sum(USED) > len(USED) * 2 / 3, (sum(USED), len(USED))  # of the edited texts that parse
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_tree_parsed_where_edits_are_is_the_tree_of_one_parse(seed):
+    import random
+
+    from rocmport import engine
+    from rocmport.source import apply_edits
+
+    rng = random.Random(seed)
+    analysis, edits = _random_case(rng, rng.choice(["\n", "\r\n"]))
+    if not edits:
+        return
+    new_text = apply_edits(analysis.text, edits)
+    try:
+        whole = cst.parse_module(new_text)
+    except cst.ParserSyntaxError:
+        whole = None
+    edited = engine._parse_edited(new_text, analysis, edits)
+    if whole is not None:
+        USED.append(edited is not None)
+    if edited is not None:
+        assert whole is not None, "a text that does not parse must get the whole parse's error"
+        assert edited.deep_equals(whole), seed
+        assert edited.code == new_text
+
+
+def test_a_big_file_is_fixed_alike_with_and_without_the_edited_parse(monkeypatch):
+    from rocmport import engine
+
+    monkeypatch.setattr(engine, "PIECE_LINES", 200)  # "large" from 200 lines
+    text = (HEAD + "".join(pieces(1, 60))).encode()
+    before = STATS.copy()
+    fast = check_bytes(text, "big.py", Settings(), fix=True)
+    assert (STATS - before)["parse:edited"] > 0  # the fixed text was parsed where the fixes are
+    monkeypatch.setattr(engine, "_parse_edited", lambda *a: None)
+    slow = check_bytes(text, "big.py", Settings(), fix=True)
+    assert fast.fixed == slow.fixed and fast.fixed is not None
+    assert [(f.code, f.start, f.message) for f in fast.findings] == [(f.code, f.start, f.message) for f in slow.findings]
