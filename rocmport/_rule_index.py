@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '49e03479d59ebf904605a5d3f04c2f9b'
+FINGERPRINT = '46b22d10b112b26011372e4e1a117bcd'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -205,12 +205,14 @@ class ProjectIndex:
             self._data[path] = blob
         return blob
 
-    def summary(self, name: str, tree: Optional[ast.AST] = None, path: Optional[str] = None) -> Optional[ModuleSummary]:
+    def summary(self, name: str, tree: Optional[ast.AST] = None, path: Optional[str] = None,
+                rebinds: bool = True) -> Optional[ModuleSummary]:
         """Module ``name``'s summary, computed once (``tree``: the importer's current tree
-        for its own module, not cached)."""
+        for its own module, not cached; ``rebinds``: whether its text may hold ``global`` or
+        ``nonlocal``)."""
         if tree is not None:
             summary = ModuleSummary(name, path or "", bool(path and path.endswith("__init__.py")))
-            _summarise(self, summary, tree, own=True)
+            _summarise(self, summary, tree, own=True, rebinds=rebinds)
             return summary
         if self._record is not None:
             self._record.add(name)

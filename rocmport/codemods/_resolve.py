@@ -234,7 +234,8 @@ def own_summary(rule):
     def build(c):
         if c.facts is None or c.facts.tree is None:
             return None
-        return project_index(rule).summary(module_name(rule), tree=c.facts.tree, path=c.path)
+        return project_index(rule).summary(module_name(rule), tree=c.facts.tree, path=c.path,
+                                           rebinds="global" in c.text or "nonlocal" in c.text)
 
     return ctx.shared("own_summary", build)
 
