@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '46b22d10b112b26011372e4e1a117bcd'
+FINGERPRINT = 'adc23843f60f5990b90b19d2be2397f4'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -114,7 +114,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
             # visit records each node's parent on its way (Metadata.enter / leave). LibCST's
             # calls, in its order, without rebuilding the tree (_walk).
             _walk.visit_batched(module, [rule(context) for rule in triggered],
-                                before_visit=wrapper.enter, after_leave=wrapper.leave)
+                                before_visit=wrapper.enter, after_leave=wrapper.leave, skip_whitespace=True)
         except RecursionError:
             return None
         return _unsuppressed(context.findings, text, lines)

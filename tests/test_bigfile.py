@@ -18,6 +18,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
+from rocmport.codemods import _walk
 from rocmport.codemods.base import STATS, Metadata
 from rocmport.config import Settings
 from rocmport.engine import check_bytes
@@ -140,12 +141,15 @@ def test_on_demand_parents_and_positions_are_libcsts(name, code, with_tree):
         except SyntaxError:
             return
     meta = Metadata(module, tree, code)
-    cst.visit_batched(module, [], before_visit=meta.enter, after_leave=meta.leave)
+    # the engine's visit: it passes whitespace leaves by
+    _walk.visit_batched(module, [], before_visit=meta.enter, after_leave=meta.leave, skip_whitespace=True)
     mine_parents, mine_positions = meta.resolve(ParentNodeProvider), meta.resolve(PositionProvider)
     before = STATS.copy()
+    whitespace = [node for node in parents if type(node) in _walk.WHITESPACE_LEAVES]
     for node, parent in parents.items():
-        assert mine_parents[node] is parent
-        assert node in mine_parents
+        if type(node) not in _walk.WHITESPACE_LEAVES:
+            assert mine_parents[node] is parent
+            assert node in mine_parents
     assert module not in mine_parents
 
     def in_body(node):
@@ -155,8 +159,11 @@ def test_on_demand_parents_and_positions_are_libcsts(name, code, with_tree):
 
     inside = [node for node in parents if in_body(node)]
     for node in inside:  # statement by statement
-        assert mine_positions[node] == positions[node], (name, type(node).__name__)
+        if type(node) not in _walk.WHITESPACE_LEAVES:
+            assert mine_positions[node] == positions[node], (name, type(node).__name__)
     assert not [key for key in STATS - before if key.startswith("resolve:")]
+    for node in inside:  # whitespace too (which no rule asks for): found through LibCST's parents
+        assert mine_positions[node] == positions[node], (name, type(node).__name__)
     for node in set(parents) - set(inside):  # the header and footer: LibCST's own resolution
         assert mine_positions.get(node) == positions.get(node)
     # a top-level statement's own range, asked first, comes from counting lines (no generation)
@@ -164,6 +171,8 @@ def test_on_demand_parents_and_positions_are_libcsts(name, code, with_tree):
     for stmt in reversed(module.body):
         assert fresh[stmt] == positions[stmt], (name, type(stmt).__name__)
     assert not (STATS - before)["positions:recounted"], name  # the lines from the tree held
+    for node in whitespace:  # asked for all the same (no rule does): LibCST's whole resolution
+        assert mine_parents[node] is parents[node]
 
 
 def test_lines_from_the_tree_that_disagree_with_libcst_are_counted_instead(monkeypatch):

@@ -178,3 +178,33 @@ def test_attribute_hooks_get_libcsts_traversal():
     hooks = Hooks()
     _walk.visit_batched(module, [hooks])
     assert hooks.bodies == 1
+
+
+def test_whitespace_leaves_are_passed_by_only_when_asked_and_unvisited():
+    module = cst.parse_module(_GRAMMAR)
+
+    def seen(**kw):
+        out: List = []
+        _walk.visit_batched(module, kw.pop("visitors", []), lambda node: out.append(id(node)), None, **kw)
+        return out
+
+    class Spaces(cst.BatchableCSTVisitor):
+        def visit_SimpleWhitespace(self, node):
+            pass
+
+    every = _events(lambda enter, leave: cst.visit_batched(module, [], before_visit=enter, after_leave=leave))
+    every = [key for kind, key in every if kind == "enter"]
+    assert seen() == every and seen(visitors=[Spaces()], skip_whitespace=True) != every[:0]
+    spaces = {id(node) for node in _all(module) if type(node) in _walk.WHITESPACE_LEAVES}
+    assert seen(skip_whitespace=True) == [key for key in every if key not in spaces] and spaces
+    newlines = {id(node) for node in _all(module) if type(node) is cst.Newline}
+    assert seen(visitors=[Spaces()], skip_whitespace=True) == [key for key in every if key not in newlines]
+
+
+def _all(module):
+    stack, out = [module], []
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(_walk.children(node))
+    return out

@@ -112,12 +112,19 @@ def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
     walk(node)
 
 
+# Leaf nodes that are only whitespace (44 % and 6 % of a module's nodes): a walk may pass
+# them by (``skip_whitespace``) when no visitor has a method for them.
+WHITESPACE_LEAVES = frozenset({cst.SimpleWhitespace, cst.Newline})
+
+
 def visit_batched(node: CSTNode, visitors: Iterable[cst.BatchableCSTVisitor],
                   before_visit: Optional[Callable[[CSTNode], None]] = None,
-                  after_leave: Optional[Callable[[CSTNode], None]] = None) -> None:
+                  after_leave: Optional[Callable[[CSTNode], None]] = None,
+                  skip_whitespace: bool = False) -> None:
     """``libcst.visit_batched`` without rebuilding: every visitor's ``visit_<Type>`` in
     turn before a node's children (after ``before_visit``), ``leave_<Type>`` after them
-    (then ``after_leave``)."""
+    (then ``after_leave``). With ``skip_whitespace``, the nodes of ``WHITESPACE_LEAVES``
+    that no visitor visits are passed by, hooks included."""
     visitors = list(visitors)
     methods: Dict[str, List[Callable]] = {}
     for batch in visitors:
@@ -126,6 +133,8 @@ def visit_batched(node: CSTNode, visitors: Iterable[cst.BatchableCSTVisitor],
     if _has_attribute_hooks(methods):
         cst.visit_batched(node, visitors, before_visit=before_visit, after_leave=after_leave)
         return
+    skip = frozenset(kind for kind in WHITESPACE_LEAVES if skip_whitespace
+                     and f"visit_{kind.__name__}" not in methods and f"leave_{kind.__name__}" not in methods)
     visits: Dict[type, Tuple[Callable, ...]] = {}
     leaves: Dict[type, Tuple[Callable, ...]] = {}
     order = _ORDER
@@ -144,15 +153,18 @@ def visit_batched(node: CSTNode, visitors: Iterable[cst.BatchableCSTVisitor],
         fields = order.get(cls, _UNREAD)
         if fields is _UNREAD or fields is None:
             for child in children(current):
-                walk(child)
+                if type(child) not in skip:
+                    walk(child)
         else:
             for name in fields:
                 child = getattr(current, name)
                 if isinstance(child, CSTNode):
-                    walk(child)
+                    if type(child) not in skip:
+                        walk(child)
                 elif type(child) is tuple or type(child) is list:
                     for item in child:
-                        walk(item)
+                        if type(item) not in skip:
+                            walk(item)
         for call in leaves[cls]:
             call(current)
         after(current)

@@ -83,7 +83,9 @@ class Metadata:
     memory):
 
     - parents are recorded while the engine's one batched visit walks the tree (``enter`` /
-      ``leave``), so a rule asks a dictionary for the parent of any node visited so far;
+      ``leave``), so a rule asks a dictionary for the parent of any node visited so far
+      (the visit passes whitespace leaves by: their parents, which no rule asks for, come
+      from LibCST's whole-module resolution);
     - positions are generated for one top-level statement at a time, the one that holds the
       node asked for, from the line where the statements before it end: read from CPython's
       tree of the same text where the engine hands it over (``tree``; each statement's first
@@ -126,7 +128,8 @@ class Metadata:
         if not self._walked:
             self.parents.known.clear()
             self._stack.clear()
-            _walk.visit_batched(self.module, [], before_visit=self.enter, after_leave=self.leave)
+            _walk.visit_batched(self.module, [], before_visit=self.enter, after_leave=self.leave,
+                                skip_whitespace=True)
 
     # -- MetadataWrapper's interface ---------------------------------------------------------
     def resolve(self, provider) -> Any:
@@ -164,7 +167,11 @@ class _Parents:
 
     def _lookup(self, node: cst.CSTNode):
         found = self.known.get(node, _UNSET)
-        if found is not _UNSET or self.meta._walked or node is self.meta.module:
+        if found is not _UNSET or node is self.meta.module:
+            return found
+        if type(node) in _walk.WHITESPACE_LEAVES:  # the visit passes these by: LibCST's answer
+            return self.meta.full(ParentNodeProvider).get(node, _UNSET)
+        if self.meta._walked:
             return found
         # A node the visit has not reached yet (a rule looks ahead, usually into the node
         # it visits): record the subtree of the nodes on the visit's path, innermost first,
@@ -189,7 +196,7 @@ class _Parents:
                 known[node] = stack[-1]
             stack.append(node)
 
-        _walk.visit_batched(top, [], before_visit=enter, after_leave=lambda node: stack.pop())
+        _walk.visit_batched(top, [], before_visit=enter, after_leave=lambda node: stack.pop(), skip_whitespace=True)
 
     def __getitem__(self, node: cst.CSTNode) -> cst.CSTNode:
         found = self._lookup(node)
