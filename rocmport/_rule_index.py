@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'adc23843f60f5990b90b19d2be2397f4'
+FINGERPRINT = '9bcde781f4933eb7d69a4262a56b9141'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -41,6 +41,8 @@ class _Excluder:
         self.spec = pathspec.GitIgnoreSpec.from_lines(patterns)
         self.respect_gitignore = settings.respect_gitignore
         self._gitignores: Dict[Path, Optional[pathspec.GitIgnoreSpec]] = {}
+        # directory -> the .gitignore specs that apply in it, with the directory they are in
+        self._specs: Dict[Path, List[Tuple[Path, pathspec.GitIgnoreSpec]]] = {}
 
     def _gitignore(self, directory: Path) -> Optional[pathspec.GitIgnoreSpec]:
         if directory not in self._gitignores:
@@ -65,14 +67,20 @@ class _Excluder:
         if self.spec.match_file(name) or (rel and self.spec.match_file(rel + ("/" if is_dir else ""))):
             return True
         if self.respect_gitignore:
-            for directory in _ancestors_within_repo(absolute.parent):
-                spec = self._gitignore(directory)
-                if spec is None:
-                    continue
+            for directory, spec in self._specs_for(absolute.parent):
                 relative = absolute.relative_to(directory).as_posix() + ("/" if is_dir else "")
                 if spec.match_file(relative):
                     return True
         return False
+
+    def _specs_for(self, directory: Path) -> List[Tuple[Path, pathspec.GitIgnoreSpec]]:
+        """The .gitignore files of ``directory`` and its parents up to the repository's root
+        (found once per directory: a walk asks for every file in it)."""
+        found = self._specs.get(directory)
+        if found is None:
+            found = self._specs[directory] = [(d, spec) for d in _ancestors_within_repo(directory)
+                                              if (spec := self._gitignore(d)) is not None]
+        return found
 
 
 def _ancestors_within_repo(directory: Path) -> List[Path]:

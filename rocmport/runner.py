@@ -118,6 +118,15 @@ def _stop(pool: "ProcessPoolExecutor") -> None:
             process.join(5)
         except (OSError, AssertionError, AttributeError):  # pragma: no cover
             pass
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(5)
+        if not manager.is_alive():
+            # Python 3.11's exit hook wakes every pool thread it still knows through a pipe
+            # that this one closed when it ended: a traceback at exit ("Bad file descriptor")
+            from concurrent.futures import process as futures_process
+
+            getattr(futures_process, "_threads_wakeups", {}).pop(manager, None)
 
 
 def _crashed(path: str, settings: Settings) -> FileReport:

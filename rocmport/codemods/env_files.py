@@ -25,7 +25,7 @@ from rocmport.findings import Applicability, Finding, Fix, Position
 from rocmport.source import LineIndex
 
 from .env_vars import (ARCH_LIST_VAR, AUTOTUNE_VARS, BACKEND_VARS, CUDAGRAPH_VARS, MESSAGES, PAIR_VARS, ROCM_ARCH_VAR,
-                       ROCM_VALUES, RULES, ArchListWithoutRocmArch, VisibleDevicesBoth, classify, removes)
+                       ROCM_VALUES, RULES, UNKNOWN_VALUE_MESSAGES, ArchListWithoutRocmArch, VisibleDevicesBoth, classify, removes)
 
 WATCHED = frozenset(AUTOTUNE_VARS + CUDAGRAPH_VARS + BACKEND_VARS) | PAIR_VARS
 # The rules' names and messages live with the rules (rocmport.codemods.env_vars), for every file kind.
@@ -33,11 +33,6 @@ NAMES = {rule.CODE: rule.NAME for rule in RULES if rule.CODE != "ROC603"}
 KIND_WORDS = {"shell": "a shell script", "dockerfile": "a Dockerfile", "yaml": "a YAML file",
               "dotenv": "an .env file"}
 
-_IF_UNKNOWN = {
-    "ROC601": 'if it is "1", it turns on max-autotune, which is slow and fragile on ROCm',
-    "ROC602": 'if it is "1", it turns on inductor\'s CUDA graphs, which hang or slow down on ROCm',
-    "ROC604": 'if it includes TRITON or CPP, the GEMM templates are slow or fail on ROCm; use "ATEN" there',
-}
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
@@ -485,7 +480,7 @@ def scan(path: str, text: str, enabled: FrozenSet[str], kind: Optional[str] = No
         seen.add((row, start, code))
         message = MESSAGES[code].format(var=var)
         if value is None:
-            message = f"{var} is set to a value only known at run time: {_IF_UNKNOWN[code]}"
+            message = f"{var} is set to a value only known at run time: {UNKNOWN_VALUE_MESSAGES[code]}"
         rocm = ROCM_VALUES[code]
         hint = (f'Leave {var} unset (or "0") for ROCm' if rocm == "0" else f'Set {var} to "{rocm}" for ROCm')
         add(code, row, start, end, message, hint)

@@ -62,6 +62,12 @@ MESSAGES = {
     "ROC602": "{var} turns on inductor's CUDA graphs, which hang or slow down on ROCm",
     "ROC604": "{var} includes TRITON or CPP GEMM templates, which are slow or fail on ROCm; use \"ATEN\" there",
 }
+# A value only known at run time (a shell expansion, a YAML reference), for every file kind
+UNKNOWN_VALUE_MESSAGES = {
+    "ROC601": 'if it is "1", it turns on max-autotune, which is slow and fragile on ROCm',
+    "ROC602": 'if it is "1", it turns on inductor\'s CUDA graphs, which hang or slow down on ROCm',
+    "ROC604": 'if it includes TRITON or CPP, the GEMM templates are slow or fail on ROCm; use "ATEN" there',
+}
 
 
 def _py_value(node: cst.BaseExpression):
