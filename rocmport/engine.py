@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import contextlib
 import dataclasses
 import gc
 import io
@@ -342,14 +343,43 @@ def _parse(text: str, tree: Optional[ast.AST] = None, before: Optional[Tuple[Ana
         if module is None:
             module = _parse_pieces(text, tree)
         if module is not None:
-            # Python's cyclic collector would walk the whole tree each time it runs over the
-            # oldest objects, which the rest of the run's allocations trigger again and again
-            # (a fifth of a large file's time); the tree holds no cycles: keep it out of those
-            # walks until check_bytes returns (gc.freeze; the tree is still freed by counting).
-            gc.freeze()
-            _LAST_PARSE.froze = True
             return module
     return cst.parse_module(text)
+
+
+def _is_large(data) -> bool:
+    """A text (or its bytes) of more than about PIECE_LINES lines."""
+    newline = "\n" if isinstance(data, str) else b"\n"
+    return len(data) > PIECE_CHARS * 2 or data.count(newline, 0, PIECE_CHARS * 2) >= PIECE_LINES
+
+
+_COLLECTOR = threading.Lock()
+_COLLECTOR_HELD = [0, False]  # checks that paused the cyclic collector; whether it was on
+
+
+@contextlib.contextmanager
+def _collector_paused(large: bool):
+    """Python's cyclic collector, off while a large file is checked. Each time it runs over
+    the oldest objects it walks all of them -- the trees of a large file, millions of objects
+    that hold no cycles -- and the check's own allocations make it run again and again (40 %
+    of a 100,000-line fix). Objects are still freed by reference counting; what cycles the
+    check leaves are collected once it is on again. Several checks at once (threads) share
+    one pause."""
+    if not large:
+        yield
+        return
+    with _COLLECTOR:
+        if _COLLECTOR_HELD[0] == 0:
+            _COLLECTOR_HELD[1] = gc.isenabled()
+            gc.disable()
+        _COLLECTOR_HELD[0] += 1
+    try:
+        yield
+    finally:
+        with _COLLECTOR:
+            _COLLECTOR_HELD[0] -= 1
+            if _COLLECTOR_HELD[0] == 0 and _COLLECTOR_HELD[1]:
+                gc.enable()
 
 
 # LibCST's native parser holds about 100 kB of working memory per line until it returns (a
@@ -894,43 +924,40 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
     except SourceError as exc:
         report.findings = _roc001(path, str(exc), exc.row, exc.column, enabled)
         return report
-    try:
-        if fix:
-            text, analysis, applied, notes, extra = fix_text(source.text, path, settings, rules, enabled, index)
-            if settings.is_entry_point(path):
-                text, extra = _with_setup(text, path, settings, rules, enabled, extra)
-                analysis = analyze(text, path, settings, rules, enabled, index)
-            if text != source.text:
-                formatted = reformat.reformat(source.text, text, house.style_for(path), path, analysis.lines.newline())
-                if formatted != text:
-                    text = formatted
+    with _collector_paused(_is_large(source.text)):
+        try:
+            if fix:
+                text, analysis, applied, notes, extra = fix_text(source.text, path, settings, rules, enabled, index)
+                if settings.is_entry_point(path):
+                    text, extra = _with_setup(text, path, settings, rules, enabled, extra)
                     analysis = analyze(text, path, settings, rules, enabled, index)
-            report.findings = analysis.findings + [n for n in notes if n is not None]
-            report.fixes_applied = applied
-            report.extra_files = extra
-            if text != source.text:
-                problem = source.rewrite_problem(data)
-                fixed = source.encode_changed(text) if problem is None else None
-                if fixed is None:  # keep every byte: no fix rather than a changed file
-                    problem = problem or f"the fixed text cannot be encoded in {source.encoding} byte for byte"
-                    findings = analyze(source.text, path, settings, rules, enabled, index).findings
-                    notes = [_roc002(f, f"fix for {f.code} not applied: {problem}; the file is left as it was",
-                                     enabled) for f in findings if f.applies(settings.unsafe_fixes)]
-                    report.findings = findings + [n for n in notes if n is not None]
-                    report.fixes_applied, report.extra_files = 0, {}
-                else:
-                    report.fixed = fixed
-        else:
-            report.findings = analyze(source.text, path, settings, rules, enabled, index).findings
-    except Exception as exc:  # a bug in rocmport: report it, go on with other files
-        import traceback
+                if text != source.text:
+                    formatted = reformat.reformat(source.text, text, house.style_for(path), path, analysis.lines.newline())
+                    if formatted != text:
+                        text = formatted
+                        analysis = analyze(text, path, settings, rules, enabled, index)
+                report.findings = analysis.findings + [n for n in notes if n is not None]
+                report.fixes_applied = applied
+                report.extra_files = extra
+                if text != source.text:
+                    problem = source.rewrite_problem(data)
+                    fixed = source.encode_changed(text) if problem is None else None
+                    if fixed is None:  # keep every byte: no fix rather than a changed file
+                        problem = problem or f"the fixed text cannot be encoded in {source.encoding} byte for byte"
+                        findings = analyze(source.text, path, settings, rules, enabled, index).findings
+                        notes = [_roc002(f, f"fix for {f.code} not applied: {problem}; the file is left as it was",
+                                         enabled) for f in findings if f.applies(settings.unsafe_fixes)]
+                        report.findings = findings + [n for n in notes if n is not None]
+                        report.fixes_applied, report.extra_files = 0, {}
+                    else:
+                        report.fixed = fixed
+            else:
+                report.findings = analyze(source.text, path, settings, rules, enabled, index).findings
+        except Exception as exc:  # a bug in rocmport: report it, go on with other files
+            import traceback
 
-        report.internal_error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
-        report.findings = []
-    finally:
-        if getattr(_LAST_PARSE, "froze", False):
-            _LAST_PARSE.froze = False
-            gc.unfreeze()
+            report.internal_error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
+            report.findings = []
     for f in report.findings:
         f.filename = path
     report.findings.sort(key=Finding.sort_key)

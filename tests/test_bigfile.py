@@ -308,3 +308,34 @@ def test_a_big_file_is_fixed_alike_with_and_without_the_edited_parse(monkeypatch
     slow = check_bytes(text, "big.py", Settings(), fix=True)
     assert fast.fixed == slow.fixed and fast.fixed is not None
     assert [(f.code, f.start, f.message) for f in fast.findings] == [(f.code, f.start, f.message) for f in slow.findings]
+
+
+def test_the_cyclic_collector_is_off_while_a_large_file_is_checked(monkeypatch):
+    import gc
+
+    from rocmport import engine
+
+    seen = []
+    real = engine.analyze
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "analyze", spy)
+    monkeypatch.setattr(engine, "PIECE_LINES", 200)  # "large" from 200 lines
+    large = (HEAD + "".join(pieces(1, 20))).encode()
+    assert large.count(b"\n") > 200
+    small = b"import torch\nf = torch.compile(g, mode='reduce-overhead')\n"
+    assert gc.isenabled()
+    check_bytes(large, "big.py", Settings(), fix=True)
+    assert seen and not any(seen) and gc.isenabled()  # off during, on again after
+    seen.clear()
+    check_bytes(small, "small.py", Settings(), fix=True)
+    assert seen and all(seen)
+    gc.disable()
+    try:  # a caller that turned it off keeps it off
+        check_bytes(large, "big.py", Settings())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
