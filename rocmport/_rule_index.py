@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '9bcde781f4933eb7d69a4262a56b9141'
+FINGERPRINT = '551b2804d08f981a40728a08da2a0eb9'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
