@@ -109,7 +109,7 @@ def _settings():
 def check_one(task: Tuple[str, str]) -> Dict:
     """Phase 1 (mode "diff") or 3 (mode "again") for one file, or "write" with the engine."""
     path, mode = task
-    from rocmport.engine import check_path
+    from rocmport.inputs import check_path
 
     out: Dict = {"path": path, "mode": mode}
     start = time.perf_counter()

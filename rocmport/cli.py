@@ -614,7 +614,7 @@ def setup_command(entries, write, shell, config_file):
     from . import entrypoints, patch
     from .config import ConfigError, load_settings
     from .discovery import discover
-    from .engine import check_bytes
+    from .inputs import check_bytes
 
     try:
         settings = load_settings(Path.cwd(), Path(config_file) if config_file else None)

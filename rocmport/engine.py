@@ -27,18 +27,17 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from rocmport.codemods import _prescan, _walk, env_files
+from rocmport.codemods import _prescan, _walk
 from rocmport.codemods._resolve import rocm_test_binding
 from rocmport.codemods.base import PREFILTER, STATS, Metadata, Rule, RuleContext, RuleOptions
 from rocmport.codemods.tool import FixFailed, UnreadableFile
 
 from . import house, placement, prelude, reformat, suppression
 from .config import Settings
-from .filekinds import ENV_KINDS, HEAD_BYTES, file_kind
 from .findings import Applicability, Edit, Finding, Fix, Position
 from .registry import visitor_rules
 from .reports import FileReport
-from .source import LineIndex, SourceError, SourceText, apply_edits, read_regular
+from .source import LineIndex, SourceError, SourceText, apply_edits
 
 MAX_FIX_PASSES = 8
 
@@ -905,20 +904,10 @@ def _roc002(f: Finding, message: str, enabled) -> Finding:
 # ------------------------------------------------------------------------------------------
 
 def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False, index=None) -> FileReport:
-    """Lint (or fix) the bytes of one file. Never raises for bad input."""
-    kind = file_kind(path, data[:HEAD_BYTES])  # None: a file named on the command line, read as Python
-    if kind == "notebook":  # Jupyter notebooks: code cells, magics masked
-        from .notebook import check_notebook
-
-        return check_notebook(data, path, settings, fix=fix)
+    """Lint (or fix) the bytes of one Python file. Never raises for bad input. (Files of other
+    kinds -- notebooks, shell, Dockerfiles, YAML, .env -- go through ``rocmport.inputs``.)"""
     report = FileReport(path=path, original=data)
     enabled, rules = select_rules(settings, path)
-    if kind in ENV_KINDS:  # shell, Dockerfile, YAML, .env: ROC6xx only, display-only
-        try:
-            report.findings = env_files.scan(path, data.decode("utf-8", "replace"), enabled, kind)
-        except Exception as exc:  # pragma: no cover - a bug in the scanner
-            report.internal_error = f"{type(exc).__name__}: {exc}"
-        return report
     try:
         source = SourceText.from_bytes(data)
     except SourceError as exc:
@@ -962,24 +951,3 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
         f.filename = path
     report.findings.sort(key=Finding.sort_key)
     return report
-
-
-def check_path(path: str, settings: Settings, *, fix: bool = False, index=None) -> FileReport:
-    """Read ``path`` and check it; unreadable files become ROC001 findings."""
-    try:
-        data = read_regular(path)
-    except OSError as exc:
-        enabled = settings.enabled_codes(path)
-        report = FileReport(path=path)
-        reason = exc.strerror or str(exc)
-        if isinstance(exc, FileNotFoundError) and os.path.islink(path):
-            reason = "broken symbolic link"
-        elif os.path.isdir(path):
-            try:
-                os.scandir(path).close()
-                reason = "Is a directory"
-            except OSError as listing:  # found by a walk that could not enter it
-                reason = f"cannot list the directory: {listing.strerror or listing}"
-        report.findings = _roc001(path, f"cannot read: {reason}", 1, 1, enabled)
-        return report
-    return check_bytes(data, path, settings, fix=fix, index=index)

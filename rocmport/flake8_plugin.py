@@ -101,12 +101,13 @@ class _OwnPath:
         sys.path.remove(self.home)
 
 
-def _engine():
-    """rocmport's engine, its rule package imported from beside this file (see ``_OwnPath``)."""
-    if "rocmport.engine" not in sys.modules:
+def _inputs():
+    """rocmport's entry for one file (``rocmport.inputs``), the engine and its rule package
+    imported from beside this file (see ``_OwnPath``)."""
+    if "rocmport.inputs" not in sys.modules:
         with _OwnPath():
-            from . import engine  # noqa: F401
-    return sys.modules["rocmport.engine"]
+            from . import inputs  # noqa: F401
+    return sys.modules["rocmport.inputs"]
 
 
 class Plugin:
@@ -129,7 +130,7 @@ class Plugin:
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         if not self.selected:
             return  # `flake8 --select E` and friends: the engine is never imported
-        check_bytes = _engine().check_bytes
+        check_bytes = _inputs().check_bytes
 
         path = self.filename if self.filename not in ("stdin", "-", None) else "-"
         directory = os.path.dirname(os.path.abspath(path)) if path != "-" else os.getcwd()

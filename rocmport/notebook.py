@@ -40,7 +40,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from . import prelude
+from . import engine, placement, prelude
 from .config import Settings
 from .findings import Finding, Fix, Position
 from .source import BOM, LineIndex
@@ -504,8 +504,6 @@ def _prelude_target(cells: List[CodeCell]) -> Optional[CodeCell]:
 
 def _insertion_offset(cell: CodeCell) -> Tuple[int, bool]:
     """Where the generated block goes in ``cell`` (offset in its masked text, after an anchor?)."""
-    from . import placement
-
     text = cell.masked
     try:
         module = cst.parse_module(text)
@@ -531,8 +529,6 @@ def _block_cell(text: str, block: prelude.Block, cells: List[CodeCell], nonce: s
 
 
 def _fix_virtual(virtual: str, cells: List[CodeCell], nonce: str, path: str, settings: Settings, rules, enabled):
-    from . import engine
-
     result = engine.fix_text(virtual, path, settings, rules, enabled)
     text = result[0]
     if text == virtual or prelude.find_block(virtual) is not None:
@@ -562,8 +558,6 @@ def _fix_virtual(virtual: str, cells: List[CodeCell], nonce: str, path: str, set
 
 def check_notebook(data: bytes, path: str, settings: Settings, fix: bool = False):
     """Lint (or fix) a notebook's bytes. Never raises for bad input."""
-    from . import engine
-
     report = engine.FileReport(path=path, original=data)
     settings = _notebook_settings(settings)
     enabled, rules = engine.select_rules(settings, path)

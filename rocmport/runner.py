@@ -59,7 +59,7 @@ def _init(settings: Settings, parent: Optional[int] = None, index: Optional["Pro
 
 
 def _work(item):
-    from .engine import check_bytes, check_path
+    from .inputs import check_bytes, check_path
 
     path, data, fix = item
     if _INDEX is not None:
@@ -80,7 +80,8 @@ def _read(path: str) -> Optional[bytes]:
 
 def check_stream(stream, name: str, settings: Settings, *, fix: bool = False) -> FileReport:
     """Check what ``stream`` (stdin) holds, read up to :data:`~rocmport.source.MAX_INPUT_BYTES`."""
-    from .engine import _roc001, check_bytes
+    from .engine import _roc001
+    from .inputs import check_bytes
 
     try:
         data = read_limited(stream)
@@ -205,7 +206,7 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
             keys[index] = data
         todo.append((index, (path, data, fix)))
     if todo:
-        from . import engine  # noqa: F401 (before the fork: workers inherit it instead of importing it each)
+        from . import inputs  # noqa: F401 (before the fork: workers inherit it instead of importing it each)
     jobs = jobs or default_jobs()
     if jobs > 1 and len(todo) > 1:
         _in_pool(todo, reports, settings, jobs, progress, project)

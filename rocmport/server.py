@@ -82,7 +82,7 @@ def _encode(text: str) -> bytes:
 
 def analyse(uri: str, fix: bool = False):
     """(document, settings, report) for ``uri``; report is None for a document rocmport skips."""
-    from .engine import check_bytes
+    from .inputs import check_bytes
 
     document = server.workspace.get_text_document(uri)
     path = _path_of(document)

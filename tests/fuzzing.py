@@ -19,7 +19,7 @@ import hypothesmith
 import libcst as cst
 from hypothesis import strategies as st
 
-from rocmport.engine import check_bytes
+from rocmport.inputs import check_bytes
 from rocmport.prelude import PreludeOptions
 from rocmport.source import SourceError, SourceText
 

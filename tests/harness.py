@@ -15,7 +15,8 @@ import libcst as cst
 
 from rocmport import placement, prelude
 from rocmport.config import Settings
-from rocmport.engine import FileReport, check_bytes
+from rocmport.engine import FileReport
+from rocmport.inputs import check_bytes
 from rocmport.findings import Finding
 from rocmport.source import LineIndex, SourceText
 

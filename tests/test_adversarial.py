@@ -28,7 +28,7 @@ from rocmport import cache as cache_module
 from rocmport.cache import Cache, settings_fingerprint
 from rocmport.cli import main
 from rocmport.config import Settings
-from rocmport.engine import check_bytes
+from rocmport.inputs import check_bytes
 from rocmport.writer import ChangedOnDisk, write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,7 +196,7 @@ def test_fifos_named_or_walked_are_never_read(project):
 def test_dev_zero_as_a_path_and_on_stdin_is_bounded(project):
     import threading
 
-    from rocmport.engine import check_path
+    from rocmport.inputs import check_path
 
     found = []
     worker = threading.Thread(target=lambda: found.append(check_path("/dev/zero", Settings())), daemon=True)

@@ -21,7 +21,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 from rocmport.codemods import _walk
 from rocmport.codemods.base import STATS, Metadata
 from rocmport.config import Settings
-from rocmport.engine import check_bytes
+from rocmport.inputs import check_bytes
 from rocmport.registry import visitor_rules
 
 HEAD = '"""A generated module."""\nimport os\nimport torch\nimport torch.nn as nn\n\n'

@@ -14,7 +14,7 @@ import pytest
 
 from rocmport.codemods.env_files import NAMES, scan
 from rocmport.codemods.env_vars import RULES, ArchListWithoutRocmArch, VisibleDevicesBoth, removes
-from rocmport.engine import check_path
+from rocmport.inputs import check_path
 from rocmport.registry import all_rules
 
 from .harness import FIXTURES, codes, settings

@@ -18,7 +18,7 @@ import pytest
 from rocmport import prelude
 from rocmport.config import Settings
 from rocmport.discovery import discover, file_kind
-from rocmport.engine import check_bytes
+from rocmport.inputs import check_bytes
 from rocmport.notebook import mask_cell, unmask_cell
 
 from .harness import FIXTURES

@@ -15,7 +15,7 @@ import pytest
 from rocmport.codemods.base import PREFILTER
 from rocmport.cache import Cache
 from rocmport.config import Settings
-from rocmport.engine import check_bytes
+from rocmport.inputs import check_bytes
 from rocmport.output import finding_dict
 
 ROOT = Path(__file__).resolve().parent.parent

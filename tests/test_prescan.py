@@ -12,7 +12,7 @@ import pytest
 from rocmport.codemods import _prescan
 from rocmport.codemods.base import PREFILTER
 from rocmport.config import Settings
-from rocmport.engine import check_bytes
+from rocmport.inputs import check_bytes
 from rocmport.registry import visitor_rules
 
 # (source, a code it must report): spellings that reach a rule only through an import binding,

@@ -14,7 +14,7 @@ import pytest
 from lsprotocol import types
 from pygls.lsp.client import BaseLanguageClient
 
-from rocmport.engine import check_bytes
+from rocmport.inputs import check_bytes
 from rocmport.config import load_settings
 
 REPO = Path(__file__).resolve().parents[1]

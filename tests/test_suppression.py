@@ -7,7 +7,7 @@ import pytest
 
 from rocmport import suppression
 from rocmport.config import Settings
-from rocmport.engine import check_bytes
+from rocmport.inputs import check_bytes
 from rocmport.filekinds import env_kind, file_kind
 
 PYTHON = 'import torch\nm = torch.compile(f, mode="reduce-overhead"){comment}\n'  # ROC101 on line 2
@@ -117,12 +117,12 @@ def test_one_file_kind_decision():
         ["dockerfile", "shell", "yaml", "dotenv"]
     assert file_kind("run", b"#!/usr/bin/env bash\n") == "shell" and file_kind("run", b"#!/usr/bin/python\n") is None
     assert env_kind("a.py", b"#!/bin/sh\n") is None and env_kind("win\\ci.YAML") == "yaml"
-    # the engine, discovery and the environment-file rules ask the same function
+    # the entry for one file, discovery and the environment-file rules ask the same function
     from rocmport.codemods import env_files
-    from rocmport import discovery, engine
+    from rocmport import discovery, inputs
 
     assert env_files.kind_for is env_kind
-    assert engine.file_kind is file_kind and discovery.filekinds.file_kind is file_kind
+    assert inputs.file_kind is file_kind and discovery.filekinds.file_kind is file_kind
 
 
 @pytest.mark.parametrize("comment, silenced", LINE_CASES)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from rocmport.config import Settings
-from rocmport.engine import check_bytes
+from rocmport.inputs import check_bytes
 from rocmport.prelude import PreludeOptions
 
 CONSOLE = str(Path(sys.executable).parent / "rocmport")
