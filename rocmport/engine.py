@@ -583,7 +583,7 @@ def _enclosing_functions(analysis: Analysis, offset: int) -> List[cst.FunctionDe
 
     # only the statements around the offset's line can hold it (the others are not generated)
     for stmt in analysis.wrapper.statements_at(lines.position(offset).row):
-        stmt.visit(Finder())
+        _walk.visit(stmt, Finder())
     return found
 
 

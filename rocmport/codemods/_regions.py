@@ -27,6 +27,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from . import _walk
 from ._events import (BooleanMaskIndex, CompiledCall, CopyToHost, DataDependentShape, DeviceSynchronize,
                       HostToDeviceCopy, LoggingCall, PinMemory, PrintCall, RegionEvent, RngStateCall,
                       ScalarRead, StreamCreated, StreamEntered, StreamSynchronize, TensorBranch,
@@ -748,7 +749,7 @@ class Analysis:
                 return True
 
         analysis = self
-        container.visit(_Finder())
+        _walk.visit(container, _Finder())
         return found
 
     def _compiled_regions(self) -> List[Region]:
@@ -974,7 +975,7 @@ class Analysis:
                 nonlocal found
                 found = found or is_guard(node)
 
-        test.visit(_Any())
+        _walk.visit(test, _Any())
         return "mixed" if found else None
 
     def _tensor_truth(self, test: cst.BaseExpression, scope: Optional[Scope]) -> bool:

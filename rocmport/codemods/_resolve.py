@@ -50,7 +50,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from . import _bindings, _index
+from . import _bindings, _index, _walk
 from ._bindings import from_import_binding, import_binding
 from .base import dotted_name, literal_string
 
@@ -378,7 +378,7 @@ class ScopeBindings:
         found = self._cache.get(key)
         if found is None:
             recorder = BindingRecorder(scope)
-            scope.visit(recorder)
+            _walk.visit(scope, recorder)
             found = self._cache[key] = recorder.tables.get(key, {})
         return found
 

@@ -20,6 +20,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
+from . import _walk
 from ._resolve import ScopeBindings
 from .base import dotted_name, keyword, literal_string, mentions_rocm
 
@@ -80,14 +81,14 @@ def names_in(node: cst.CSTNode) -> Set[str]:
             found.add(n.value)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)  # `x.dtype`: x, not dtype
+            _walk.visit(n.value, self)  # `x.dtype`: x, not dtype
             return False
 
         def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)  # keyword names are not references
+            _walk.visit(n.value, self)  # keyword names are not references
             return False
 
-    node.visit(_V())
+    _walk.visit(node, _V())
     return found
 
 
@@ -242,7 +243,7 @@ class TritonAnalysis:
                 if isinstance(node.func, cst.Subscript):
                     analysis.subscript_calls.append(node)
 
-        self.module.visit(_V())
+        _walk.visit(self.module, _V())
         for call in self.subscript_calls:
             kernel_expr = call.func.value
             if not isinstance(kernel_expr, cst.Name):
@@ -342,7 +343,7 @@ class TritonAnalysis:
                         and isinstance(f.value, cst.Name) and f.value.value == name):
                     result.extend(a.value for a in node.args)
 
-        scope.visit(_V())
+        _walk.visit(scope, _V())
         return result
 
     def _configs_in(self, node: cst.CSTNode) -> List[cst.Call]:
@@ -354,7 +355,7 @@ class TritonAnalysis:
                 if analysis.call_is(n, CONFIG_NAMES):
                     found.append(n)
 
-        node.visit(_V())
+        _walk.visit(node, _V())
         return found
 
     def _extents(self, kernel: Kernel) -> None:
@@ -376,7 +377,7 @@ class TritonAnalysis:
                 if extent not in extents:
                     extents.append(extent)
 
-        kernel.func.body.visit(_V())
+        _walk.visit(kernel.func.body, _V())
         kernel.extents = extents
 
     def _extent(self, expr: cst.BaseExpression, kernel: Kernel) -> Optional[Extent]:
@@ -495,7 +496,7 @@ class TritonAnalysis:
             def visit_Call(self, n: cst.Call) -> None:
                 calls.append(n)
 
-        kernel.func.body.visit(_V())
+        _walk.visit(kernel.func.body, _V())
         for _ in range(len(assigns) + 1):
             changed = False
             for names, expr in assigns:
@@ -569,23 +570,23 @@ class TritonAnalysis:
                     return False
                 if names & {TL + "where"} and n.args:
                     for a in n.args[1:]:
-                        a.value.visit(self)
+                        _walk.visit(a.value, self)
                     return False
-                n.func.visit(self)
+                _walk.visit(n.func, self)
                 for a in n.args:
                     if a.keyword is not None and a.keyword.value in ("mask", "other", "axis", "dtype"):
                         continue
-                    a.value.visit(self)
+                    _walk.visit(a.value, self)
                 return False
 
             def visit_Attribute(self, n: cst.Attribute) -> bool:
-                n.value.visit(self)
+                _walk.visit(n.value, self)
                 return False
 
             def visit_Name(self, n: cst.Name) -> None:
                 found.add(n.value)
 
-        expr.visit(_V())
+        _walk.visit(expr, _V())
         return found
 
     # -- the grid ---------------------------------------------------------------------------
@@ -622,7 +623,7 @@ class TritonAnalysis:
                 if literal_string(n) == param:
                     found = True
 
-        func.visit(_V())
+        _walk.visit(func, _V())
         return found
 
 
@@ -633,7 +634,7 @@ def _integers(node: cst.CSTNode) -> List[cst.Integer]:
         def visit_Integer(self, n: cst.Integer) -> None:
             found.append(n)
 
-    node.visit(_V())
+    _walk.visit(node, _V())
     return found
 
 
@@ -652,7 +653,7 @@ def _names_match(node: cst.CSTNode, pattern: "re.Pattern[str]") -> bool:
             if value and pattern.search(value.replace(":", "_")):
                 found = True
 
-    node.visit(_V())
+    _walk.visit(node, _V())
     return found
 
 

@@ -5,8 +5,8 @@
 large file that is most of a traversal's time. :func:`visit_batched` makes the same calls in
 the same order -- ``visit_<Type>`` before a node's children, ``leave_<Type>`` after them,
 children in the order LibCST visits them, the same node objects -- and builds nothing. The
-engine's one visit of a file and the parent records use it. (The smaller walks of the
-analyses keep ``node.visit``: measured on torch's ``_inductor``, they gained nothing.)
+engine's one visit of a file and the parent records use it, and :func:`visit` is
+``node.visit(visitor)`` for the analyses' own walks (a Triton kernel's body, a whole module).
 
 The order of a node type's children is the order of the fields its own
 ``_visit_and_replace_children`` hands to LibCST's ``visit_*`` helpers, read once per type
@@ -144,6 +144,68 @@ def visit_batched(node: CSTNode, visitors: Iterable[cst.BatchableCSTVisitor],
         after(current)
 
     walk(node)
+
+
+def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
+    """``node.visit(visitor)`` for a ``CSTVisitor``, without rebuilding: ``on_visit`` (or
+    ``visit_<Type>``, whose ``False`` skips the children) before a node's children,
+    ``on_leave`` (``leave_<Type>``) after them, in LibCST's order. A visitor with attribute
+    hooks gets LibCST's own traversal."""
+    kind = type(visitor)
+    if _has_attribute_hooks(name for name in dir(kind) if _own(kind, name)):
+        node.visit(visitor)
+        return
+    plain = kind.on_visit is cst.CSTVisitor.on_visit and kind.on_leave is cst.CSTVisitor.on_leave
+    if not plain:
+        on_visit, on_leave = visitor.on_visit, visitor.on_leave
+    visits: Dict[type, Optional[Callable]] = {}
+    leaves: Dict[type, Optional[Callable]] = {}
+    skip = frozenset(k for k in WHITESPACE_LEAVES if plain and not _own(kind, f"visit_{k.__name__}")
+                     and not _own(kind, f"leave_{k.__name__}"))
+    order = _ORDER
+
+    def walk(current: CSTNode) -> None:
+        cls = type(current)
+        if plain:
+            try:
+                call = visits[cls]
+            except KeyError:
+                name = cls.__name__
+                call = visits[cls] = getattr(visitor, "visit_" + name) if _own(kind, "visit_" + name) else None
+                leaves[cls] = getattr(visitor, "leave_" + name) if _own(kind, "leave_" + name) else None
+            descend = call is None or call(current) is not False
+        else:
+            descend = on_visit(current)
+        if descend:
+            fields = order.get(cls, _UNREAD)
+            if fields is _UNREAD or fields is None:
+                for child in children(current):
+                    if type(child) not in skip:
+                        walk(child)
+            else:
+                for name in fields:
+                    child = getattr(current, name)
+                    if isinstance(child, CSTNode):
+                        if type(child) not in skip:
+                            walk(child)
+                    elif type(child) is tuple or type(child) is list:
+                        for item in child:
+                            if type(item) not in skip:
+                                walk(item)
+        if plain:
+            leave = leaves[cls]
+            if leave is not None:
+                leave(current)
+        else:
+            on_leave(current)
+
+    walk(node)
+
+
+def _own(kind: type, name: str) -> bool:
+    """Does the visitor class ``kind`` define ``name`` itself (not LibCST's do-nothing)?"""
+    found = getattr(kind, name, None)
+    return found is not None and found is not getattr(cst.CSTVisitor, name, None)
 
 
 def _nothing(_node: CSTNode) -> None:

@@ -764,7 +764,7 @@ def mentions_rocm(node: cst.CSTNode, gate_name: str = "is_rocm") -> bool:
         def visit_SimpleString(self, n: cst.SimpleString) -> bool:
             return False
 
-    node.visit(_Finder())
+    _walk.visit(node, _Finder())
     return found
 
 

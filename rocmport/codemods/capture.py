@@ -19,7 +19,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport.findings import Applicability, Fix
 
-from . import _regions
+from . import _regions, _walk
 from ._events import (BooleanMaskIndex, CompiledCall, CopyToHost, DataDependentShape, DeviceSynchronize,
                       HostToDeviceCopy, PinMemory, PrintCall, RegionEvent, RngStateCall, ScalarRead,
                       StreamCreated, StreamEntered, StreamSynchronize, TensorBranch, TensorFormatted,
@@ -716,9 +716,9 @@ def _binds(stmt: cst.CSTNode, name: str) -> bool:
         if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
             targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
             for target in targets:
-                target.visit(_Visitor())
+                _walk.visit(target, _Visitor())
         elif isinstance(small, (cst.Del, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)):
-            small.visit(_Visitor())
+            _walk.visit(small, _Visitor())
     return hit
 
 

@@ -17,6 +17,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport.findings import Applicability, Fix
 
+from . import _walk
 from ._bindings import import_bindings, top_level
 from ._torch import (COMPILE_CONFIG_NAMES, COMPILE_NAMES, PARTIAL_NAMES, is_module_compile_method,
                      is_torch_compile, qualified_names)
@@ -390,7 +391,7 @@ def _rebinds(function: cst.FunctionDef, name: str) -> bool:
             if any(item.name.value == name for item in items):
                 found = True
 
-    function.body.visit(_Finder())
+    _walk.visit(function.body, _Finder())
     return found
 
 
@@ -648,7 +649,7 @@ class CudagraphsOption(_CompileCalls):
                         and f.value.value == name and node.args and isinstance(node.args[0].value, cst.Dict)):
                     found.extend(rule._dict_values(node.args[0].value))
 
-        scope.visit(_Builder())
+        _walk.visit(scope, _Builder())
         yield from found
 
 

@@ -19,6 +19,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport.findings import Applicability, Fix
 
+from . import _walk
 from ._resolve import assigned_values, operand, paren, string_subscript
 from ._torch import COMPILE_NAMES, qualified_names
 from .base import Case, Rule, dotted_name, keyword, literal_string, mentions_rocm
@@ -482,7 +483,7 @@ class LateEnv(_EnvRule):
                 if qualified_names(rule, n.func, COMPILE_NAMES) & COMPILE_NAMES:
                     self._add(n, "a torch.compile call")
 
-        node.visit(_Events())
+        _walk.visit(node, _Events())
 
     def consider(self, write: _EnvWrite) -> None:
         if not write.live or write.var not in READ_AT_IMPORT or id(write.key_node) in self._seen:
