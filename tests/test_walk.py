@@ -180,3 +180,72 @@ def _all(module):
         out.append(node)
         stack.extend(_walk.children(node))
     return out
+
+
+class _Log(cst.CSTVisitor):
+    """Logs calls; a ``visit_`` that returns False skips the children (LibCST's contract)."""
+
+    def __init__(self):
+        super().__init__()
+        self.log: List[Tuple[str, int]] = []
+
+    def visit_Name(self, node):
+        self.log.append(("Name", id(node)))
+
+    def visit_Lambda(self, node):
+        self.log.append(("Lambda", id(node)))
+        return False
+
+    def leave_Call(self, node):
+        self.log.append(("Call", id(node)))
+
+    def visit_SimpleWhitespace(self, node):  # asked for: not passed by
+        self.log.append(("space", id(node)))
+
+
+class _Every(cst.CSTVisitor):
+    """Overrides ``on_visit`` / ``on_leave``: sees every node, whitespace included."""
+
+    def __init__(self):
+        super().__init__()
+        self.log: List[Tuple[str, int]] = []
+
+    def on_visit(self, node):
+        self.log.append(("enter", id(node)))
+        return not isinstance(node, cst.Decorator)
+
+    def on_leave(self, node):
+        self.log.append(("leave", id(node)))
+
+
+@pytest.mark.parametrize("name,module", MODULES, ids=[name for name, _ in MODULES])
+def test_visit_makes_node_visits_calls(name, module):
+    for kind in (_Log, _Every):
+        ours, theirs = kind(), kind()
+        _walk.visit(module, ours)
+        module.visit(theirs)
+        assert ours.log == theirs.log, kind.__name__
+        assert ours.log or kind is _Log  # every module has nodes
+    body = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
+    if body is not None:  # a part of a tree, as the analyses walk a kernel's body
+        ours, theirs = _Log(), _Log()
+        _walk.visit(body.body, ours)
+        body.body.visit(theirs)
+        assert ours.log == theirs.log
+
+
+def test_visit_gives_a_visitor_with_attribute_hooks_libcsts_traversal():
+    module = cst.parse_module("def f(x):\n    return x\n")
+
+    class Hooks(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.bodies = 0
+
+        def visit_FunctionDef_body(self, node):
+            self.bodies += 1
+
+    hooks = Hooks()
+    _walk.visit(module, hooks)
+    assert hooks.bodies == 1
+    assert not _walk._own(cst.CSTVisitor, "visit_FunctionDef_body") and _walk._own(Hooks, "visit_FunctionDef_body")
