@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '551b2804d08f981a40728a08da2a0eb9'
+FINGERPRINT = 'b2180669a4d4f22d60adc120346f9b7e'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -73,6 +73,51 @@ FOUND = [
     ("import torch\ny = torch.clamp(x, max=448).to(torch.float8_e4m3fn)\n", "ROC706"),
     ("import torch\nmajor, minor = torch.cuda.get_device_capability()\nif (major, minor) == (9, 0):\n"
      "    use_tma()\n", None),
+    # ROC507: each import spelling of the CUDA libdevice, and a use through attributes
+    ("import triton.language.extra.cuda.libdevice as ld\n", "ROC507"),
+    ("from triton.language.extra.cuda.libdevice import fast_expf\n", "ROC507"),
+    ("from triton.language.extra.cuda import (exp, libdevice)\n", "ROC507"),
+    ("import triton.language as T\ny = T.extra.cuda.libdevice.tanh(x)\n", "ROC507"),
+    # ROC512: 32 beside num_warps, a warp-size name given 32 (a constexpr call, a keyword,
+    # a parameter default, a keyword-only one, a lambda's)
+    ("import triton\ndef f(cfg):\n    return (32) * cfg.num_warps\n", "ROC512"),
+    ("import triton\nimport triton.language as tl\nWARP_SIZE = tl.constexpr(value=0x20)\n", "ROC512"),
+    ("import triton\nimport triton.language as tl\nWarpSize: tl.constexpr = 32\n", "ROC512"),
+    ("import triton\ndef f(x, *, threads_per_warp=32):\n    return x\n", "ROC512"),
+    ("import triton\ng = lambda n, warp_size=32: n // warp_size\n", "ROC512"),
+    # ROC705: a reference that is not compared (an attribute of one, a bare import, a dict
+    # value beside a comparison, a parameter named like the import)
+    ("import torch\nsize = torch.float8_e4m3fn.itemsize if x == torch.float8_e4m3fn else 1\n", "ROC705"),
+    ("from torch import float8_e4m3fn\nDTYPES = {'fp8': float8_e4m3fn}\nok = dtype in (float8_e4m3fn,)\n",
+     "ROC705"),
+    ("import triton.language as tl\ndef k(x):\n    return x.to(tl.float8e4nv) if x.dtype != tl.float8e4nv else x\n",
+     "ROC705"),
+    ("from torch import float8_e4m3fn\ndef f(float8_e4m3fn=float8_e4m3fn):\n    return float8_e4m3fn == 1\n", None),
+    # ROC701: every use _use names (a method, a subscript, a call, None tests, an ordering,
+    # `in`, `+`, a test, `and`/`or`, `not`), through an alias of torch.version
+    ("import torch\nmajor = torch.version.cuda.split('.')[0]\n", "ROC701"),
+    ("import torch.version as V\nok = V.cuda[:2] == '12'\n", "ROC701"),
+    ("import torch\nfrom packaging import version\nnew = version.parse(torch.version.cuda)\n", "ROC701"),
+    ("import torch\nhas_gpu = torch.version.cuda is not None\n", "ROC701"),
+    ("import torch\nnew = '11.8' <= torch.version.cuda\n", "ROC701"),
+    ("import torch\nis_12 = '12' in torch.version.cuda\n", "ROC701"),
+    ("import torch\ntag = 'cu' + torch.version.cuda\n", "ROC701"),
+    ("import torch\nx = 1 if (torch.version.cuda) else 0\n", "ROC701"),
+    ("import torch\nwhile torch.version.cuda and ready():\n    pass\n", "ROC701"),
+    ("import torch\nif not torch.version.cuda:\n    use_cpu()\n", "ROC701"),
+    # ROC20x in an options dict: a key, a dict() keyword, a subscript, an update
+    ('import torch\nf = torch.compile(g, options={"max_autotune": True})\n', "ROC203"),
+    ('import torch\nopts = dict(max_autotune=True)\nf = torch.compile(g, options=opts)\n', "ROC203"),
+    ('import torch\nkw = {}\nkw["options"] = o = {}\no["max_autotune"] = True\nf = torch.compile(g, **kw)\n', None),
+    ('import torch\nopts = {}\nopts.update(max_autotune=True)\nf = torch.compile(g, options=opts)\n', "ROC203"),
+    # ROC703: NVML imports, and nvidia-smi in a list, an assigned name, an f-string, a concatenation
+    ("import pynvml.smi as S\n", "ROC703"),
+    ("from py3nvml import py3nvml\n", "ROC703"),
+    ("import subprocess as sp\nout = sp.check_output(['/usr/bin/nvidia-smi', '-L'])\n", "ROC703"),
+    ("import os\ncmd = f'nvidia-smi -i {i}'\nos.system(cmd)\n", "ROC703"),
+    ("from subprocess import run\nrun('nvidia-smi' ' -q', shell=True)\n", "ROC703"),
+    # ROC201 through a name bound to the config, then to a part of it
+    ("import torch\ncfg = torch._inductor.config\ntr = cfg.triton\ntr.cudagraphs = True\n", "ROC201"),
 ]
 
 # Near-misses the prefilter is for: (source, the codes that must be skipped, a pattern).
@@ -97,6 +142,27 @@ SKIPPED = [
     # ROC706: 448 only in text, in another number or as an imaginary literal
     ('"""fp8 e4m3fn max is 448.0"""\nimport torch\nFP8_MAX = 4480  # not 448\nname = "fp8_448"\n', "ROC706"),
     ("import torch\nfp8_scale = 0.448 * x + 448j\n", "ROC706"),
+    # ROC701: read, printed, compared with a string, or on the left of `in`
+    ("import torch\nprint(f'CUDA {torch.version.cuda}', x=torch.version.cuda)\nis_121 = torch.version.cuda == '12.1'\n"
+     "found = torch.version.cuda in versions\nv = torch.version.cuda\n", "ROC701"),
+    ("import torch\nx = torch.cuda.is_available()\ny = torch.version.git_version\n", "ROC701"),
+    # ROC20x: options dicts without an inductor key of the rule
+    ('import torch\n# no cudagraphs here\nf = torch.compile(g, options={"trace.enabled": True})\n'
+     'parser.add(options=["cudagraphs"])\n', "ROC201"),
+    # ROC703: the words in a mapping, a docstring or a relative module; no process call
+    ('"""Reads nvml counters; see nvidia-smi."""\nimport torch\nMAP = {"nvmlInit": "rsmi_init", "nvidia-smi": "rocm-smi"}\n'
+     "from .pynvml import x\n", "ROC703"),
+    # ROC705: every reference compared (directly, in a tuple, a list or a set, nested)
+    ("import torch\nif x.dtype == torch.float8_e4m3fn or x.dtype in [torch.float8_e4m3fn, (torch.float8_e4m3fn,)]:\n"
+     "    pass\nname = 'float8_e4m3fn'\n", "ROC705"),
+    ("from torch import float8_e4m3fn\nis_fp8 = dtype in {float8_e4m3fn}\n", "ROC705"),
+    # ROC507: the word in names, strings and the neutral module
+    ('import triton\nfrom triton.language.extra import libdevice\nops.libdevice("x")\nname = "libdevice"\n',
+     "ROC507"),
+    ("import triton\nfrom mypkg.cuda import libdevice\ny = libdevice.exp(x)\n", "ROC507"),
+    # ROC512: warp names and 32, never in a reported shape
+    ("import triton\nWARP_SIZE = 64\nn = num_warps * 4\nBLOCK = 32\n", "ROC512"),
+    ("import triton\ndef f(x, warp_size=64, block=32):\n    return x * 32\nthreads = num_warps * 64\n", "ROC512"),
     ('import argparse\np = argparse.ArgumentParser()\np.add_argument("--compile-mode", choices=["reduce-overhead"])\n', "ROC10[1-46]"),
 ]
 

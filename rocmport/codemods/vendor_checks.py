@@ -25,6 +25,7 @@ from rocmport.findings import Applicability, Fix
 
 from ._torch import qualified_names
 from ._triton import _FOREIGN_TEST, KERNEL_DECORATORS, is_foreign_path
+from ._walk import children as _children
 from .base import _ROCM_WORD, Case, Rule, dotted_name, literal_string, mentions_rocm
 
 _PRE = "import torch\n"
@@ -35,12 +36,12 @@ _PRE = "import torch\n"
 # ------------------------------------------------------------------------------------------
 
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``node`` and every node under it."""
+    """``node`` and every node under it (``current.children`` rebuilds each node it reads)."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(_children(current)))
 
 
 def _identifiers(node: cst.CSTNode, strings: bool = True) -> Iterator[str]:
@@ -326,7 +327,50 @@ class CudaVersionOnRocm(_VendorRule):
 
     @classmethod
     def may_match(cls, facts) -> bool:
-        return facts.may_reference(CUDA_VERSION)
+        """``visit_Attribute`` reports a ``.cuda`` attribute that may be the CUDA version only
+        where ``_use`` names a use; the same parents on CPython's tree (a call's first
+        positional argument, whatever the call)."""
+        if not facts.may_reference(CUDA_VERSION):
+            return False
+        if facts.tree is None:
+            return True
+        import ast
+
+        found = {id(node) for node in facts.attributes.get("cuda", ()) if facts.may_be(node, CUDA_VERSION)}
+        if not found:
+            return False
+        for node in facts.nodes(ast.Attribute, ast.Subscript):
+            if id(node.value) in found:  # `.split(".")`, `[0]`
+                return True
+        for node in facts.nodes(ast.Call):
+            if node.args and id(node.args[0]) in found:
+                return True
+        for node in facts.nodes(ast.Compare):
+            operands = [node.left, *node.comparators]
+            for index, operand in enumerate(operands):
+                if id(operand) not in found:
+                    continue
+                sides = []
+                if index > 0:
+                    sides.append((node.ops[index - 1], operands[index - 1], "right"))
+                if index < len(node.ops):
+                    sides.append((node.ops[index], operands[index + 1], "left"))
+                for op, other, side in sides:
+                    none = type(other) is ast.Constant and other.value is None
+                    if (type(op) in (ast.Is, ast.IsNot, ast.Eq, ast.NotEq) and none
+                            or type(op) in (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+                            or type(op) in (ast.In, ast.NotIn) and side == "right"):
+                        return True
+        for node in facts.nodes(ast.BinOp):
+            if type(node.op) is ast.Add and (id(node.left) in found or id(node.right) in found):
+                return True
+        for node in facts.nodes(ast.If, ast.While, ast.IfExp):
+            if id(node.test) in found:
+                return True
+        for node in facts.nodes(ast.BoolOp):
+            if any(id(value) in found for value in node.values):
+                return True
+        return any(type(node.op) is ast.Not and id(node.operand) in found for node in facts.nodes(ast.UnaryOp))
 
     def __init__(self, context):
         super().__init__(context)
@@ -673,8 +717,8 @@ def _capability_names(context) -> Optional[Set[str]]:
     if tree is None:
         return None
     assigns = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+    for node in context.facts.nodes(ast.Assign, ast.AnnAssign):
+        if node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
             used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
@@ -799,12 +843,11 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
         import ast
 
         names = _capability_names(SimpleNamespace(facts=facts))
-        for node in ast.walk(facts.tree):
-            if type(node) is ast.Compare:
-                operands = [node.left, *node.comparators]
-                if any(_ast_literal_ints(o) for o in operands) and any(
-                        _ast_capability(o, facts, names) for o in operands if not _ast_literal_ints(o)):
-                    return True
+        for node in facts.nodes(ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(_ast_literal_ints(o) for o in operands) and any(
+                    _ast_capability(o, facts, names) for o in operands if not _ast_literal_ints(o)):
+                return True
         return False
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
@@ -970,6 +1013,22 @@ class NvidiaManagementTools(_VendorRule):
         Case("from pynvml import *\n"),
         Case("from pynvml.smi import nvidia_smi\n"),
     )
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        """An import of an NVML module, or a process call in a file with a string that holds
+        "nvidia-smi" (every command ``_runs_nvidia_smi`` accepts is, or is assigned, one)."""
+        if facts.tree is None:
+            return True
+        import ast
+
+        for node in facts.nodes(ast.Import):
+            if any(alias.name.split(".", 1)[0] in NVML_MODULES for alias in node.names):
+                return True
+        for node in facts.nodes(ast.ImportFrom):
+            if not node.level and node.module and node.module.split(".", 1)[0] in NVML_MODULES:
+                return True
+        return any("nvidia-smi" in text for text in facts.strings) and any(facts.calls_to(_PROCESS_CALLS))
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -1193,7 +1252,44 @@ class Fp8FormatIsArchitectureDependent(_Fp8Rule):
 
     @classmethod
     def may_match(cls, facts) -> bool:
-        return facts.may_reference(E4M3FN | TL_E4M3NV)
+        """``_check`` reports a reference that is not compared (an operand of a comparison,
+        or an element of a tuple, list or set that is one, is skipped). On CPython's tree:
+        an attribute named like a format that may resolve to one, or a name that may, when
+        neither is such an operand. A name that may resolve to one but is also bound some
+        other way, or an import from a module spelled with the format, decides nothing."""
+        wanted = E4M3FN | TL_E4M3NV
+        if not facts.may_reference(wanted):
+            return False
+        if facts.tree is None:
+            return True
+        import ast
+
+        compared: Set[int] = set()
+
+        def mark(node) -> None:
+            compared.add(id(node))
+            if type(node) in (ast.Tuple, ast.List, ast.Set):
+                for element in node.elts:
+                    mark(element)
+
+        for node in facts.nodes(ast.Compare):
+            for operand in (node.left, *node.comparators):
+                mark(operand)
+        lasts = {name.rsplit(".", 1)[-1] for name in wanted}
+        for last in lasts:
+            for node in facts.attributes.get(last, ()):
+                if id(node) not in compared and facts.may_be(node, wanted):
+                    return True
+        if any(lasts & set((node.module or "").split(".")) for node in facts.nodes(ast.ImportFrom)):
+            return True
+        names = {name for name in facts.names if not facts.roots(name).isdisjoint(wanted)}
+        if not names:
+            return False
+        if names & facts.other_bindings:
+            return True
+        roots = {id(node.value) for node in facts.nodes(ast.Attribute)}  # skipped by ``visit_Name``
+        return any(node.id in names and id(node) not in compared and id(node) not in roots
+                   for node in facts.nodes(ast.Name))
 
     def __init__(self, context):
         super().__init__(context)
@@ -1306,8 +1402,7 @@ class Fp8MaxConstant(_Fp8Rule):
         import ast
 
         Constant = ast.Constant
-        return any(type(n) is Constant and type(n.value) in (int, float) and n.value == 448
-                   for n in ast.walk(facts.tree))
+        return any(type(n.value) in (int, float) and n.value == 448 for n in facts.nodes(Constant))
 
     def visit_Integer(self, node: cst.Integer) -> None:
         self._check(node)
