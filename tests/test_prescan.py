@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 import pytest
 
@@ -302,3 +303,19 @@ def test_names_answer_as_the_set_they_stand_for():
             assert names.any_under(q) == any(n == q or n.startswith(q + ".") for n in listed), (bound, local, tail, q)
         assert names & set(queries) == listed & set(queries)
         assert names.isdisjoint(queries) == listed.isdisjoint(queries)
+
+
+def test_the_prefilter_walk_is_ast_walk_less_contexts_and_operators():
+    """``_prescan.walk`` yields ``ast.walk``'s nodes in its order, less the leaves no
+    prefilter reads (expression contexts, operators), and files each under its type."""
+    leaves = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+    sources = [p.read_text() for p in sorted((Path(__file__).resolve().parent.parent / "rocmport").rglob("*.py"))]
+    sources.append("match x:\n    case {'a': [1, *r]} | P(y=2) as z if z:\n        pass\n"
+                   "async def f(a, /, *b, c=1, **d):\n    global g\n    return [i async for i in a] @ -b\n")
+    for source in sources:
+        tree = ast.parse(source)
+        by_type: dict = {}
+        ours = _prescan.walk(tree, by_type)
+        assert ours == [n for n in ast.walk(tree) if not isinstance(n, leaves)]
+        assert {k: v for k, v in by_type.items()} == {
+            kind: [n for n in ours if type(n) is kind] for kind in {type(n) for n in ours}}
