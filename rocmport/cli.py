@@ -413,6 +413,7 @@ def lint(**kw):
 def _add_noqa(run: _Run, reports: "List[FileReport]") -> bool:
     """Write the directives; returns True when a file could not be written."""
     from .noqa import add_noqa, is_python_file
+    from .source import read_regular
     added = skipped = 0
     failed = False
     for r in reports:
@@ -426,10 +427,9 @@ def _add_noqa(run: _Run, reports: "List[FileReport]") -> bool:
         if result.data is None:
             continue
         try:
-            with open(r.path, "rb") as handle:
-                if handle.read() != r.original:
-                    click.echo(f"warning: {r.path} changed while it was checked: left alone", err=True)
-                    continue
+            if read_regular(r.path) != r.original:
+                click.echo(f"warning: {r.path} changed while it was checked: left alone", err=True)
+                continue
             from .writer import write_atomic
 
             write_atomic(r.path, result.data)
@@ -614,7 +614,7 @@ def setup_command(entries, write, shell, config_file):
     from . import entrypoints, patch
     from .config import ConfigError, load_settings
     from .discovery import discover
-    from .inputs import check_bytes
+    from .inputs import check_path
 
     try:
         settings = load_settings(Path.cwd(), Path(config_file) if config_file else None)
@@ -647,8 +647,7 @@ def setup_command(entries, write, shell, config_file):
     only = settings.with_overrides(entry_points=rel, select=("ROC001",), extend_select=(), ignore=())
     reports = []
     for path in paths:
-        with open(path, "rb") as handle:
-            reports.append(check_bytes(handle.read(), path, only, fix=True))
+        reports.append(check_path(path, only, fix=True))
     changed = [r for r in reports if r.fixed is not None]
     if not write:
         _emit(patch.render(changed), None)

@@ -14,7 +14,7 @@ import pathspec
 from . import filekinds
 from .config import Settings
 from .filekinds import HEAD_BYTES
-from .source import read_head
+from .source import read_head, read_regular
 
 # ruff's default excludes, without "build" (build/ often holds real sources).
 DEFAULT_EXCLUDES = (
@@ -50,8 +50,8 @@ class _Excluder:
             candidate = directory / ".gitignore"
             if candidate.is_file():
                 try:
-                    with open(candidate, encoding="utf-8", errors="replace") as handle:
-                        spec = pathspec.GitIgnoreSpec.from_lines(handle.read().splitlines())
+                    text = read_regular(str(candidate)).decode("utf-8", "replace")
+                    spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
                 except OSError:
                     spec = None
             self._gitignores[directory] = spec

@@ -37,7 +37,7 @@ from .config import Settings
 from .findings import Applicability, Edit, Finding, Fix, Position
 from .registry import visitor_rules
 from .reports import FileReport
-from .source import LineIndex, SourceError, SourceText, apply_edits
+from .source import LineIndex, SourceError, SourceText, apply_edits, read_regular
 
 MAX_FIX_PASSES = 8
 
@@ -764,7 +764,7 @@ def _prelude_edit(analysis: Analysis, requires: Set[str], before: int, path: str
         module_path = top / f"{options.module_name}.py"
         wanted = prelude.render_module(options, parts, header=house.license_header(top)).encode("utf-8")
         try:
-            current = module_path.read_bytes()
+            current = read_regular(str(module_path))
         except OSError:
             current = None
         if current is not None and not prelude.is_generated_module(current):

@@ -18,6 +18,7 @@ from typing import Iterable, List, Optional
 
 from .house import _load_toml, _table
 from .prelude import PreludeOptions, settings_for
+from .source import read_head
 
 _MAIN_RE = re.compile(rb"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 
@@ -51,8 +52,7 @@ def candidates(files: Iterable[str], root: Path) -> List[str]:
         if not name.endswith(".py"):
             continue
         try:
-            with open(name, "rb") as handle:
-                head = handle.read(1 << 20)
+            head = read_head(name, 1 << 20)
         except OSError:
             continue
         if _MAIN_RE.search(head) or os.path.basename(name) == "__main__.py":

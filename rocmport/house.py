@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Tuple
 
+from .source import read_head, read_regular
+
 try:  # Python 3.11+
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover - 3.9/3.10
@@ -37,8 +39,7 @@ class Style:
 
 def _load_toml(path: Path) -> dict:
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(read_regular(str(path)).decode("utf-8"))
     except (OSError, tomllib.TOMLDecodeError, ValueError):
         return {}
 
@@ -112,7 +113,7 @@ def _ruff_style(ruff: dict, data: dict) -> Style:
 def _flake8_length(path: Path) -> Optional[int]:
     parser = configparser.ConfigParser()
     try:
-        parser.read(path, encoding="utf-8")
+        parser.read_string(read_regular(str(path)).decode("utf-8"))
     except (configparser.Error, OSError, UnicodeDecodeError):
         return None
     for section in ("flake8", "pycodestyle"):
@@ -164,14 +165,14 @@ def _requirement_lines(folder: Path) -> Iterable[str]:
             yield from (d for d in deps if isinstance(d, str))
     for name in sorted(p.name for p in folder.glob("requirements*.txt")):
         try:
-            yield from (folder / name).read_text(encoding="utf-8", errors="replace").splitlines()
+            yield from read_regular(str(folder / name)).decode("utf-8", "replace").splitlines()
         except OSError:
             continue
     setup_cfg = folder / "setup.cfg"
     if setup_cfg.is_file():
         parser = configparser.ConfigParser()
         try:
-            parser.read(setup_cfg, encoding="utf-8")
+            parser.read_string(read_regular(str(setup_cfg)).decode("utf-8"))
             if parser.has_option("options", "install_requires"):
                 yield from parser.get("options", "install_requires").splitlines()
         except (configparser.Error, OSError, UnicodeDecodeError):
@@ -229,8 +230,7 @@ def license_header(package: Path) -> str:
         return ""
     for path in files:
         try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                head = handle.read(4096)
+            head = read_head(str(path), 4096).decode("utf-8", "replace")
         except OSError:
             continue
         headers.add(_leading_comments(head))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from .output import find_root, relative_path
+from .source import read_regular
 
 
 def _unified(old: str, new: str, old_name: str, new_name: str) -> str:
@@ -31,7 +32,7 @@ def generated_files(reports: Iterable) -> Dict[str, Tuple[Optional[bytes], bytes
             if path in out:
                 continue
             try:
-                current: Optional[bytes] = Path(path).read_bytes()
+                current: Optional[bytes] = read_regular(path)
             except OSError:
                 current = None
             out[path] = (current, data)

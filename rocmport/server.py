@@ -29,6 +29,7 @@ from pygls.lsp.server import LanguageServer
 from . import __version__
 from .config import ConfigError, Settings, load_settings
 from .findings import Applicability, Finding
+from .source import read_regular
 
 SOURCE = "rocmport"
 FIX_ALL_KIND = "source.fixAll.rocmport"
@@ -188,7 +189,7 @@ def _workspace_edit(document, new_text: str, extra_files: Dict[str, bytes]) -> O
         exists = os.path.exists(extra_path)
         if not exists:
             changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(ignore_if_exists=True)))
-        old = Path(extra_path).read_text(encoding="utf-8", errors="replace") if exists else ""
+        old = read_regular(extra_path).decode("utf-8", "replace") if exists else ""
         whole = types.Range(start=types.Position(line=0, character=0),
                             end=types.Position(line=len(old.splitlines()) + 1, character=0))
         changes.append(types.TextDocumentEdit(

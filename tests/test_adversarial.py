@@ -193,6 +193,36 @@ def test_fifos_named_or_walked_are_never_read(project):
     assert stat.S_ISFIFO(os.lstat(project / "pipe.py").st_mode)
 
 
+def test_fifos_named_like_the_files_rocmport_reads_beside_the_code_are_never_read(project):
+    """.gitignore, setup.cfg, ruff.toml, requirements files and the generated module: every
+    file of the tree rocmport reads goes through ``source.read_regular`` or ``read_head``."""
+    sub = project / "pkg"
+    sub.mkdir()
+    (sub / "__init__.py").write_text("")
+    (sub / "train.py").write_text(HAZARD + "if __name__ == '__main__':\n    f()\n")
+    for name in (".gitignore", "setup.cfg", "ruff.toml", "requirements.txt", "_rocmport.py"):
+        os.mkfifo(sub / name)
+    result = cli("fix", "--write", "pkg", cwd=project, timeout=60)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert FIXED_LINE in (sub / "train.py").read_text()
+    setup = cli("setup", "pkg/train.py", cwd=project, timeout=60)
+    assert "Traceback" not in setup.stderr, setup.stderr
+
+
+def test_only_source_reads_the_users_files():
+    """One place reads bytes: no module but ``source`` opens a file of the user's tree (the
+    exceptions read rocmport's own files, or /opt/rocm)."""
+    import re
+
+    own = {"source.py", "docs.py", "registry.py", "rocm_facts.py", "cache.py", "doctor.py"}
+    pattern = re.compile(r"\bopen\(|read_bytes\(|read_text\(|parser\.read\(|tomllib\.load\(")
+    found = [f"{path.name}:{n}" for path in sorted((ROOT / "rocmport").rglob("*.py")) if path.name not in own
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             if pattern.search(line) and "os.open(" not in line and not line.lstrip().startswith("#")
+             and "output_file" not in line]
+    assert found == []
+
+
 def test_dev_zero_as_a_path_and_on_stdin_is_bounded(project):
     import threading
 
