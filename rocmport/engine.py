@@ -98,6 +98,11 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         return Analysis(text, _syntax_findings(path, text, exc, enabled), lines=lines)
     except RecursionError:
         return Analysis(text, _roc001(path, "cannot parse: nesting too deep", 1, 1, enabled), lines=lines)
+    lost = _lost_continuation(text, module)
+    if lost is not None:
+        return Analysis(text, _roc001(path, "cannot be checked safely: LibCST drops the backslash continuation"
+                                            f" that begins line {lost}; join it to the next line", lost, 1,
+                                      enabled), lines=lines)
     wrapper = Metadata(module, tree, text)
     block = prelude.find_block(text)
     gate, binding = _choose_gate(module, text, block)
@@ -261,6 +266,22 @@ def _syntax_findings(path: str, text: str, exc: cst.ParserSyntaxError, enabled) 
             return _roc001(path, f"too complex for the parser: {count} implicitly joined string literals"
                                  f" (LibCST accepts {MAX_JOINED_STRINGS}); not analysed", row, column, enabled)
     return _roc001(path, f"syntax error: {_parser_message(exc)}", exc.raw_line, exc.raw_column + 1, enabled)
+
+
+# A line that is only a backslash continuation (after blanks): before a statement, LibCST's
+# tree leaves it out (``"\\\nx = 1\n"`` comes back as ``"x = 1\n"``), so positions past it
+# are off by a line. Valid Python, rare: where the pattern is seen, the tree's code is compared
+# with the text, and a file that does not come back whole is refused with a finding.
+_CONTINUATION_LINE = re.compile(r"(?:^|[\r\n])[ \t\f]*\\(?:\r\n|\r|\n)")
+
+
+def _lost_continuation(text: str, module: cst.Module) -> Optional[int]:
+    """The line of the first continuation-only line, when LibCST's tree drops one."""
+    found = _CONTINUATION_LINE.search(text)
+    if found is None or module.code == text:
+        return None
+    at = found.start() + (1 if text[found.start()] in "\r\n" else 0)
+    return LineIndex(text).position(at).row
 
 
 def _roc001(path: str, message: str, row: int, column: int, enabled) -> List[Finding]:

@@ -367,6 +367,25 @@ def test_encodings_that_do_not_round_trip(encoding):
         assert report.fixed.decode(encoding).count(FIXED_LINE) == 1
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_a_line_that_is_only_a_backslash_continuation_is_refused_not_misplaced(project, newline):
+    """Found by fuzz.py: LibCST's tree leaves out a continuation-only line before a statement,
+    so every position after it was a line off (an internal error, or an edit in the wrong
+    place). Such a file is refused with ROC001 at that line and never rewritten."""
+    source = newline.join(["import torch", " \\", 'f = torch.compile(g, mode="reduce-overhead")', ""])
+    report = check_bytes(source.encode(), "t.py", Settings(), fix=True)
+    assert report.internal_error is None and report.fixed is None
+    assert [(f.code, f.start.row) for f in report.findings] == [("ROC001", 2)]
+    assert "backslash continuation" in report.findings[0].message
+    (project / "cont.py").write_bytes(source.encode())
+    result = cli("fix", "--write", "cont.py", cwd=project)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert (project / "cont.py").read_bytes() == source.encode()
+    # a continuation inside an expression comes back whole: checked and fixed as usual
+    inside = 'import torch\nf = torch.compile(g,\n\\\n mode="reduce-overhead")\n'
+    assert [f.code for f in check_bytes(inside.encode(), "t.py", Settings()).findings] == ["ROC101"]
+
+
 def test_a_byte_sequence_that_decodes_to_a_character_encoded_otherwise():
     data = b"# -*- coding: cp932 -*-\nimport torch\n# \x87\x90\n" + HAZARD.encode()[13:]
     assert "≒".encode("cp932") != b"\x87\x90"
