@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'b2180669a4d4f22d60adc120346f9b7e'
+FINGERPRINT = 'b31414b6fd3ccf33f4699cf6662f93d1'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -54,8 +54,9 @@ def _quote(original: str) -> str:
     return match.group(1) if match else '"'
 
 
-
 class _Everything:
+    """Every name (``config_bound`` without the file's facts)."""
+
     def __contains__(self, name: object) -> bool:
         return True
 
@@ -85,6 +86,7 @@ def _config_bound(context):
                 bound.add(name)
                 grew = True
     return frozenset(bound)
+
 
 class _InductorSetting(Rule):
     """Finds every place an inductor config value is set; subclasses pick the keys."""
