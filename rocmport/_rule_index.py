@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'b31414b6fd3ccf33f4699cf6662f93d1'
+FINGERPRINT = '22e978556e673bdb788f2cb3d719fd73'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from types import SimpleNamespace
-from typing import Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -1186,11 +1186,20 @@ _FP8_MAX_LITERAL = re.compile(r"448(?:\.0*)?")
 
 
 class _Fp8Rule(_VendorRule):
-    def fnuz_aware(self, node: cst.CSTNode) -> bool:
+    def __init__(self, context):
+        super().__init__(context)
+        self._header_aware: Dict[int, bool] = {}  # id(statement) -> does its header know fnuz
+
+    def fnuz_aware(self, node: cst.CSTNode, statement: Optional[cst.CSTNode]) -> bool:
         """The statement around ``node`` (or a test that decides it) knows the fnuz format or
-        the architecture: the code already chooses per GPU."""
-        header = _header(_statement(self, node))
-        if header is not None and _mentions(header, _FNUZ_AWARE):
+        the architecture: the code already chooses per GPU. The statement's answer is kept
+        (a table of dtypes asks it for every entry)."""
+        key = id(statement)
+        known = self._header_aware.get(key)
+        if known is None:
+            header = _header(statement)
+            known = self._header_aware[key] = header is not None and _mentions(header, _FNUZ_AWARE)
+        if known:
             return True
         child = node
         for ancestor in self.ancestors(node):
@@ -1316,11 +1325,11 @@ class Fp8FormatIsArchitectureDependent(_Fp8Rule):
             parent = self.parent(parent)  # `dtype in (torch.float8_e4m3fn, ...)`
         if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
             return
-        if self.gated(node) or self.fnuz_aware(node):
-            return
         statement = _statement(self, node)
         key = id(statement) if statement is not None else id(node)
-        if key in self._lines:
+        if key in self._lines:  # reported once per statement (asked first: a large table has many)
+            return
+        if self.gated(node) or self.fnuz_aware(node, statement):
             return
         self._lines.add(key)
         triton = "float8e4nv" in (dotted_name(node) or "") or self.is_name(node, TL_E4M3NV)
@@ -1413,10 +1422,11 @@ class Fp8MaxConstant(_Fp8Rule):
     def _check(self, node: cst.CSTNode) -> None:
         if not _FP8_MAX_LITERAL.fullmatch(node.value):
             return
-        header = _header(_statement(self, node))
+        statement = _statement(self, node)
+        header = _header(statement)
         if header is None or not _mentions(header, _FP8_WORD, strings=False):
             return
-        if self.gated(node) or self.fnuz_aware(node):
+        if self.gated(node) or self.fnuz_aware(node, statement):
             return
         message = ("448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose "
                    "maximum is 240")
