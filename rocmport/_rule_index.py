@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '22e978556e673bdb788f2cb3d719fd73'
+FINGERPRINT = '6479c0088b29a4c6eb135076513dc2d3'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -249,3 +249,23 @@ def test_visit_gives_a_visitor_with_attribute_hooks_libcsts_traversal():
     _walk.visit(module, hooks)
     assert hooks.bodies == 1
     assert not _walk._own(cst.CSTVisitor, "visit_FunctionDef_body") and _walk._own(Hooks, "visit_FunctionDef_body")
+
+
+def test_visitor_classes_made_per_call_are_not_kept():
+    """The analyses define visitor classes inside functions: remembering one must not keep it."""
+    import gc
+    import weakref
+
+    module = cst.parse_module("x = 1\n")
+
+    def one_walk():
+        class Local(cst.CSTVisitor):
+            def visit_Name(self, node):
+                pass
+
+        _walk.visit(module, Local())
+        return weakref.ref(Local)
+
+    ref = one_walk()
+    gc.collect()
+    assert ref() is None

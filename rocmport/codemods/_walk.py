@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import weakref
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Type
 
 import libcst as cst
@@ -205,7 +206,9 @@ def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
     walk(node)
 
 
-_HOOKS: Dict[type, bool] = {}  # visitor class -> does it define attribute hooks
+# visitor class -> does it define attribute hooks; weak: the analyses define visitor classes
+# inside functions, a new class on every call (a language server runs for hours)
+_HOOKS: "weakref.WeakKeyDictionary[type, bool]" = weakref.WeakKeyDictionary()
 
 
 def _own(kind: type, name: str) -> bool:
