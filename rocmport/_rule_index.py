@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '6479c0088b29a4c6eb135076513dc2d3'
+FINGERPRINT = '264e89090cfd13d7008a06ec075af377'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -180,7 +180,7 @@ def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
             descend = call is None or call(current) is not False
         else:
             descend = on_visit(current)
-        if descend:
+        if descend:  # the children as visit_batched reads them (inline: this runs per node)
             fields = order.get(cls, _UNREAD)
             if fields is _UNREAD or fields is None:
                 for child in children(current):
