@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '264e89090cfd13d7008a06ec075af377'
+FINGERPRINT = 'dd62469a3d1214a7146f5f32393d5f2f'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -98,7 +98,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         return Analysis(text, _syntax_findings(path, text, exc, enabled), lines=lines)
     except RecursionError:
         return Analysis(text, _roc001(path, "cannot parse: nesting too deep", 1, 1, enabled), lines=lines)
-    lost = _lost_continuation(text, module)
+    lost = _lost_continuation(text, module, lines)
     if lost is not None:
         return Analysis(text, _roc001(path, "cannot be checked safely: LibCST drops the backslash continuation"
                                             f" that begins line {lost}; join it to the next line", lost, 1,
@@ -275,13 +275,13 @@ def _syntax_findings(path: str, text: str, exc: cst.ParserSyntaxError, enabled) 
 _CONTINUATION_LINE = re.compile(r"(?:^|[\r\n])[ \t\f]*\\(?:\r\n|\r|\n)")
 
 
-def _lost_continuation(text: str, module: cst.Module) -> Optional[int]:
+def _lost_continuation(text: str, module: cst.Module, lines: LineIndex) -> Optional[int]:
     """The line of the first continuation-only line, when LibCST's tree drops one."""
     found = _CONTINUATION_LINE.search(text)
     if found is None or module.code == text:
         return None
     at = found.start() + (1 if text[found.start()] in "\r\n" else 0)
-    return LineIndex(text).position(at).row
+    return lines.position(at).row
 
 
 def _roc001(path: str, message: str, row: int, column: int, enabled) -> List[Finding]:

@@ -51,10 +51,7 @@ def candidates(files: Iterable[str], root: Path) -> List[str]:
     for name in files:
         if not name.endswith(".py"):
             continue
-        try:
-            head = read_head(name, 1 << 20)
-        except OSError:
-            continue
+        head = read_head(name, 1 << 20)  # b"" for what cannot be read
         if _MAIN_RE.search(head) or os.path.basename(name) == "__main__.py":
             found.append(os.path.normpath(name))
     for target in console_scripts(root):

@@ -229,10 +229,7 @@ def license_header(package: Path) -> str:
     except OSError:
         return ""
     for path in files:
-        try:
-            head = read_head(str(path), 4096).decode("utf-8", "replace")
-        except OSError:
-            continue
+        head = read_head(str(path), 4096).decode("utf-8", "replace")  # "" for what cannot be read
         headers.add(_leading_comments(head))
         if len(headers) > 1:
             return ""

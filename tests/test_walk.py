@@ -136,10 +136,14 @@ def test_a_type_whose_source_cannot_be_read_is_walked_the_slow_way(monkeypatch):
     assert ours == theirs
 
 
-def test_attribute_hooks_get_libcsts_traversal():
+@pytest.mark.parametrize("base,walk", [
+    (cst.BatchableCSTVisitor, lambda module, hooks: _walk.visit_batched(module, [hooks])),
+    (cst.CSTVisitor, _walk.visit),
+], ids=["visit_batched", "visit"])
+def test_attribute_hooks_get_libcsts_traversal(base, walk):
     module = cst.parse_module("def f(x):\n    return x\n")
 
-    class Hooks(cst.BatchableCSTVisitor):
+    class Hooks(base):
         def __init__(self):
             super().__init__()
             self.bodies = 0
@@ -148,8 +152,10 @@ def test_attribute_hooks_get_libcsts_traversal():
             self.bodies += 1
 
     hooks = Hooks()
-    _walk.visit_batched(module, [hooks])
+    walk(module, hooks)
     assert hooks.bodies == 1
+    if base is cst.CSTVisitor:  # LibCST's do-nothing hook is not the visitor's own
+        assert not _walk._own(cst.CSTVisitor, "visit_FunctionDef_body") and _walk._own(Hooks, "visit_FunctionDef_body")
 
 
 def test_whitespace_leaves_are_passed_by_only_when_asked_and_unvisited():
@@ -232,23 +238,6 @@ def test_visit_makes_node_visits_calls(name, module):
         _walk.visit(body.body, ours)
         body.body.visit(theirs)
         assert ours.log == theirs.log
-
-
-def test_visit_gives_a_visitor_with_attribute_hooks_libcsts_traversal():
-    module = cst.parse_module("def f(x):\n    return x\n")
-
-    class Hooks(cst.CSTVisitor):
-        def __init__(self):
-            super().__init__()
-            self.bodies = 0
-
-        def visit_FunctionDef_body(self, node):
-            self.bodies += 1
-
-    hooks = Hooks()
-    _walk.visit(module, hooks)
-    assert hooks.bodies == 1
-    assert not _walk._own(cst.CSTVisitor, "visit_FunctionDef_body") and _walk._own(Hooks, "visit_FunctionDef_body")
 
 
 def test_visitor_classes_made_per_call_are_not_kept():

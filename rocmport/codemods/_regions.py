@@ -352,7 +352,7 @@ class Analysis:
         self._values: Dict[int, Dict[str, List[cst.BaseExpression]]] = {}  # id(scope) -> values()
 
         if collector is None:
-            self.module.visit(_Collector(self))
+            _walk.visit(self.module, _Collector(self))
         else:
             collector.adopt(self)
         self.names = ScopeBindings(self.module, self._parent)  # what a name stands for in a scope

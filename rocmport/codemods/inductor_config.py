@@ -54,17 +54,10 @@ def _quote(original: str) -> str:
     return match.group(1) if match else '"'
 
 
-class _Everything:
-    """Every name (``config_bound`` without the file's facts)."""
-
-    def __contains__(self, name: object) -> bool:
-        return True
-
-
 def _config_bound(context):
     facts = context.facts
     if facts is None or facts.tree is None or not PREFILTER["enabled"]:
-        return _Everything()
+        return None
     pairs = []
     for node in facts.nodes(ast.Assign, ast.AnnAssign):
         kind = type(node)
@@ -103,10 +96,8 @@ class _InductorSetting(Rule):
         # or subscript), or written on torch._inductor.config or a local alias of it (which
         # is itself such a reference): an assignment to an attribute named like one of the
         # keys, ``.patch(...)``, or setattr() with the name as a string.
-        # An options dict reports only keys of ``KEYS`` that ``dict_flow`` finds: each is a
-        # string literal (a key, a subscript) or a keyword (``dict(k=v)``, ``.update(k=v)``).
-        if ("options" in facts.keywords or "options" in facts.strings) and any(
-                key in facts.strings or key in facts.keywords for key in cls.KEYS):
+        # An options dict reports only keys of ``KEYS`` (``keys_in``).
+        if ("options" in facts.keywords or "options" in facts.strings) and cls.keys_in(facts):
             return True
         if not facts.may_reference_under(CONFIG):
             return False
@@ -144,7 +135,8 @@ class _InductorSetting(Rule):
         if depth > 3:
             return None
         if isinstance(expr, cst.Name):
-            if expr.value not in self.config_bound():
+            bound = self.config_bound()
+            if bound is not None and expr.value not in bound:
                 return None
             for value in assigned_values(self, expr):  # cfg = torch._inductor.config
                 prefix = self.config_prefix(value, depth + 1)
@@ -156,12 +148,18 @@ class _InductorSetting(Rule):
                 return f"{prefix}.{expr.attr.value}" if prefix else expr.attr.value
         return None
 
+    @classmethod
+    def keys_in(cls, facts) -> bool:
+        """Does the file spell one of ``KEYS`` where ``dict_flow`` finds keys: a string literal
+        (a dict key, a subscript) or a keyword (``dict(k=v)``, ``.update(k=v)``)?"""
+        return any(key in facts.strings or key in facts.keywords for key in cls.KEYS)
+
     def config_bound(self):
         """The names a plain assignment may bind to (a part of) inductor's config: the only
         names ``config_prefix`` follows into their values, which spares most files the scope
         analysis ``assigned_values`` needs. From CPython's tree: a name assigned a value whose
         dotted root may resolve under the config, or a name already found (to a fixpoint).
-        Every name, without the file's facts."""
+        None (every name) without the file's facts."""
         return self.context.shared("inductor_config:bound", _config_bound)
 
     def config_key(self, target: cst.BaseExpression) -> Optional[str]:
@@ -248,9 +246,8 @@ class _InductorSetting(Rule):
 
     def check_options(self, value: cst.BaseExpression, direct_compile: bool) -> None:
         facts = self.context.facts
-        if facts is not None and PREFILTER["enabled"] and not any(
-                key in facts.strings or key in facts.keywords for key in self.KEYS):
-            return  # every key dict_flow finds is a string literal or a keyword of the file
+        if facts is not None and PREFILTER["enabled"] and not self.keys_in(facts):
+            return
         for key, item in dict_flow(self, value):
             if key == _CUDAGRAPHS and (direct_compile or not isinstance(value, cst.Dict)):
                 continue  # ROC103 reports "triton.cudagraphs" in torch.compile(options=...)
