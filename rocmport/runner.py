@@ -2,10 +2,10 @@
 ``progress`` (a callable taking a count) is how the CLI draws its bar.
 
 A worker that dies (a native parser's crash, the out-of-memory killer) never takes the run
-down: the files it may have held are checked again one at a time in a fresh worker, and a
-file that kills that one too gets an ROC001 finding. Workers die with the run: each asks
+down: the file it held is checked again alone in a fresh worker once the rest are done, and
+a file that kills that one too gets an ROC001 finding. Workers die with the run: each asks
 the kernel for SIGKILL when its parent dies (Linux), ignores Ctrl-C (the parent handles
-it), and the parent stops them when it is interrupted."""
+it), and the parent kills them when it is interrupted."""
 
 from __future__ import annotations
 
@@ -20,8 +20,6 @@ from .reports import FileReport  # the engine (and LibCST) only loads when a fil
 from .source import read_limited, read_regular
 
 if TYPE_CHECKING:  # pragma: no cover
-    from concurrent.futures import ProcessPoolExecutor
-
     from rocmport.codemods._index import ProjectIndex
 
 _SETTINGS: Optional[Settings] = None
@@ -98,36 +96,121 @@ def _context():
     return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
 
 
-def _pool(workers: int, settings: Settings, index: Optional["ProjectIndex"] = None) -> "ProcessPoolExecutor":
-    from concurrent.futures import ProcessPoolExecutor
-
-    return ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init,
-                               initargs=(settings, os.getpid(), index))
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
-def _stop(pool: "ProcessPoolExecutor") -> None:
-    """Stop a pool now: kill its workers rather than wait for the files they hold."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    for process in processes:
+_MASKABLE = hasattr(signal, "pthread_sigmask")  # not on Windows
+
+
+def _serve(conn, settings: Settings, parent: int, index: Optional["ProjectIndex"]) -> None:
+    """A worker: checks what its pipe brings, one item at a time, until the pipe closes."""
+    _init(settings, parent, index)
+    if _MASKABLE:  # blocked by the parent around the start
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    while True:
         try:
+            item = conn.recv()
+        except (EOFError, OSError):  # the parent is done, or gone
+            return
+        try:
+            reply = (True, _work(item))
+        except Exception as exc:  # raised again in the parent: an internal error, as without workers
+            reply = (False, exc)
+        try:
+            conn.send(reply)
+        except Exception as exc:  # pickling failed, before a byte was sent
+            conn.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+
+
+class _Workers:
+    """Worker processes, each with a pipe of its own, waited on by the calling thread alone.
+
+    Not ``concurrent.futures``: its pool reads every reply through one queue in a helper
+    thread, so a worker killed in the middle of a reply (by the out-of-memory killer, or by
+    this run's own stop) leaves that thread waiting for bytes that never come, and the
+    interpreter waits for that thread at exit: a hang. Here a worker's death is the end of
+    its own pipe, the item it held is known, and a stop kills the workers and returns."""
+
+    def __init__(self, settings: Settings, index: Optional["ProjectIndex"]):
+        self.context = _context()
+        self.args = (settings, os.getpid(), index)
+        self.held = {}  # connection -> (process, the job it checks)
+        self.idle = []  # (connection, process)
+
+    def _start(self):
+        parent_end, child_end = self.context.Pipe()
+        process = self.context.Process(target=_serve, args=(child_end,) + self.args, daemon=True)
+        # a Ctrl-C during the start is the parent's: the worker starts with it blocked
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS) if _MASKABLE else None
+        try:
+            process.start()
+        finally:
+            if previous is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        child_end.close()  # the worker's death is then the end of this pipe
+        return parent_end, process
+
+    def run(self, jobs, width: int, reports, progress) -> list:
+        """Check ``jobs`` (``(slot, item)``) in at most ``width`` workers, each report into
+        ``reports[slot]``; returns the jobs whose worker died."""
+        queue = list(jobs)[::-1]
+        died = []
+        while queue or self.held:
+            while queue and len(self.held) < width:
+                job = queue.pop()
+                conn, process = self.idle.pop() if self.idle else self._start()
+                try:
+                    conn.send(job[1])
+                except OSError:  # died idle
+                    self._bury(conn, process)
+                    died.append(job)
+                    continue
+                self.held[conn] = (process, job)
+            if not self.held:
+                continue
+            conn, process, job, report = self._reply()
+            if report is None:
+                died.append(job)
+                continue
+            reports[job[0]] = report
+            self.idle.append((conn, process))
+            if progress:
+                progress(1)
+        return died
+
+    def _reply(self):
+        """The next answer: ``(conn, process, job, report)``, ``report`` None for a worker
+        that died with the job (it is gone then)."""
+        from multiprocessing.connection import wait
+
+        sentinels = {process.sentinel: conn for conn, (process, _) in self.held.items()}
+        ready = wait(list(self.held) + list(sentinels))[0]
+        conn = sentinels.get(ready, ready)
+        process, job = self.held.pop(conn)
+        try:
+            ok, value = conn.recv()
+        except (EOFError, OSError):  # died, maybe in the middle of its reply
+            self._bury(conn, process)
+            return conn, process, job, None
+        if not ok:
+            self.idle.append((conn, process))  # alive: the stop ends it
+            raise value
+        return conn, process, job, value
+
+    def _bury(self, conn, process) -> None:
+        conn.close()
+        process.kill()
+        process.join()
+
+    def stop(self) -> None:
+        """End every worker now, rather than wait for the files they hold."""
+        workers = [(conn, process) for conn, (process, _) in self.held.items()] + self.idle
+        self.held, self.idle = {}, []
+        for conn, process in workers:
+            conn.close()
             process.kill()
-        except (OSError, AttributeError):  # pragma: no cover - already gone
-            pass
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        try:
+        for _, process in workers:
             process.join(5)
-        except (OSError, AssertionError, AttributeError):  # pragma: no cover
-            pass
-    manager = getattr(pool, "_executor_manager_thread", None)
-    if manager is not None:
-        manager.join(5)
-        if not manager.is_alive():
-            # Python 3.11's exit hook wakes every pool thread it still knows through a pipe
-            # that this one closed when it ended: a traceback at exit ("Bad file descriptor")
-            from concurrent.futures import process as futures_process
-
-            getattr(futures_process, "_threads_wakeups", {}).pop(manager, None)
 
 
 def _crashed(path: str, settings: Settings) -> FileReport:
@@ -141,38 +224,18 @@ def _crashed(path: str, settings: Settings) -> FileReport:
 
 def _in_pool(todo, reports, settings: Settings, jobs: int, progress,
              project: Optional["ProjectIndex"] = None) -> None:
-    from concurrent.futures.process import BrokenProcessPool
-
-    """Check ``todo`` in a pool; after a worker's death, the files not done go one by one."""
-    pending = list(todo)
-    pool = _pool(min(jobs, len(pending)), settings, project)
+    """Check ``todo`` in ``jobs`` workers. A file whose worker died is checked again alone
+    once the rest are done (the death may have been another file's memory); if it kills
+    that worker too, it gets ROC001."""
+    workers = _Workers(settings, project)
     try:
-        futures = [(index, pool.submit(_work, item)) for index, item in pending]
-        left = []
-        for index, future in futures:
-            try:
-                reports[index] = future.result()
+        for job in workers.run(todo, min(jobs, len(todo)), reports, progress):
+            if workers.run([job], 1, reports, progress):
+                reports[job[0]] = _crashed(job[1][0], settings)
                 if progress:
                     progress(1)
-            except BrokenProcessPool:
-                left.append(index)
-    except BaseException:
-        _stop(pool)
-        raise
-    pool.shutdown(wait=True)
-    items = dict(pending)
-    for index in left:  # one file per worker: the one that dies is the culprit
-        single = _pool(1, settings, project)
-        try:
-            reports[index] = single.submit(_work, items[index]).result()
-        except BrokenProcessPool:
-            reports[index] = _crashed(items[index][0], settings)
-        except BaseException:
-            _stop(single)
-            raise
-        single.shutdown(wait=True)
-        if progress:
-            progress(1)
+    finally:
+        workers.stop()
 
 
 def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, jobs: Optional[int] = None,

@@ -107,6 +107,69 @@ def test_a_worker_crash_never_kills_the_run(project):
     assert lines[1].startswith("chain.py ['ROC001']") and "worker checking this file crashed" in lines[1]
 
 
+# In the worker checking ``chain.py``: write half of the reply, then die (or hang there).
+HALF_A_REPLY = """
+import os, struct, time, multiprocessing.connection as c
+PARENT, send = os.getpid(), c.Connection._send_bytes
+def half(self, buf):
+    if os.getpid() != PARENT and b"chain.py" in bytes(buf):
+        os.write(self.fileno(), struct.pack("!i", len(buf)) + bytes(buf)[: len(buf) // 2])
+        if not os.environ.get("HANG"):
+            os._exit(9)
+        open("half-sent", "w").close()
+        time.sleep(3600)
+    return send(self, buf)
+c.Connection._send_bytes = half
+"""
+
+
+def test_a_worker_that_dies_in_the_middle_of_its_reply_never_hangs_the_run(project):
+    """Found by CI: a worker killed while sending its report left ``concurrent.futures``'s
+    reader thread waiting for the rest forever, and the run with it. A death is now the end
+    of that worker's own pipe: the file is tried again alone, then reported."""
+    (project / "chain.py").write_text(HAZARD)
+    (project / "b.py").write_text(HAZARD)
+    script = HALF_A_REPLY + (
+        "from rocmport.runner import check_files\n"
+        "from rocmport.config import Settings\n"
+        "reports = check_files(['ok.py', 'chain.py', 'b.py'], Settings(root='.'), jobs=2)\n"
+        "for r in reports: print(r.path, [f.code for f in r.findings], r.findings and r.findings[0].message)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True, text=True,
+                            timeout=60, env=ENV)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("ok.py ['ROC101']") and lines[2].startswith("b.py ['ROC101']")
+    assert lines[1].startswith("chain.py ['ROC001']") and "worker checking this file crashed" in lines[1]
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_a_worker_is_in_the_middle_of_its_reply(project, signum, code):
+    """The other half of what CI found: stopped while a reply was half read, the run
+    printed its message and then waited for the pool's reader thread forever at exit (or
+    raced it: a traceback from the standard library's exit hook)."""
+    (project / "chain.py").write_text(HAZARD)
+    script = HALF_A_REPLY + "from rocmport.cli import main\nmain(['lint', '--no-cache', '-j', '2', '.'])\n"
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=project, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**ENV, "HANG": "1"})
+    deadline = time.time() + 60
+    while time.time() < deadline and not (project / "half-sent").exists():
+        time.sleep(0.05)
+    assert (project / "half-sent").exists(), "no worker got to chain.py"
+    workers = _children(proc.pid)
+    proc.send_signal(signum)
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()  # a hang fails the test without leaving the process behind
+    assert proc.returncode == code and "Traceback" not in err, err
+    assert "interrupted" in err
+    deadline = time.time() + 10
+    while time.time() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers)
+
+
 def test_implicitly_joined_strings_beyond_libcst_are_not_a_syntax_error():
     many = "import torch\nx = (" + " ".join(['"a"'] * 3001) + ")\n" + HAZARD
     findings = check_bytes(many.encode(), "s.py", Settings()).findings
@@ -328,7 +391,10 @@ def test_killing_the_run_stops_its_workers(project, signum, code):
     assert workers, "no worker started"
     time.sleep(0.3)
     proc.send_signal(signum)
-    _, err = proc.communicate(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
     assert proc.returncode == code, err
     assert "Traceback" not in err
     deadline = time.time() + 10
