@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'dd62469a3d1214a7146f5f32393d5f2f'
+FINGERPRINT = 'e6fc442f6fc06de8ceabdc0aa3e683e7'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -28,7 +28,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from rocmport.codemods import _prescan, _walk
-from rocmport.codemods._resolve import rocm_test_binding
+from rocmport.codemods._resolve import ScopeBindings, rocm_test_binding
 from rocmport.codemods.base import PREFILTER, STATS, Metadata, Rule, RuleContext, RuleOptions
 from rocmport.codemods.tool import FixFailed, UnreadableFile
 
@@ -113,6 +113,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
                               gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes),
                               facts=facts, index=index)
         context.quote = style.quote
+        context.scopes = ScopeBindings(module, wrapper.parents.get)
         try:
             # Not wrapper.visit_batched: that would resolve every declared provider up front.
             # Rules resolve metadata lazily through their context (Rule.get_metadata); the

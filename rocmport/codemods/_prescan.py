@@ -217,7 +217,7 @@ class Facts:
     __slots__ = ("bindings", "names", "attributes", "calls", "decorators", "keyword_calls", "keywords",
                  "strings", "assigned_names", "assigned_attributes", "stored_keys", "dict_keys",
                  "subscript_call_keywords", "other_bindings", "class_paths", "tree", "by_type", "_kinds", "_imports",
-                 "index", "path")
+                 "_module_imports", "index", "path")
 
     def __init__(self) -> None:
         self.bindings: Dict[str, Set[str]] = {}  # name -> qualified names that imports bind to it
@@ -241,6 +241,7 @@ class Facts:
         self.by_type: Dict[type, List[ast.AST]] = {}  # node type -> the nodes (see ``walk``)
         self._kinds: Optional[Dict[str, Set[str]]] = None
         self._imports: Dict[str, Set[str]] = {}
+        self._module_imports: Dict[str, Set[str]] = {}
         self.index = None  # the project index (rocmport.codemods._index) and the file's path: set by the engine
         self.path: Optional[str] = None
 
@@ -417,7 +418,13 @@ class Facts:
             binder.visit(self.tree)
             self._kinds = binder.kinds
             self._imports = binder.imports
+            self._module_imports = binder.module_imports
         return self._kinds
+
+    def module_imports(self) -> Dict[str, Set[str]]:
+        """name -> what the imports run at module level bind to it."""
+        self.binding_kinds()
+        return self._module_imports
 
     def binding_kinds_imports(self) -> Dict[str, Set[str]]:
         """name -> what its imports (any scope) bind to it, as the provider names it (a
@@ -441,6 +448,7 @@ class _Binder(ast.NodeVisitor):
     def __init__(self) -> None:
         self.kinds: Dict[str, Set[str]] = {}
         self.imports: Dict[str, Set[str]] = {}  # name -> what its imports bind to it
+        self.module_imports: Dict[str, Set[str]] = {}  # the same, imports run at module level only
         self.scopes: List[str] = ["module"]  # module, class, function, comprehension
         self.declared: List[Dict[str, str]] = [{}]  # per scope: global/nonlocal declarations
 
@@ -551,6 +559,8 @@ class _Binder(ast.NodeVisitor):
 
     def _import(self, name: str, full: str) -> None:
         self.imports.setdefault(name, set()).add(full)
+        if self.scopes[-1] == "module":
+            self.module_imports.setdefault(name, set()).add(full)
         self.bind(name, "import" if self.scopes[-1] == "module" else "inner import")
 
     def visit_Import(self, node: ast.Import) -> None:

@@ -356,10 +356,12 @@ class ScopeBindings:
         self.module = module
         self.parent = parent
         self._cache: Dict[int, Dict[str, List[cst.CSTNode]]] = {}
+        self._declared: Dict[int, Dict[str, str]] = {}
 
     def adopt(self, recorder: "BindingRecorder") -> None:
         """Take the tables of every scope a recorder saw (a walk of the whole module)."""
         self._cache.update(recorder.tables)
+        self._declared.update(recorder.declared)
 
     def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
         """The function or lambda around ``node``, else the module."""
@@ -380,7 +382,83 @@ class ScopeBindings:
             recorder = BindingRecorder(scope)
             _walk.visit(scope, recorder)
             found = self._cache[key] = recorder.tables.get(key, {})
+            self._declared[key] = recorder.declared.get(key, {})
         return found
+
+    def declared(self, scope: cst.CSTNode) -> Dict[str, str]:
+        """name -> "global" or "nonlocal", as ``scope``'s own statements declare it."""
+        self.bindings(scope)
+        return self._declared.get(id(scope), {})
+
+    def meaning(self, name: str, at: cst.CSTNode, classes_bind: bool = True):
+        """Where the name ``name`` read at ``at`` is bound, by Python's rules: ``("module",
+        None)`` (the module's binding, a builtin, or none), ``("imports", {dotted names})``
+        (only imports bind it in the function that holds the read), ``("local", None)``
+        (another binding there, a parameter say), or None where this cannot tell (a class
+        body that may bind it -- pass ``classes_bind=False`` when no class body binds the
+        name --, a comprehension's name seen from its function, an import beside another
+        binding). QualifiedNameProvider's question, without its whole-module analysis."""
+        holder = self.parent(at)
+        if isinstance(holder, cst.Param) and holder.name is at:
+            return ("local", None)  # a parameter's own name
+        chain = self._read_scopes(at)
+        if chain is None:
+            return None
+        for scope in chain:
+            if isinstance(scope, cst.ClassDef):
+                if classes_bind:
+                    return None
+                continue
+            if not isinstance(scope, (cst.FunctionDef, cst.Lambda)):  # a comprehension
+                targets, walrus = _comprehension_names(scope)
+                if name in targets:
+                    return ("local", None)
+                if name in walrus:  # Python binds it outside, the provider inside
+                    return None
+                continue
+            declared = self.declared(scope).get(name)
+            if declared == "global":
+                return ("module", None)
+            if declared == "nonlocal":
+                continue
+            bound = self.bindings(scope).get(name)
+            if not bound:
+                continue
+            if any(isinstance(value, _UNSURE) for value in bound):
+                return None
+            aliases = [value for value in bound if isinstance(value, cst.ImportAlias)]
+            if not aliases:
+                return ("local", None)
+            if len(aliases) < len(bound):
+                return None
+            imported: Set[str] = set()
+            for alias in aliases:
+                statement = self.parent(alias)
+                if not isinstance(statement, (cst.Import, cst.ImportFrom)):
+                    return None
+                imported.update(full for _, full, each in cst_import_bindings(statement) if each is alias)
+            return ("imports", imported)
+        return ("module", None)
+
+    def _read_scopes(self, at: cst.CSTNode) -> Optional[List[cst.CSTNode]]:
+        """The scopes a name read at ``at`` looks in, innermost first, the module left out:
+        the functions and lambdas whose bodies hold it, the comprehensions (less the first
+        iterable, evaluated outside), and a class only where its body holds the read
+        directly. None if the way up does not reach the module."""
+        chain: List[cst.CSTNode] = []
+        below, child, current = None, at, self.parent(at)
+        while current is not None:
+            if isinstance(current, (cst.FunctionDef, cst.Lambda)):
+                if child is current.body:
+                    chain.append(current)
+            elif isinstance(current, cst.ClassDef):
+                if child is current.body and not chain:
+                    chain.append(current)
+            elif isinstance(current, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                if not (child is current.for_in and below is current.for_in.iter):
+                    chain.append(current)
+            below, child, current = child, current, self.parent(current)
+        return chain if child is self.module else None
 
     def assigned(self, scope: cst.CSTNode) -> Dict[str, List[cst.BaseExpression]]:
         """name -> the values plain assignments (``name = value``, ``name: T = value``) bind
@@ -401,6 +479,39 @@ class ScopeBindings:
             scope = self.scope_of(scope)
 
 
+# Bindings that ``meaning`` leaves to QualifiedNameProvider: a comprehension's own name,
+# recorded in its function; and three that Python makes local but the provider reads as the
+# module's binding (``del x``, ``x := ...`` in a comprehension, a ``case`` capture).
+_UNSURE = (cst.CompFor, cst.Del, cst.NamedExpr, cst.MatchAs, cst.MatchStar, cst.MatchMapping)
+
+
+def _comprehension_names(node: cst.CSTNode) -> Tuple[Set[str], Set[str]]:
+    """The names a comprehension's loops bind, and those ``:=`` binds anywhere in it."""
+    targets: Set[str] = set()
+    loop = getattr(node, "for_in", None)
+    while loop is not None:
+        _target_names(loop.target, targets)
+        loop = loop.inner_for_in
+    walrus: Set[str] = set()
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if isinstance(current, cst.NamedExpr):
+            _target_names(current.target, walrus)
+        todo.extend(_walk.children(current))
+    return targets, walrus
+
+
+def _target_names(target: cst.CSTNode, names: Set[str]) -> None:
+    if isinstance(target, cst.Name):
+        names.add(target.value)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            _target_names(element.value, names)
+    elif isinstance(target, cst.StarredElement):
+        _target_names(target.value, names)
+
+
 def _is_assigned_value(value: cst.CSTNode) -> bool:
     # a plain assignment records its value; every other binding its node (``x := v`` too)
     return isinstance(value, cst.BaseExpression) and not isinstance(value, cst.NamedExpr)
@@ -419,7 +530,9 @@ class BindingRecorder(cst.CSTVisitor):
         self.root = root
         self.nested = nested
         self.tables: Dict[int, Dict[str, List[cst.CSTNode]]] = {id(root): {}}
+        self.declared: Dict[int, Dict[str, str]] = {}  # scope -> name -> "global" / "nonlocal"
         self._stack: List[Optional[Dict[str, List[cst.CSTNode]]]] = [self.tables[id(root)]]
+        self._scopes: List[Optional[int]] = [id(root)]
 
     def _bind(self, name: str, value: cst.CSTNode) -> None:
         table = self._stack[-1]
@@ -432,6 +545,8 @@ class BindingRecorder(cst.CSTVisitor):
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self.add(element.value, element)  # unpacking: not a known value
+        elif isinstance(target, cst.StarredElement):
+            self.add(target.value, target)
 
     def _open(self, node: cst.CSTNode, table: Optional[Dict[str, List[cst.CSTNode]]]) -> bool:
         if not self.nested:
@@ -439,11 +554,13 @@ class BindingRecorder(cst.CSTVisitor):
         if table is not None:
             self.tables[id(node)] = table
         self._stack.append(table)
+        self._scopes.append(id(node) if table is not None else None)
         return True
 
     def _close(self, node: cst.CSTNode) -> None:
         if self.nested and node is not self.root:
             self._stack.pop()
+            self._scopes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         if node is self.root:
@@ -477,8 +594,7 @@ class BindingRecorder(cst.CSTVisitor):
             self.add(target.target, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self.add(node.target, node.value)
+        self.add(node.target, node.value if node.value is not None else node)  # ``x: int`` binds too
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.add(node.target, node)
@@ -502,10 +618,47 @@ class BindingRecorder(cst.CSTVisitor):
 
     visit_ImportFrom = visit_Import
 
+    # the other bindings: recorded as the binding node (no value)
+    def visit_Del(self, node: cst.Del) -> None:
+        self.add(node.target, node)
+
+    def visit_ExceptHandler(self, node: Union[cst.ExceptHandler, cst.ExceptStarHandler]) -> None:
+        if node.name is not None:
+            self.add(node.name.name, node)
+
+    visit_ExceptStarHandler = visit_ExceptHandler
+
+    def visit_MatchAs(self, node: Union[cst.MatchAs, cst.MatchStar]) -> None:
+        if node.name is not None:
+            self._bind(node.name.value, node)
+
+    visit_MatchStar = visit_MatchAs
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
+        if node.rest is not None:
+            self._bind(node.rest.value, node)
+
+    def visit_TypeAlias(self, node: cst.TypeAlias) -> None:
+        self._bind(node.name.value, node)
+
+    def visit_TypeParam(self, node: cst.TypeParam) -> None:
+        self._bind(node.param.name.value, node)
+
+    def visit_Global(self, node: Union[cst.Global, cst.Nonlocal]) -> None:
+        scope = self._scopes[-1]
+        if scope is not None:
+            kind = "global" if isinstance(node, cst.Global) else "nonlocal"
+            for item in node.names:
+                self.declared.setdefault(scope, {})[item.name.value] = kind
+
+    visit_Nonlocal = visit_Global
+
     # the visits that make the tables, for a traversal that feeds a recorder
     EVENTS = ("visit_FunctionDef", "leave_FunctionDef", "visit_ClassDef", "leave_ClassDef", "visit_Lambda",
               "leave_Lambda", "visit_Param", "visit_Assign", "visit_AnnAssign", "visit_AugAssign", "visit_For",
-              "visit_CompFor", "visit_NamedExpr", "visit_WithItem", "visit_Import", "visit_ImportFrom")
+              "visit_CompFor", "visit_NamedExpr", "visit_WithItem", "visit_Import", "visit_ImportFrom",
+              "visit_Del", "visit_ExceptHandler", "visit_ExceptStarHandler", "visit_MatchAs", "visit_MatchStar",
+              "visit_MatchMapping", "visit_TypeAlias", "visit_TypeParam", "visit_Global", "visit_Nonlocal")
 
 
 # ----------------------------------------------------------------------------------------

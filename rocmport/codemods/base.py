@@ -465,6 +465,7 @@ class RuleContext:
         self.path = path
         self.index = index  # the project index (rocmport.codemods._index), None for a file linted alone
         self.facts = facts  # CPython's view of the file's imports (None when it does not parse)
+        self.scopes: Any = None  # the engine's _resolve.ScopeBindings: where a name read is bound
         self.text = text
         self.module = module
         self.wrapper = wrapper
@@ -491,7 +492,7 @@ class RuleContext:
         dearest metadata) is not run; otherwise it is asked. A test compares both on every
         node of a corpus."""
         if self.facts is not None and PREFILTER["enabled"]:
-            fast = _import_names(node, self.facts)
+            fast = _import_names(node, self.facts, self.scopes)
             if fast is not None:
                 return fast
         value = self.metadata(QualifiedNameProvider).get(node, ())
@@ -797,13 +798,15 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
-def _import_names(node: cst.CSTNode, facts: "Facts") -> Optional[Set[QualifiedName]]:
+def _import_names(node: cst.CSTNode, facts: "Facts", scopes: Any = None) -> Optional[Set[QualifiedName]]:
     """QualifiedNameProvider's answer for a dotted name that is read (not a name an import
     or a ``global`` statement binds), computed from the file's bindings (``Facts``) where
     they decide it; None where the provider must be asked. Decided: a root bound only by
     imports that agree (every binding in sight gives the same names), only at module level
     (its own name), only in functions or classes (names no rule looks for: none), or by
-    nothing (a builtin, or no name). ``tests/test_prescan.py`` compares both on a corpus."""
+    nothing (a builtin, or no name). A root bound in several ways is decided by the scopes
+    around the read (``scopes``, a ``_resolve.ScopeBindings``) where they can tell.
+    ``tests/test_prescan.py`` compares both on a corpus."""
     if isinstance(node, (cst.Decorator, cst.FunctionDef, cst.ClassDef)):
         return None
     root, tail = _root_and_tail(node)
@@ -815,21 +818,42 @@ def _import_names(node: cst.CSTNode, facts: "Facts") -> Optional[Set[QualifiedNa
         return None
     kinds = facts.binding_kinds().get(name)
     if not kinds:  # a builtin is named without the attributes after it
-        return {QualifiedName("builtins." + name, QualifiedNameSource.BUILTIN)} if name in _BUILTINS else set()
+        return _module_names(name, tail, set(), facts)
     if kinds <= {"import", "inner import"}:
         imported = facts.binding_kinds_imports()[name]
         # every import in sight gives the same name (an import inside another function
         # than the reader's is not in sight: a NameError at run time, ignored)
         if kinds == {"import"} or len(imported) == 1:
             return {QualifiedName(full + tail, QualifiedNameSource.IMPORT) for full in imported}
-        return None
-    if kinds == {"module"}:
-        return {QualifiedName(name + tail, QualifiedNameSource.LOCAL)}
-    if kinds <= {"function", "class"} and name not in _BUILTINS and not _ROOT_CLASSES & facts.class_roots():
+    elif kinds == {"module"}:
+        return _module_names(name, tail, kinds, facts)
+    elif kinds <= {"function", "class"} and name not in _BUILTINS and not _ROOT_CLASSES & facts.class_roots():
         # Only names of a function's scope ("f.<locals>.x") or of a class ("A.x"), or none
         # where it is not bound: no rule looks for such a name (unless a class is named
         # like a module the rules know), so none is as good, and spares the provider.
         return set()
+    if scopes is None or "other" in kinds:
+        return None
+    meaning = scopes.meaning(name, node, classes_bind="class" in kinds)
+    if meaning is None:
+        return None
+    where, imported = meaning
+    if where == "imports":
+        return {QualifiedName(full + tail, QualifiedNameSource.IMPORT) for full in imported}
+    if where == "local":  # "f.<locals>.x": no rule looks for such a name; a builtin's name
+        return set() if name not in _BUILTINS else None  # read before its local binding is the builtin's there
+    return _module_names(name, tail, kinds & {"import", "module"}, facts)
+
+
+def _module_names(name: str, tail: str, kinds: Set[str], facts: "Facts") -> Optional[Set[QualifiedName]]:
+    """The provider's answer for ``name`` bound at module level in the ``kinds`` of ways
+    ("import", "module"), or not at all there (a builtin, or nothing)."""
+    if not kinds:  # a builtin is named without the attributes after it
+        return {QualifiedName("builtins." + name, QualifiedNameSource.BUILTIN)} if name in _BUILTINS else set()
+    if kinds == {"import"}:
+        return {QualifiedName(full + tail, QualifiedNameSource.IMPORT) for full in facts.module_imports()[name]}
+    if kinds == {"module"}:
+        return {QualifiedName(name + tail, QualifiedNameSource.LOCAL)}
     return None
 
 
