@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'e6fc442f6fc06de8ceabdc0aa3e683e7'
+FINGERPRINT = '6fa1b66f5c0694244433ed4f6dd11b79'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

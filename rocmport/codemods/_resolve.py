@@ -24,6 +24,10 @@ here, on LibCST's tree, or -- for the parts that must stay cheap -- without any 
   already unwrapped), then ``scope_of(node)``, ``bindings(scope)``, ``assigned(scope)``,
   ``resolve(name, at)``. The region analysis keeps its own model of what is not a name:
   functions and classes as call targets, the instances a name or ``self.attr`` holds.
+  ``meaning(name, at)`` says where a read's name is bound by Python's rules (the module, only
+  imports of the function around it, another local binding), so that ``RuleContext.
+  qualified_names`` answers a name bound several ways without LibCST's whole-module scope
+  analysis; where LibCST reads a binding otherwise than Python does, it says it cannot tell.
 - **The file's own ROCm test** (:func:`rocm_test_binding`): the module-level name bound once,
   to exactly "this torch is a ROCm build" (``IS_HIP = torch.version.hip is not None``), that
   fixed code may test instead of adding a gate; the engine's ``_choose_gate`` asks it.
@@ -399,9 +403,12 @@ class ScopeBindings:
         name --, a comprehension's name seen from its function, an import beside another
         binding). QualifiedNameProvider's question, without its whole-module analysis."""
         holder = self.parent(at)
-        if isinstance(holder, cst.Param) and holder.name is at:
-            return ("local", None)  # a parameter's own name
-        chain = self._read_scopes(at)
+        if isinstance(holder, cst.Param) and holder.name is at:  # a parameter's own name: its function's
+            parameters = self.parent(holder)
+            function = self.parent(parameters) if parameters is not None else None
+            chain = [function] if isinstance(function, (cst.FunctionDef, cst.Lambda)) else None
+        else:
+            chain = self._read_scopes(at)
         if chain is None:
             return None
         for scope in chain:
