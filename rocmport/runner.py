@@ -118,6 +118,8 @@ def _serve(conn, settings: Settings, parent: int, index: Optional["ProjectIndex"
             reply = (False, exc)
         try:
             conn.send(reply)
+        except OSError:  # the parent is gone, or stopping us
+            return
         except Exception as exc:  # pickling failed, before a byte was sent
             conn.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
 
