@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '6fa1b66f5c0694244433ed4f6dd11b79'
+FINGERPRINT = '0653b24eae18c9ac2745c8f5e4c43e98'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

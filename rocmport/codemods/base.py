@@ -840,8 +840,10 @@ def _import_names(node: cst.CSTNode, facts: "Facts", scopes: Any = None) -> Opti
     where, imported = meaning
     if where == "imports":
         return {QualifiedName(full + tail, QualifiedNameSource.IMPORT) for full in imported}
-    if where == "local":  # "f.<locals>.x": no rule looks for such a name; a builtin's name
-        return set() if name not in _BUILTINS else None  # read before its local binding is the builtin's there
+    if where == "local":
+        # "f.<locals>.x": no rule looks for such a name. A builtin's name is left to the
+        # provider, which reads it as the builtin before the local binding.
+        return set() if name not in _BUILTINS else None
     return _module_names(name, tail, kinds & {"import", "module"}, facts)
 
 
