@@ -300,7 +300,8 @@ def _roc001(path: str, message: str, row: int, column: int, enabled) -> List[Fin
 def _unsuppressed(findings: List[Finding], text: str, lines: LineIndex) -> List[Finding]:
     if not findings:
         return findings
-    return suppression.for_python(text).filter(findings)
+    spans = [lines.line_span(row) for row in {f.start.row for f in findings}]
+    return suppression.for_python(text, [text[start:end] for start, end in spans]).filter(findings)
 
 
 # ------------------------------------------------------------------------------------------

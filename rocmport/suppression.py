@@ -33,6 +33,7 @@ _CODES = r"(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*)"
 _LINE = re.compile(r"#\s*(?i:noqa)(?::\s*" + _CODES + r"|(?P<colon>:)|(?![A-Za-z0-9_]))")
 _FILE = re.compile(r"#\s*(?i:rocmport)\s*:\s*(?i:noqa)(?::\s*" + _CODES + r"|(?P<colon>:)|(?![A-Za-z0-9_]))")
 _ANY = re.compile(r"(?i)noqa")
+_FILE_ANY = re.compile(r"(?i)rocmport\s*:\s*noqa")
 
 #: a directive that names no code: everything
 ALL = None
@@ -162,8 +163,13 @@ def line_comments(lines: Sequence[str], kind: str) -> Iterator[Tuple[int, str, b
             yield row, comment, line[:len(line) - len(comment)].strip() == ""
 
 
-def for_python(text: str) -> Suppressions:
+def for_python(text: str, lines: Optional[Iterable[str]] = None) -> Suppressions:
+    """The suppressions of Python source ``text``. ``lines``: the only lines whose line
+    directives matter (where the findings start); the file is tokenized only when one of
+    them, or the file, may hold a directive."""
     if not _ANY.search(text):
+        return Suppressions()
+    if lines is not None and not _FILE_ANY.search(text) and not any(_ANY.search(line) for line in lines):
         return Suppressions()
     return Suppressions.from_comments(python_comments(text))
 

@@ -152,3 +152,16 @@ def test_add_noqa_merges_into_a_valid_directive_only():
     match = suppression.line_directive_match("# noqa: x  # noqa: ROC1, ROC2 why")
     assert match.group("codes") == "ROC1, ROC2" and suppression.split_codes(match.group("codes")) == ["ROC1", "ROC2"]
     assert suppression.line_directive_match("# noqa:") is None
+
+
+def test_a_python_file_is_tokenized_only_when_a_finding_line_or_the_file_may_hold_a_directive(monkeypatch):
+    read = []
+    real = suppression.python_comments
+    monkeypatch.setattr(suppression, "python_comments", lambda text: read.append(text) or real(text))
+    hazard = 'm = torch.compile(f, mode="reduce-overhead")'
+    # a directive on another line: not read, and the finding stays
+    assert _codes(f"import torch  # noqa: F401\n{hazard}\n".encode(), "a.py") == ["ROC101"] and not read
+    assert _codes(f"import torch\n{hazard}  # noqa\n".encode(), "a.py") == [] and len(read) == 1
+    assert _codes(f"# rocmport: noqa\nimport torch\n{hazard}\n".encode(), "a.py") == [] and len(read) == 2
+    # a directive in a string on the finding's line is read by the tokenizer: no suppression
+    assert _codes(f'import torch\n{hazard}; s = "# noqa"\n'.encode(), "a.py") == ["ROC101"] and len(read) == 3
