@@ -4,8 +4,8 @@
     python benchmarks/reach.py                # the installed torch package
     python benchmarks/reach.py --path SRC     # any directory
 
-For every .py file it runs the two prefilters the engine runs (each rule's text triggers,
-then ``Rule.may_match`` on CPython's tree) and prints how many files and bytes are left for
+For every .py file it runs the two prefilters the engine runs (each rule's text triggers and
+words, then ``Rule.may_match`` on CPython's tree) and prints how many files and bytes are left for
 LibCST, per rule, most bytes first, and the largest files. No LibCST parse is done.
 """
 
@@ -45,7 +45,7 @@ def main() -> int:
     for path in files:
         text = path.read_bytes().decode("utf-8", "replace")
         _, rules = engine.select_rules(settings, str(path))
-        rules = [r for r in rules if not r.TRIGGERS or any(t in text for t in r.TRIGGERS)]
+        rules = engine.text_triggered(rules, text)
         if not rules:
             continue
         tree, deep = engine._cpython_parse(text)

@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '0653b24eae18c9ac2745c8f5e4c43e98'
+FINGERPRINT = '3f277fcb9cfbe5205c0bc86a279d1683'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

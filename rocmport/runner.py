@@ -69,6 +69,15 @@ def _work(item):
     return report
 
 
+def _size(path: str, data: Optional[bytes]) -> int:
+    if data is not None:
+        return len(data)
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def _read(path: str) -> Optional[bytes]:
     try:
         return read_regular(path)
@@ -274,6 +283,9 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
         from . import inputs  # noqa: F401 (before the fork: workers inherit it instead of importing it each)
     jobs = jobs or default_jobs()
     if jobs > 1 and len(todo) > 1:
+        # largest first: a large file started last would leave the other workers idle
+        # while it is checked (the reports keep their slots, so the output's order is kept)
+        todo.sort(key=lambda job: -_size(job[1][0], job[1][1]))
         _in_pool(todo, reports, settings, jobs, progress, project)
     else:
         _init(settings, index=project)

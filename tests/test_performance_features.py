@@ -126,6 +126,22 @@ def test_jobs_agree(tree):
     assert fix_one.stdout == fix_two.stdout and fix_one.stdout.count("+++ ") == 8
 
 
+def test_the_largest_files_go_to_the_workers_first(tmp_path, monkeypatch):
+    from rocmport import runner
+
+    paths = []
+    for i, size in enumerate([10, 5000, 300, 40]):
+        path = tmp_path / f"m{i}.py"
+        path.write_text(HAZARD + "#" * size + "\n")
+        paths.append(str(path))
+    order = []
+    real = runner._in_pool
+    monkeypatch.setattr(runner, "_in_pool", lambda todo, *a, **k: order.extend(j[1][0] for j in todo) or real(todo, *a, **k))
+    reports = runner.check_files(paths, Settings(), jobs=2)
+    assert order == [paths[1], paths[2], paths[3], paths[0]]
+    assert [r.path for r in reports] == paths and all(r.findings for r in reports)  # reported in the order given
+
+
 @pytest.mark.slow
 def test_fix_after_a_cached_lint_still_fixes(tree):
     run(["lint", "."], tree)

@@ -50,6 +50,8 @@ FOUND = [
     ('import torch\ng.capture_begin()\ny = x.item()\ng.capture_end()\n', "ROC301"),
     ('import torch\ndef f(x):\n    return x.item()\ng = torch.cuda.make_graphed_callables(f, (x,))\n', "ROC301"),
     ('import torch\n@torch.compile\ndef f(x):\n    return x.item()\n', "ROC401"),
+    ('import torch.version as tv\nif tv.cuda:\n    use_gpu()\n', "ROC701"),
+    ('from torch import version\nn = version.cuda.split(".")\n', "ROC701"),
     ('from torch import compile as C\n@C\ndef f(x):\n    return x.item()\n', "ROC401"),
     ('from torch import compile as C\n@C(fullgraph=True)\nasync def f(x):\n    return x.item()\n', None),
     ('from torch import compile\ndef f(x):\n    print(x)\n    return x\nf = compile(f)\n', "ROC402"),
@@ -168,8 +170,8 @@ SKIPPED = [
 ]
 
 
-def _findings(source: str):
-    report = check_bytes(source.encode(), "t.py", Settings())
+def _findings(source: str, settings: Settings = Settings()):
+    report = check_bytes(source.encode(), "t.py", settings)
     assert report.internal_error is None, report.internal_error
     return [(f.code, f.start.row, f.start.column, f.message) for f in report.findings]
 
@@ -198,6 +200,63 @@ def test_near_misses_are_skipped_before_libcst(source, family):
     PREFILTER["enabled"] = False
     try:
         assert not [c for c, *_ in _findings(source) if re.match(family, c)]
+    finally:
+        PREFILTER["enabled"] = True
+
+
+# Rules' WORDS: (source, code) spellings that still pass, with every rule on
+WORDS_FOUND = [
+    ('import torch.cuda as tc\ntc.synchronize()\n', "ROC306"),
+    ('from torch.cuda import synchronize as s\ns()\n', "ROC306"),
+    ('import torch\nfrom torch.cuda import graph as G\nwith G(g):\n    y = x.item()\n', "ROC301"),
+    ('from torch.cuda import make_graphed_callables as mgc\ndef f(x):\n    return x.item()\n'
+     'g = mgc(f, (x,))\n', "ROC301"),
+    ('from torch import compiler\n@compiler.compile\ndef f(x):\n    return x.item()\n', "ROC401"),
+]
+# and near misses that pass the TRIGGERS but not the WORDS: no CPython parse at all
+WORDS_SKIPPED = [
+    ("import torch\ngm = torch.fx.symbolic_trace(m)\nn = gm.graph_module\nnodes = list(gm.graph.nodes)\n", "ROC30"),
+    ("import threading\nthreading.Event().synchronize()\n", "ROC306"),
+    ("import sys\nprint(sys.version)\nx = t.cudagraph_version\n", "ROC701"),
+    ("import re\nPATTERN = re.compile(r'x')\n", "ROC40"),
+]
+EVERY_RULE = Settings(extend_select=tuple(r.CODE for r in visitor_rules()))
+
+
+@pytest.mark.parametrize("text", ["graph", "a.graph(", "graphs", "_graph", "x graph_", "\u00e9graph graph2", "xgraph",
+                                  "graph\u00e9", "(graph)", "graph\n", "g.\\\n    graph", "# graph", "graph\u0301"])
+def test_a_whole_word_is_what_the_regex_calls_one(text):
+    from rocmport.engine import _holds_word
+
+    assert _holds_word(text, "graph", {}) == bool(re.search(r"\bgraph\b", text))
+
+
+@pytest.mark.parametrize("source,code", WORDS_FOUND)
+def test_every_spelling_passes_the_words(source, code):
+    with_filter = _findings(source, EVERY_RULE)
+    PREFILTER["enabled"] = False
+    try:
+        assert with_filter == _findings(source, EVERY_RULE)
+    finally:
+        PREFILTER["enabled"] = True
+    assert code in {c for c, *_ in with_filter}, with_filter
+
+
+@pytest.mark.parametrize("source,family", WORDS_SKIPPED)
+def test_near_misses_of_the_words_are_skipped_before_any_parse(source, family, monkeypatch):
+    from rocmport import engine
+
+    rules = [r for r in visitor_rules() if r.CODE.startswith(family)]
+    assert all(r.WORDS for r in rules)
+    assert any(any(t in source for t in r.TRIGGERS) for r in rules), "it must pass the TRIGGERS, or it tests nothing"
+    parsed = []
+    real = engine._cpython_parse
+    monkeypatch.setattr(engine, "_cpython_parse", lambda text: parsed.append(text) or real(text))
+    settings = Settings(select=tuple(r.CODE for r in rules))
+    assert _findings(source, settings) == [] and parsed == []
+    PREFILTER["enabled"] = False  # the rules, run anyway, agree
+    try:
+        assert _findings(source, settings) == []
     finally:
         PREFILTER["enabled"] = True
 
@@ -413,6 +472,63 @@ table = {k: h for k in iterable if (h := k)}
 def test_reads_of_a_name_bound_several_ways_answer_like_the_provider():
     answers, scoped = compare_with_the_provider(SCOPES, "SCOPES")
     assert scoped >= 25, (answers, scoped)
+
+
+DUNDERS = """
+import os
+import torch as __t
+__x = os.path
+a = __name__.upper()
+b = __file__, __doc__, __builtins__, __debug__, __spec__.name, __loader__, __package__, __path__
+c = __dict__, __annotations__, __import__("torch").compile, __build_class__
+
+
+class A:
+    __y = 1
+
+    def m(self):
+        return __class__.mro, __t.compile(m), __x.join, __y, super().x
+
+    q = __qualname__, __module__, __t.cuda
+
+
+def f():
+    __t = None
+    return __name__, __t
+"""
+
+
+def test_dunder_names_answer_like_the_provider_without_asking_it():
+    """``__name__`` and the module object's own attributes (``__dict__``, ``__class__``) are
+    builtins to LibCST (``hasattr(builtins, name)``), and it mangles no ``__x`` in a class."""
+    from rocmport.codemods.base import _import_names
+
+    answers, _ = compare_with_the_provider(DUNDERS, "DUNDERS")
+    module = __import__("libcst").parse_module(DUNDERS)
+    reads = [n for n in _walk_names(module) if n.value.startswith("__")]
+    facts = _prescan.Facts.of(ast.parse(DUNDERS))
+    assert reads and all(_import_names(n, facts) is not None for n in reads if n.value != "__t")
+    assert answers >= 40, answers
+
+
+def _walk_names(module):
+    import libcst as cst
+
+    found = []
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, node):
+            found.append(node)
+
+        def visit_Attribute(self, node):
+            node.value.visit(self)
+            return False
+
+        def visit_Import(self, node):
+            return False
+
+    module.visit(Names())
+    return found
 
 
 def test_a_name_bound_several_ways_needs_no_whole_module_scope_analysis():

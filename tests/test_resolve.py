@@ -292,3 +292,20 @@ def test_the_resolver_is_the_one_place():
         if module.name != "_bindings.py":
             text = module.read_text(encoding="utf-8")
             assert not re.search(r"\.asname or \w+\.name", text), module.name
+
+
+@pytest.mark.parametrize("source", ["'a'", '"""x\ny"""', "r'a\\d'", "u'\u00e9'", "'a\\nb'", "'''a\r\nb'''", "''",
+                                    'R"x"', "U'''q'''", "'\\x41'", "b'x'", "f'x'"])
+def test_a_string_literal_reads_as_python_reads_it(source):
+    from rocmport.codemods.base import literal_string
+
+    node = cst.parse_expression(source)
+    expected = node.evaluated_value if not node.prefix.lower().strip("ru") else None
+    assert literal_string(node) == expected
+
+
+def test_only_plain_assignments_are_assigned_values():
+    module = cst.parse_module("a, *rest = f()\n(w := 1)\nb: dict = {}\nc = d = []\nfor e in x:\n    pass\n")
+    scopes = ScopeBindings(module, MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider).get)
+    assigned = scopes.assigned(module)
+    assert sorted(assigned) == ["b", "c", "d"]  # not ``*rest`` of an unpacking, ``w :=`` or a loop's ``e``

@@ -217,7 +217,7 @@ class Facts:
     __slots__ = ("bindings", "names", "attributes", "calls", "decorators", "keyword_calls", "keywords",
                  "strings", "assigned_names", "assigned_attributes", "stored_keys", "dict_keys",
                  "subscript_call_keywords", "other_bindings", "class_paths", "tree", "by_type", "_kinds", "_imports",
-                 "_module_imports", "index", "path")
+                 "_module_imports", "index", "path", "memo")
 
     def __init__(self) -> None:
         self.bindings: Dict[str, Set[str]] = {}  # name -> qualified names that imports bind to it
@@ -244,6 +244,8 @@ class Facts:
         self._module_imports: Dict[str, Set[str]] = {}
         self.index = None  # the project index (rocmport.codemods._index) and the file's path: set by the engine
         self.path: Optional[str] = None
+        self.memo: Dict[str, object] = {}  # what a rule derived from these facts, asked again by its prefilter,
+        # its ``reach`` and its visit (by a key of the rule's own)
 
     @classmethod
     def of(cls, tree: ast.AST) -> "Facts":
@@ -382,6 +384,17 @@ class Facts:
         names = self.names
         keys.update(name for name, bound in self.bindings.items() if name in names and not bound.isdisjoint(wanted))
         return keys
+
+    def spellings(self, names: Iterable[str]) -> Set[str]:
+        """The words that code naming one of ``names`` holds, as text: the last part of each
+        (an attribute, or a name imported as itself) and every name an import binds to one
+        of them under another (``from torch import float8_e4m3fn as F8``). The provider
+        names a node after the binding of its first part, so no other spelling resolves to
+        one of ``names``."""
+        wanted = frozenset(names)
+        words = {name.rsplit(".", 1)[-1] for name in wanted}
+        words.update(name for name, bound in self.bindings.items() if not bound.isdisjoint(wanted))
+        return words
 
     def nodes(self, *types: type) -> Iterator[ast.AST]:
         """The file's nodes of ``types``, each type's in ``ast.walk``'s order (no expression

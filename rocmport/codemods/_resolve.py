@@ -520,8 +520,9 @@ def _target_names(target: cst.CSTNode, names: Set[str]) -> None:
 
 
 def _is_assigned_value(value: cst.CSTNode) -> bool:
-    # a plain assignment records its value; every other binding its node (``x := v`` too)
-    return isinstance(value, cst.BaseExpression) and not isinstance(value, cst.NamedExpr)
+    # a plain assignment records its value; every other binding its node (``x := v``, and
+    # ``*rest`` of an unpacking, both expressions too)
+    return isinstance(value, cst.BaseExpression) and not isinstance(value, (cst.NamedExpr, cst.StarredElement))
 
 
 class BindingRecorder(cst.CSTVisitor):

@@ -18,7 +18,7 @@ import contextlib
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Collection, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, ClassVar, Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -31,6 +31,7 @@ from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodeg
 from rocmport.findings import Applicability, Edit, Finding, Fix
 
 from . import _walk
+from ._opaque import Opaque
 
 if TYPE_CHECKING:  # pragma: no cover
     from rocmport.source import LineIndex
@@ -238,7 +239,7 @@ def _statement_lines(module: cst.Module, tree: Optional[Any]) -> Optional[List[i
         return None
     lines: List[int] = []
     for (first, kind), stmt in zip(groups, module.body):
-        if type(stmt).__name__ != kind:
+        if (stmt.kind if type(stmt) is Opaque else type(stmt).__name__) != kind:
             return None
         lead = len(stmt.leading_lines)
         decorators = getattr(stmt, "decorators", ())
@@ -642,6 +643,10 @@ class Rule(cst.BatchableCSTVisitor):
     # Prefilter: a file whose text contains none of these cannot hold a finding of this
     # rule, so the engine need not parse it for this rule. Must be conservative.
     TRIGGERS: ClassVar[Tuple[str, ...]] = ()
+    # Whole words (identifiers, as text) the file must hold, checked after ``TRIGGERS``:
+    # one word of each group (``(("graph", "capture_begin"), ("cuda", "capture_begin"))``:
+    # both groups met). Must be conservative: a word every finding's code spells.
+    WORDS: ClassVar[Tuple[Tuple[str, ...], ...]] = ()
     VALID: ClassVar[Sequence[Case]] = ()
     INVALID: ClassVar[Sequence[Case]] = ()
 
@@ -659,6 +664,14 @@ class Rule(cst.BatchableCSTVisitor):
         only when the file provably holds no finding of this rule (see ``_prescan``). The
         engine then spares the file LibCST when no enabled rule may match."""
         return True
+
+    @classmethod
+    def reach(cls, facts: "Facts") -> Optional[FrozenSet[str]]:
+        """The words outside which this rule neither reports nor reads anything of a function
+        or class: a definition whose code holds none of the words of any rule run on the file
+        is left unparsed by a lint (``_opaque``). None (the default): the rule may read any
+        definition (a call graph, a kernel launched elsewhere, a dict built in a helper)."""
+        return None
 
     def get_metadata(self, key, node, default=_UNSET):  # type: ignore[override]
         mapping = self.context.metadata(key)
@@ -775,6 +788,9 @@ def literal_string(node: cst.CSTNode) -> Optional[str]:
         prefix = node.prefix.lower()
         if "b" in prefix or "f" in prefix:
             return None
+        raw = node.raw_value
+        if "\\" not in raw and "\r" not in raw:  # nothing to unescape (a CR would read as a newline)
+            return raw
         try:
             value = node.evaluated_value
         except Exception:  # pragma: no cover - malformed escape
@@ -814,8 +830,6 @@ def _import_names(node: cst.CSTNode, facts: "Facts", scopes: Any = None) -> Opti
         # ``(a - b).abs``: the provider spells the root "None", a builtin
         return {QualifiedName("builtins.None", QualifiedNameSource.BUILTIN)} if tail else set()
     name = root.value
-    if name.startswith("__"):
-        return None
     kinds = facts.binding_kinds().get(name)
     if not kinds:  # a builtin is named without the attributes after it
         return _module_names(name, tail, set(), facts)
@@ -863,7 +877,9 @@ _ROOT_CLASSES = frozenset({"torch", "triton", "os", "subprocess", "asyncio", "fu
                            "builtins", "copy", "logging"})
 
 
-_BUILTINS = frozenset(dir(builtins))
+# What LibCST's BuiltinScope holds: ``hasattr(builtins, name)``, which also answers for the
+# module object's own attributes (``__dict__``, ``__class__``, ``__annotations__``).
+_BUILTINS = frozenset(dir(builtins)) | frozenset(name for name in dir(type(builtins)) if hasattr(builtins, name))
 
 
 def _possible_names(node: cst.CSTNode, facts: "Facts"):

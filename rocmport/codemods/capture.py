@@ -36,6 +36,11 @@ class _CaptureRule(_regions.RegionRule, Rule):
 
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     TRIGGERS = _CAPTURE_TRIGGERS
+    # ``may_match``'s calls: ``.capture_begin()``, or a callee that resolves to
+    # torch.cuda[.graphs].graph / make_graphed_callables, whose code spells the last part
+    # (an attribute, or the name an import binds) and ``cuda`` (the attribute or the module
+    # its import names).
+    WORDS = (("capture_begin", "graph", "make_graphed_callables"), ("capture_begin", "cuda"))
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     REGION = "in_capture"
 
@@ -426,6 +431,7 @@ class SynchronizeAnywhere(Rule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     TRIGGERS = ("synchronize",)
+    WORDS = (("synchronize",), ("cuda",))  # torch.cuda.synchronize, as ``may_match`` asks
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
 
     @classmethod

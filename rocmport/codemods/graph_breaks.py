@@ -29,6 +29,9 @@ from .base import Case, Rule
 class _GraphBreakRule(_regions.RegionRule, Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     TRIGGERS = ("compile",)
+    # torch.compile or torch.compiler.compile, as a decorator or a call: its code spells
+    # ``compile`` and the import it resolves through names ``torch``
+    WORDS = (("compile",), ("torch",))
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     REGION = "in_compiled"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from types import SimpleNamespace
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -26,7 +26,7 @@ from rocmport.findings import Applicability, Fix
 from ._torch import qualified_names
 from ._triton import _FOREIGN_TEST, KERNEL_DECORATORS, is_foreign_path
 from ._walk import children as _children
-from .base import _ROCM_WORD, Case, Rule, dotted_name, literal_string, mentions_rocm
+from .base import _ROCM_WORD, PREFILTER, Case, Rule, dotted_name, literal_string, mentions_rocm
 
 _PRE = "import torch\n"
 
@@ -237,6 +237,7 @@ class CudaVersionOnRocm(_VendorRule):
     NAME = "cuda-version-on-rocm"
     SUMMARY = "`torch.version.cuda` used as a version or as \"a GPU build is present\": it is None on ROCm."
     TRIGGERS = ("version",)
+    WORDS = (("cuda",), ("version",))  # the ``.cuda`` attribute, and torch.version's spelling in it or its import
     FIX_APPLICABILITY = Applicability.SAFE
     WHAT = """
         `torch.version.cuda` (in any spelling of `torch.version`) used
@@ -371,6 +372,13 @@ class CudaVersionOnRocm(_VendorRule):
             if any(id(value) in found for value in node.values):
                 return True
         return any(type(node.op) is ast.Not and id(node.operand) in found for node in facts.nodes(ast.UnaryOp))
+
+    @classmethod
+    def reach(cls, facts) -> Optional[FrozenSet[str]]:
+        """It reports a ``.cuda`` attribute; beyond the statement's own nodes and the
+        module-level statements, it reads the statements of the block around it for ``.hip``
+        (``_hip_beside``) and ``.cuda`` (``_read_after``)."""
+        return frozenset({"cuda", "hip"})
 
     def __init__(self, context):
         super().__init__(context)
@@ -711,18 +719,29 @@ def _names_a_generation(node: cst.Comparison) -> bool:
 def _capability_names(context) -> Optional[Set[str]]:
     """Names assigned from something that mentions get_device_capability /
     get_device_properties or another such name (None: unknown, the file's tree is missing)."""
+    facts = context.facts
+    if facts is None or facts.tree is None:
+        return None
+    if "roc702_capability_names" not in facts.memo:
+        facts.memo["roc702_capability_names"] = _assigned_from_capability(facts)
+    return facts.memo["roc702_capability_names"]
+
+
+def _assigned_from_capability(facts) -> Set[str]:
     import ast
 
-    tree = context.facts.tree if context.facts is not None else None
-    if tree is None:
-        return None
     assigns = []
-    for node in context.facts.nodes(ast.Assign, ast.AnnAssign):
+    for node in facts.nodes(ast.Assign, ast.AnnAssign):
         if node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
-            used |= {n.attr for n in ast.walk(node.value) if isinstance(n, ast.Attribute)}
+            used = set()
+            for n in ast.walk(node.value):
+                kind = type(n)
+                if kind is ast.Name:
+                    used.add(n.id)
+                elif kind is ast.Attribute:
+                    used.add(n.attr)
             assigns.append((bound, used))
     names: Set[str] = {"get_device_capability", "get_device_properties"}
     changed = True
@@ -849,6 +868,14 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
                     _ast_capability(o, facts, names) for o in operands if not _ast_literal_ints(o)):
                 return True
         return False
+
+    @classmethod
+    def reach(cls, facts) -> Optional[FrozenSet[str]]:
+        """A comparison it reports names the capability or the properties, or a name assigned
+        from them (``_capability_names``, whose values it reads in the same function or at
+        module level); the rest it reads is the statement's own."""
+        names = _capability_names(SimpleNamespace(facts=facts))
+        return None if names is None else frozenset(names | facts.spellings(CAPABILITY | PROPERTIES))
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         operands = [node.left] + [c.comparator for c in node.comparisons]
@@ -1030,6 +1057,12 @@ class NvidiaManagementTools(_VendorRule):
                 return True
         return any("nvidia-smi" in text for text in facts.strings) and any(facts.calls_to(_PROCESS_CALLS))
 
+    @classmethod
+    def reach(cls, facts) -> Optional[FrozenSet[str]]:
+        """An import of an NVML module, or a process call (its command, when a name, is read
+        in the same function or at module level)."""
+        return frozenset(NVML_MODULES | facts.spellings(_PROCESS_CALLS) | {"nvidia-smi"})
+
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
             name = dotted_name(alias.name) or ""
@@ -1151,6 +1184,10 @@ class CudaOnlyImport(_VendorRule):
         Case("import deep_gemm\n"),
         Case("from flash_attn_3 import flash_attn_interface\n"),
     )
+
+    @classmethod
+    def reach(cls, facts) -> Optional[FrozenSet[str]]:
+        return frozenset()  # an import statement of the module's own body: never in a definition
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -1300,15 +1337,27 @@ class Fp8FormatIsArchitectureDependent(_Fp8Rule):
         return any(node.id in names and id(node) not in compared and id(node) not in roots
                    for node in facts.nodes(ast.Name))
 
+    @classmethod
+    def reach(cls, facts) -> Optional[FrozenSet[str]]:
+        """A reference to the format, read with its statement and the tests around it."""
+        return frozenset(facts.spellings(E4M3FN | TL_E4M3NV))
+
     def __init__(self, context):
         super().__init__(context)
         self._lines: Set[int] = set()
+        facts = context.facts
+        wanted = E4M3FN | TL_E4M3NV
+        # a bare name is the format only where an import binds it to it (None: ask each)
+        self._names = None if facts is None or not PREFILTER["enabled"] else {
+            name for name, bound in facts.bindings.items() if not bound.isdisjoint(wanted)}
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in ("float8_e4m3fn", "float8e4nv"):
             self._check(node)
 
     def visit_Name(self, node: cst.Name) -> None:
+        if self._names is not None and node.value not in self._names:
+            return
         parent = self.parent(node)
         if isinstance(parent, (cst.Attribute, cst.ImportAlias, cst.AsName)) or isinstance(parent, cst.Arg) and \
                 parent.keyword is node:
@@ -1412,6 +1461,12 @@ class Fp8MaxConstant(_Fp8Rule):
 
         Constant = ast.Constant
         return any(type(n.value) in (int, float) and n.value == 448 for n in facts.nodes(Constant))
+
+    @classmethod
+    def reach(cls, facts) -> Optional[FrozenSet[str]]:
+        """A literal 448; the dtype it reads is its statement's, or a name's value in the same
+        function or at module level."""
+        return frozenset({"448"})
 
     def visit_Integer(self, node: cst.Integer) -> None:
         self._check(node)
