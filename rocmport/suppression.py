@@ -166,10 +166,12 @@ def line_comments(lines: Sequence[str], kind: str) -> Iterator[Tuple[int, str, b
 def for_python(text: str, lines: Optional[Iterable[str]] = None) -> Suppressions:
     """The suppressions of Python source ``text``. ``lines``: the only lines whose line
     directives matter (where the findings start); the file is tokenized only when one of
-    them, or the file, may hold a directive."""
+    them, or the file, may hold a directive. (With a CR in the text the tokenizer's rows
+    may not be those lines: it is read whole.)"""
     if not _ANY.search(text):
         return Suppressions()
-    if lines is not None and not _FILE_ANY.search(text) and not any(_ANY.search(line) for line in lines):
+    if lines is not None and "\r" not in text and not _FILE_ANY.search(text) and \
+            not any(_ANY.search(line) for line in lines):
         return Suppressions()
     return Suppressions.from_comments(python_comments(text))
 
