@@ -165,3 +165,6 @@ def test_a_python_file_is_tokenized_only_when_a_finding_line_or_the_file_may_hol
     assert _codes(f"# rocmport: noqa\nimport torch\n{hazard}\n".encode(), "a.py") == [] and len(read) == 2
     # a directive in a string on the finding's line is read by the tokenizer: no suppression
     assert _codes(f'import torch\n{hazard}; s = "# noqa"\n'.encode(), "a.py") == ["ROC101"] and len(read) == 3
+    # with a CR the tokenizer's rows may not be the finding's: read whole, as before
+    assert _codes(f"import torch  # noqa: F401\r\n{hazard}\r\n".encode(), "a.py") == ["ROC101"] and len(read) == 4
+    assert _codes(f"import torch\r\n{hazard}  # noqa\r\n".encode(), "a.py") == [] and len(read) == 5
