@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '3f277fcb9cfbe5205c0bc86a279d1683'
+FINGERPRINT = 'd2f859709be8e0118bf4c1873af281c8'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -95,7 +95,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         if not triggered:
             return Analysis(text, [], lines=lines)  # it parses (CPython): nothing can match
     try:
-        module = _parse_partial(text, tree, facts, triggered) if partial and PREFILTER["enabled"] else None
+        module = _parse_partial(text, lines, tree, facts, triggered) if partial and PREFILTER["enabled"] else None
         if module is None:
             module = _parse(text, tree)
     except cst.ParserSyntaxError as exc:
@@ -399,7 +399,7 @@ def _parse(text: str, tree: Optional[ast.AST] = None, before: Optional[Tuple[Ana
     return cst.parse_module(text)
 
 
-def _parse_partial(text: str, tree: Optional[ast.AST], facts: Optional[_prescan.Facts],
+def _parse_partial(text: str, lines: LineIndex, tree: Optional[ast.AST], facts: Optional[_prescan.Facts],
                    rules: Sequence[Type[Rule]]) -> Optional[cst.Module]:
     """LibCST's tree of ``text`` without the functions and classes that none of ``rules``
     reads (each rule's ``reach``; ``_opaque``), or None: a rule may read any of them, none
@@ -412,7 +412,7 @@ def _parse_partial(text: str, tree: Optional[ast.AST], facts: Optional[_prescan.
         if reach is None:
             return None
         words.update(reach)
-    found = _opaque.holes(text, tree, words, facts.bindings, facts.nodes(*_opaque.BINDS_ELSEWHERE))
+    found = _opaque.holes(text, lines, tree, words, facts.bindings, facts.nodes(*_opaque.BINDS_ELSEWHERE))
     if not found:
         return None
     try:

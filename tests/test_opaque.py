@@ -17,6 +17,7 @@ from rocmport.codemods.base import STATS
 from rocmport.config import Settings
 from rocmport.output import finding_dict
 from rocmport.registry import visitor_rules
+from rocmport.source import LineIndex
 
 LAYOUTS = {
     "decorated, comments, deeper comment after": (
@@ -37,7 +38,7 @@ LAYOUTS = {
 
 def _holes(text, words=("float8_e4m3fn",), bound=("torch",)):
     tree = ast.parse(text)
-    return _opaque.holes(text, tree, words, bound,
+    return _opaque.holes(text, LineIndex(text), tree, words, bound,
                          [n for n in ast.walk(tree) if isinstance(n, _opaque.BINDS_ELSEWHERE)])
 
 
@@ -62,7 +63,7 @@ def test_the_tree_is_the_text_and_positions_are_a_whole_parse(text):
                       for node, r in positions.items() if isinstance(node, cst.Name))
 
     hidden = [(h.start, h.end) for h in found]
-    starts = engine.LineIndex(text)
+    starts = LineIndex(text)
     kept = [n for n in names(whole)
             if not any(a <= starts.offset(n[1][0], n[1][1]) < b for a, b in hidden)]
     assert names(part) == kept  # every node left has the position a whole parse gives it

@@ -170,8 +170,8 @@ SKIPPED = [
 ]
 
 
-def _findings(source: str, settings: Settings = Settings()):
-    report = check_bytes(source.encode(), "t.py", settings)
+def _findings(source: str, settings: "Settings | None" = None):
+    report = check_bytes(source.encode(), "t.py", settings or Settings())
     assert report.internal_error is None, report.internal_error
     return [(f.code, f.start.row, f.start.column, f.message) for f in report.findings]
 
@@ -503,22 +503,15 @@ def test_dunder_names_answer_like_the_provider_without_asking_it():
     builtins to LibCST (``hasattr(builtins, name)``), and it mangles no ``__x`` in a class."""
     from rocmport.codemods.base import _import_names
 
-    answers, _ = compare_with_the_provider(DUNDERS, "DUNDERS")
-    module = __import__("libcst").parse_module(DUNDERS)
-    reads = [n for n in _walk_names(module) if n.value.startswith("__")]
-    facts = _prescan.Facts.of(ast.parse(DUNDERS))
-    assert reads and all(_import_names(n, facts) is not None for n in reads if n.value != "__t")
-    assert answers >= 40, answers
-
-
-def _walk_names(module):
     import libcst as cst
 
-    found = []
+    answers, _ = compare_with_the_provider(DUNDERS, "DUNDERS")
+    module = cst.parse_module(DUNDERS)
+    reads = []
 
-    class Names(cst.CSTVisitor):
+    class Reads(cst.CSTVisitor):  # names read: not attribute names, not what imports bind
         def visit_Name(self, node):
-            found.append(node)
+            reads.append(node)
 
         def visit_Attribute(self, node):
             node.value.visit(self)
@@ -527,8 +520,11 @@ def _walk_names(module):
         def visit_Import(self, node):
             return False
 
-    module.visit(Names())
-    return found
+    module.visit(Reads())
+    facts = _prescan.Facts.of(ast.parse(DUNDERS))
+    dunders = [n for n in reads if n.value.startswith("__") and n.value != "__t"]  # __t: bound two ways
+    assert dunders and all(_import_names(n, facts) is not None for n in dunders)
+    assert answers >= 40, answers
 
 
 def test_a_name_bound_several_ways_needs_no_whole_module_scope_analysis():

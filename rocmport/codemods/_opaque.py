@@ -69,6 +69,8 @@ class Opaque(cst.BaseStatement):
 
 @dataclasses.dataclass(frozen=True)
 class Hole:
+    first: int  # the first line (its first decorator's) and the last, 1-based
+    last: int
     start: int  # offset of the first line's start
     end: int  # offset after the last line's terminator (or the end of the text)
     indent: str
@@ -76,19 +78,19 @@ class Hole:
     kind: str
 
 
-def holes(text: str, tree: ast.AST, words: Iterable[str], import_bound: Iterable[str],
+def holes(text: str, lines: LineIndex, tree: ast.AST, words: Iterable[str], import_bound: Iterable[str],
           binders: Iterable[ast.AST]) -> List[Hole]:
-    """The definitions of ``tree`` (CPython's tree of ``text``) that may be left out when
-    the rules read nothing but ``words``: each one whose code holds none of them, at module
-    level or in the body of a class that is kept. ``import_bound``: the names imports bind;
-    ``binders``: the tree's ``BINDS_ELSEWHERE`` nodes."""
+    """The definitions of ``tree`` (CPython's tree of ``text``, whose ``lines`` are given)
+    that may be left out when the rules read nothing but ``words``: each one whose code holds
+    none of them, at module level or in the body of a class that is kept. ``import_bound``:
+    the names imports bind; ``binders``: the tree's ``BINDS_ELSEWHERE`` nodes."""
     if not isinstance(tree, ast.Module) or PLACEHOLDER in text:
         return []
     if "\r" in text.replace("\r\n", ""):  # a lone CR: CPython's lines and ours may differ
         return []
     found: List[Hole] = []
     binder_lines = sorted(node.lineno for node in binders)
-    _collect(tree.body, text, LineIndex(text), tuple(words), frozenset(import_bound), binder_lines, found)
+    _collect(tree.body, text, lines, tuple(words), frozenset(import_bound), binder_lines, found)
     return found
 
 
@@ -102,8 +104,8 @@ def _collect(body: Sequence[ast.stmt], text: str, lines: LineIndex, words: Tuple
         if hole is None:
             continue
         code = text[hole.start:hole.end]
-        at = bisect.bisect_left(binder_lines, min([stmt.lineno] + [d.lineno for d in stmt.decorator_list]))
-        binds = at < len(binder_lines) and binder_lines[at] <= stmt.end_lineno
+        at = bisect.bisect_left(binder_lines, hole.first)
+        binds = at < len(binder_lines) and binder_lines[at] <= hole.last
         if stmt.name not in import_bound and not binds and not any(word in code for word in words):
             found.append(hole)
         elif kind is ast.ClassDef:
@@ -128,7 +130,7 @@ def _hole(stmt, text: str, lines: LineIndex) -> Optional[Hole]:
     if text[last_start:last_end].rstrip().endswith("\\"):
         return None
     end = lines.starts[last] if last < len(lines.starts) else len(text)
-    return Hole(start, end, indent, text[last_end:end], _KINDS[type(stmt)])
+    return Hole(first, last, start, end, indent, text[last_end:end], _KINDS[type(stmt)])
 
 
 def reduce(text: str, found: Sequence[Hole]) -> str:
