@@ -310,7 +310,7 @@ def test_a_big_file_is_fixed_alike_with_and_without_the_edited_parse(monkeypatch
     assert [(f.code, f.start, f.message) for f in fast.findings] == [(f.code, f.start, f.message) for f in slow.findings]
 
 
-def test_the_cyclic_collector_is_off_while_a_large_file_is_checked(monkeypatch):
+def test_the_cyclic_collector_is_off_while_a_file_is_checked(monkeypatch):
     import gc
 
     from rocmport import engine
@@ -328,11 +328,10 @@ def test_the_cyclic_collector_is_off_while_a_large_file_is_checked(monkeypatch):
     assert large.count(b"\n") > 200
     small = b"import torch\nf = torch.compile(g, mode='reduce-overhead')\n"
     assert gc.isenabled()
-    check_bytes(large, "big.py", Settings(), fix=True)
-    assert seen and not any(seen) and gc.isenabled()  # off during, on again after
-    seen.clear()
-    check_bytes(small, "small.py", Settings(), fix=True)
-    assert seen and all(seen)
+    for data, name in ((large, "big.py"), (small, "small.py")):
+        seen.clear()
+        check_bytes(data, name, Settings(), fix=True)
+        assert seen and not any(seen) and gc.isenabled()  # off during, on again after
     gc.disable()
     try:  # a caller that turned it off keeps it off
         check_bytes(large, "big.py", Settings())
