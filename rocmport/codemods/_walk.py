@@ -144,7 +144,10 @@ def visit_batched(node: CSTNode, visitors: Iterable[cst.BatchableCSTVisitor],
             call(current)
         after(current)
 
-    walk(node)
+    try:
+        walk(node)
+    finally:
+        del walk  # a recursive closure is a cycle (its cell holds it): freed now, not by the collector
 
 
 def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
@@ -203,7 +206,10 @@ def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
         else:
             on_leave(current)
 
-    walk(node)
+    try:
+        walk(node)
+    finally:
+        del walk  # a recursive closure is a cycle (its cell holds it): freed now, not by the collector
 
 
 # visitor class -> does it define attribute hooks; weak: the analyses define visitor classes

@@ -104,11 +104,10 @@ class Metadata:
     def __init__(self, module: cst.Module, tree: Optional[Any] = None, text: Optional[str] = None):
         self.module = module
         self.text = text
-        self._wrapper: Optional[cst.MetadataWrapper] = None
-        self._stack: List[cst.CSTNode] = []
-        self._walked = False  # the batched visit has seen every node
-        self.parents = _Parents(self)
-        self.positions = _Positions(self)
+        self._tree = _Tree(module, text)
+        self._stack = self._tree.stack
+        self.parents = _Parents(self._tree)
+        self.positions = _Positions(self._tree, self.parents)
         if tree is not None:  # CPython's tree of the same text (ast.Module): read now, not kept
             self.positions.read_lines(tree)
 
@@ -122,11 +121,11 @@ class Metadata:
     def leave(self, node: cst.CSTNode) -> None:
         self._stack.pop()
         if not self._stack:
-            self._walked = True
+            self._tree.walked = True
 
     def walk(self) -> None:
         """Record every parent without rules (for code that did not visit the tree)."""
-        if not self._walked:
+        if not self._tree.walked:
             self.parents.known.clear()
             self._stack.clear()
             _walk.visit_batched(self.module, [], before_visit=self.enter, after_leave=self.leave,
@@ -151,17 +150,35 @@ class Metadata:
 
     def full(self, provider) -> Any:
         """LibCST's resolution of ``provider`` for the whole module (counted)."""
-        if self._wrapper is None:
-            self._wrapper = cst.MetadataWrapper(self.module, unsafe_skip_copy=True)
-        if provider not in self._wrapper._metadata:
+        return self._tree.full(provider)
+
+
+class _Tree:
+    """What a :class:`Metadata` and its two mappings share. They hold this, not the
+    ``Metadata``: no cycle, so the file's trees are freed with the last reference to any of
+    them, not by the cyclic collector."""
+
+    __slots__ = ("module", "text", "wrapper", "stack", "walked")
+
+    def __init__(self, module: cst.Module, text: Optional[str]):
+        self.module = module
+        self.text = text
+        self.wrapper: Optional[cst.MetadataWrapper] = None
+        self.stack: List[cst.CSTNode] = []  # the path of the engine's visit
+        self.walked = False  # the batched visit has seen every node
+
+    def full(self, provider) -> Any:
+        if self.wrapper is None:
+            self.wrapper = cst.MetadataWrapper(self.module, unsafe_skip_copy=True)
+        if provider not in self.wrapper._metadata:
             STATS["resolve:" + provider.__name__] += 1
-        return self._wrapper.resolve(provider)
+        return self.wrapper.resolve(provider)
 
 
 class _Parents:
     """ParentNodeProvider's mapping, filled by the engine's visit (see :class:`Metadata`)."""
 
-    def __init__(self, meta: Metadata):
+    def __init__(self, meta: _Tree):
         self.meta = meta
         self.known: Dict[cst.CSTNode, cst.CSTNode] = {}
         self._ahead: Set[int] = set()  # nodes of the visit's path whose subtrees were recorded
@@ -172,12 +189,12 @@ class _Parents:
             return found
         if type(node) in _walk.WHITESPACE_LEAVES:  # the visit passes these by: LibCST's answer
             return self.meta.full(ParentNodeProvider).get(node, _UNSET)
-        if self.meta._walked:
+        if self.meta.walked:
             return found
         # A node the visit has not reached yet (a rule looks ahead, usually into the node
         # it visits): record the subtree of the nodes on the visit's path, innermost first,
         # until one holds it (the last is the module: all of it).
-        for top in reversed(self.meta._stack or [self.meta.module]):
+        for top in reversed(self.meta.stack or [self.meta.module]):
             if id(top) in self._ahead:
                 continue
             self._ahead.add(id(top))
@@ -252,6 +269,16 @@ def _statement_lines(module: cst.Module, tree: Optional[Any]) -> Optional[List[i
     return lines
 
 
+class _Computed:
+    """What ``record_syntactic_position`` reads of its provider (the counter itself would be a
+    cycle, holding the file's nodes until the collector runs)."""
+
+    __slots__ = ("_computed",)
+
+    def __init__(self, computed: Dict[cst.CSTNode, Any]):
+        self._computed = computed
+
+
 class _LineCounter(CodegenState):
     """Code generation that only follows the line and column, as PositionProvider's does,
     and records PositionProvider's range of a few ``targets`` (a statement, and the nodes its
@@ -264,7 +291,7 @@ class _LineCounter(CodegenState):
         self.targets = {id(t) for t in targets}
         self._computed = computed if computed is not None else {}
         self._starts: List[CodePosition] = []
-        self.provider = self  # record_syntactic_position reads provider._computed
+        self.provider = _Computed(self._computed)  # record_syntactic_position reads provider._computed
 
     def before_codegen(self, node: cst.CSTNode) -> None:
         if id(node) in self.targets:
@@ -303,8 +330,9 @@ _NO_RECORD = contextlib.nullcontext()
 class _Positions:
     """PositionProvider's mapping, generated one top-level statement at a time."""
 
-    def __init__(self, meta: Metadata):
+    def __init__(self, meta: _Tree, parents: _Parents):
         self.meta = meta
+        self.parents = parents
         self.computed: Dict[cst.CSTNode, Any] = {}  # the provider's ``_computed``
         self._index: Optional[Dict[int, int]] = None  # id(statement) -> its place in the body
         self._starts: List[Tuple[int, int]] = []  # (line, column) where statement i (or the footer) begins
@@ -316,7 +344,7 @@ class _Positions:
         module = self.meta.module
         if self._index is None:
             self._index = {id(stmt): i for i, stmt in enumerate(module.body)}
-        parents = self.meta.parents
+        parents = self.parents
         current = node
         while True:
             at = self._index.get(id(current))
