@@ -636,26 +636,33 @@ def _statement_spans(analysis: Analysis):
         i += 1
 
 
+class _FunctionsAround(cst.CSTVisitor):
+    """The function definitions around ``offset`` (a class of the module's, not of a call:
+    a class made in a function would hold its cells, the file's positions among them, in a
+    cycle)."""
+
+    def __init__(self, positions, lines: LineIndex, offset: int):
+        super().__init__()
+        self.positions, self.lines, self.offset = positions, lines, offset
+        self.found: List[cst.FunctionDef] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+        rng = self.positions[node]
+        start = self.lines.offset(rng.start.line, rng.start.column)
+        end = self.lines.offset(rng.end.line, rng.end.column)
+        if start <= self.offset < end:
+            self.found.append(node)
+            return True
+        return False
+
+
 def _enclosing_functions(analysis: Analysis, offset: int) -> List[cst.FunctionDef]:
     """The function definitions around ``offset``, outermost first."""
-    positions = analysis.wrapper.resolve(PositionProvider)
-    lines = analysis.lines
-    found: List[cst.FunctionDef] = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
-            rng = positions[node]
-            start = lines.offset(rng.start.line, rng.start.column)
-            end = lines.offset(rng.end.line, rng.end.column)
-            if start <= offset < end:
-                found.append(node)
-                return True
-            return False
-
+    finder = _FunctionsAround(analysis.wrapper.resolve(PositionProvider), analysis.lines, offset)
     # only the statements around the offset's line can hold it (the others are not generated)
-    for stmt in analysis.wrapper.statements_at(lines.position(offset).row):
-        _walk.visit(stmt, Finder())
-    return found
+    for stmt in analysis.wrapper.statements_at(analysis.lines.position(offset).row):
+        _walk.visit(stmt, finder)
+    return finder.found
 
 
 def _gate_bound(analysis: Analysis, before: int) -> bool:

@@ -191,3 +191,34 @@ def test_progress_bar_on_a_terminal(tmp_path):
     stderr = b"".join(chunks).decode(errors="replace")
     assert "rocmport" in stderr and "100%" in stderr
     assert stdout.count("ROC101") == 60 and "%" not in stdout.replace("100%", "")
+
+
+def test_a_lint_leaves_no_cycle_that_holds_its_trees():
+    """The collector is paused while a file is checked (``engine._collector_paused``); what a
+    check leaves in cycles is walked by the next collection, its trees included. The engine's
+    own structures (the metadata, the walks, the fix's search for enclosing functions) hold no
+    cycle, so the trees go with their last reference. (Some analyses still make cycles: the
+    regions of captures and compiled code, Triton's, and visitor classes made in a call.)"""
+    import gc
+
+    import libcst as cst
+
+    code = (b"import torch\nimport torch._inductor.config as ic\n"
+            b"ic.triton.cudagraphs = True\n"
+            b"if torch.cuda.get_device_capability() >= (9, 0):\n    dtype = torch.float8_e4m3fn\n"
+            b"def build():\n    return torch.compile(mode='max-autotune')\n")
+    check_bytes(code, "warm.py", Settings())  # imports and per-process caches first
+    gc.collect()
+    gc.disable()
+    try:
+        assert check_bytes(code, "m.py", Settings(), fix=True).fixed  # a fix's analyses too
+        report = check_bytes(code, "m.py", Settings())
+        assert {"ROC102", "ROC201", "ROC702", "ROC705"} <= {f.code for f in report.findings}
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        held = [o for o in gc.garbage if isinstance(o, cst.CSTNode)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert report.findings and not held
