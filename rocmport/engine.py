@@ -152,8 +152,19 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
 def text_triggered(rules: Sequence[Type[Rule]], text: str) -> List[Type[Rule]]:
     """The first prefilter: the rules whose ``TRIGGERS`` and ``WORDS`` ``text`` holds."""
     words: Dict[str, bool] = {}
-    return [r for r in rules if (not r.TRIGGERS or any(t in text for t in r.TRIGGERS))
-            and all(any(_holds_word(text, w, words) for w in group) for group in r.WORDS)]
+    held: Dict[Tuple[str, ...], bool] = {}  # rules of a family share their triggers: one search each
+    out = []
+    for rule in rules:
+        triggers = rule.TRIGGERS
+        if triggers:
+            found = held.get(triggers)
+            if found is None:
+                found = held[triggers] = any(t in text for t in triggers)
+            if not found:
+                continue
+        if all(any(_holds_word(text, w, words) for w in group) for group in rule.WORDS):
+            out.append(rule)
+    return out
 
 
 def _holds_word(text: str, word: str, seen: Dict[str, bool]) -> bool:

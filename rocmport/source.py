@@ -11,6 +11,7 @@ import bisect
 import codecs
 import errno
 import io
+import itertools
 import os
 import re
 import stat
@@ -199,10 +200,24 @@ class LineIndex:
 
     def __init__(self, text: str):
         self.text = text
-        starts = [0]
-        for match in _NEWLINE_RE.finditer(text):
-            starts.append(match.end())
-        self.starts: List[int] = starts
+        self._starts: Optional[List[int]] = None
+
+    @property
+    def starts(self) -> List[int]:
+        """The offset where each line begins: made on first use (a file that no rule reads
+        never needs it), with ``str.split`` and C-level sums where the text holds no CR."""
+        starts = self._starts
+        if starts is None:
+            text = self.text
+            if "\r" in text:
+                starts = [0]
+                starts.extend(match.end() for match in _NEWLINE_RE.finditer(text))
+            else:
+                lines = text.split("\n")
+                lines.pop()  # the text after the last newline begins no further line
+                starts = list(itertools.accumulate(map((1).__add__, map(len, lines)), initial=0))
+            self._starts = starts
+        return starts
 
     def offset(self, row: int, column0: int) -> int:
         """Offset of 1-based ``row`` and 0-based ``column0`` (clamped to the text)."""

@@ -89,3 +89,15 @@ def test_fuzz_found_cr_only_file_is_fixed_once():
     """Found by the fuzzer: with CR-only line endings the prelude's markers were not found
     again (re.M knows only \\n), so each fix added another block."""
     _assert_ok(NON_IDEMPOTENT_CR, "slim")
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.sampled_from(["a", "bc", "\n", "\r", "\r\n", "\u2028", "\x0c", "é"]), max_size=30).map("".join))
+def test_line_starts_are_the_terminators_ends(text):
+    """``LineIndex.starts`` (``str.split`` where the text holds no CR) is the definition:
+    the text's start, and the end of each ``\\r\\n``, ``\\r`` or ``\\n``."""
+    import re
+
+    from rocmport.source import LineIndex
+
+    assert LineIndex(text).starts == [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
