@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'd2f859709be8e0118bf4c1873af281c8'
+FINGERPRINT = '144b49770ca3368e7eb76e01c622851a'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -280,3 +280,56 @@ def test_cached_callers_are_re_linted_when_the_wrapper_changes(tmp_path):
     rows = sorted(f.start.row for f in second["models.py"].findings)
     assert 15 not in rows and 16 not in rows and 22 not in rows  # compile_model no longer compiles
     assert 17 in rows  # compile_with_kwargs still does
+
+
+def test_a_cudagraph_keyword_is_followed_only_into_a_callee_the_index_may_know(tmp_path, monkeypatch):
+    """A keyword about CUDA graphs sends a file to ROC10x's visit only where its call's
+    callee may be a project function (imported, or a module-level name of the file): a
+    method of ``self`` given ``skip_cudagraphs=`` is passed by before LibCST, and the rules,
+    run anyway, find nothing there."""
+    from rocmport import engine
+    from rocmport.codemods.base import PREFILTER
+
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": """\
+            import torch
+
+            def make(m, use_cudagraphs=False):
+                return torch.compile(m, options={"triton.cudagraphs": use_cudagraphs})
+            """,
+        "pkg/imported.py": """\
+            from pkg.helpers import make
+
+            def go(m):
+                return make(m, use_cudagraphs=True)
+            """,
+        "pkg/local.py": """\
+            from pkg import helpers
+
+            def build(m, **kwargs):
+                return helpers.make(m, **kwargs)
+
+            def go(m):
+                return build(m, use_cudagraphs=True)
+            """,
+        "pkg/method.py": """\
+            class Scheduler:
+                def plan(self, parts, flags):
+                    return self.split(parts, skip_cudagraphs=flags)  # a method: no project function
+            """,
+    })
+    parsed = []
+    real = engine._parse
+    monkeypatch.setattr(engine, "_parse", lambda text, *a, **k: parsed.append(text) or real(text, *a, **k))
+    found = _found(tmp_path)
+    assert ("pkg/imported.py", 4, "ROC103") in found
+    assert ("pkg/local.py", 7, "ROC103") in found
+    assert not [f for f in found if f[0] == "pkg/method.py"]
+    method = (tmp_path / "pkg/method.py").read_text()
+    assert method not in parsed  # ruled out before LibCST
+    PREFILTER["enabled"] = False
+    try:
+        assert not [f for f in _found(tmp_path) if f[0] == "pkg/method.py"]
+    finally:
+        PREFILTER["enabled"] = True

@@ -35,25 +35,34 @@ LIST_MODE_OPTIONS = frozenset({"torch._inductor.list_mode_options"})
 def _may_call_project_function(facts) -> bool:
     """Could a call of this file hand a CUDA-graph mode or option to torch.compile through a
     function of the project (the index)? Only with something to hand on: a CUDA-graph mode
-    literal, a keyword about CUDA graphs, or a call with mode=, options= or ** whose callee
-    the index knows as such a function."""
+    literal, or a call whose callee ``callee_summary`` may resolve (a module-level name of
+    this file, or a function of the project that the index knows, imported) with mode=,
+    options= or ** (where a dict of the file holds a mode or options), or with a keyword
+    about CUDA graphs."""
     index = facts.index
     if index is None:
         return False
-    if not facts.strings.isdisjoint(ROCM_MODES) or any("cudagraph" in k for k in facts.keywords):
+    if not facts.strings.isdisjoint(ROCM_MODES):
         return True
-    importer = None
-    imports = None
     splat_ok = not facts.dict_keys.isdisjoint(("mode", "options")) or not facts.stored_keys.isdisjoint(
         ("mode", "options"))
+    calls = []
     for call in facts.keyword_calls:
-        if not splat_ok and not any(k.arg in ("mode", "options") for k in call.keywords):
-            continue  # only ** splats, and no dict of the file holds a mode or options
+        if splat_ok or any(k.arg in ("mode", "options") for k in call.keywords):
+            calls.append((call, False))  # else only ** splats, and no dict of the file holds a mode or options
+    if any("cudagraph" in k for k in facts.keywords):
+        calls += [(call, True) for call in facts.nodes(ast.Call)
+                  if any(k.arg is not None and "cudagraph" in k.arg for k in call.keywords)]
+    importer = None
+    imports = None
+    for call, graph_keyword in calls:
         root = call.func
         while isinstance(root, ast.Attribute):
             root = root.value
         if not isinstance(root, ast.Name):
             continue
+        if graph_keyword and root is call.func and facts.binding_kinds().get(root.id) == {"module"}:
+            return True  # a function of this file (its own summary)
         if imports is None:
             imports = _module_imports(facts)
         for full in imports.get(root.id, ()):
