@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '144b49770ca3368e7eb76e01c622851a'
+FINGERPRINT = 'e5f6a28cc957ea2ec3ca0655cb963279'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -126,6 +126,16 @@ NEAR_MISSES = {
     # ROC706 (fixable) beside definitions that go
     "448": ("import torch\n\n\ndef helper():\n    return 1\n\n\nFP8_MAX = 448.0  # float8_e4m3fn\n"
             "x = y.clamp(-448, 448).to(torch.float8_e4m3fn)\n"),
+    # ROC20x through a module-level alias of the config, and a dict filled in one function
+    # whose flow starts at an "options" key in another
+    "config alias": ("import torch._inductor.config\n\ncfg = torch._inductor.config\nOPTS = {}\n\n\n"
+                     "def tune():\n    cfg.max_autotune = True\n\n\ndef enable():\n"
+                     "    OPTS['max_autotune_gemm'] = True\n\n\ndef plan(fn):\n    return {'options': OPTS, 'fn': fn}\n\n\n"
+                     "def other():\n    return OPTS\n"),
+    # ROC512 in a function, a method's parameter and a module-level constant
+    "warp": ("import triton\n\nWARPSIZE = 32\n\n\ndef threads(num_warps):\n    return num_warps * 32\n\n\n"
+             "class K:\n    def launch(self, threads_per_warp=32):\n        return 1\n\n    def other(self):\n"
+             "        return 2\n\n\ndef helper():\n    return 3\n"),
     # ROC703 through a command held by a module-level name
     "nvidia-smi name": ("import subprocess\n\nCMD = ['nvidia-smi', '-L']\n\n\ndef gpus():\n"
                         "    return subprocess.run(CMD)\n\n\ndef other():\n    return 2\n"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional, Set, Tuple
+from typing import FrozenSet, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
@@ -118,6 +118,16 @@ class _InductorSetting(Rule):
             return True
         return any(len(call.args) == 3 and configish(call.args[0]) and isinstance(call.args[1], ast.Constant)
                    and call.args[1].value in suffixes for call in facts.calls.get("setattr", ()))
+
+    @classmethod
+    def reach(cls, facts) -> Optional[FrozenSet[str]]:
+        """A value is checked where a statement spells its key: a config attribute written
+        (its last part), ``setattr`` with the key's name, a dict key or keyword that
+        ``dict_flow`` yields (the key as a string or a keyword); and the flows start at a
+        ``.patch(...)``, an ``options=`` or an ``"options"`` key. The rest it reads is the
+        statement's own, its ancestors, module-level statements and what the scope analysis
+        binds there (an alias of the config, a dict filled in the same function)."""
+        return frozenset({key.rsplit(".", 1)[-1] for key in cls.KEYS} | {"patch", "options"})
 
     def __init__(self, context):
         super().__init__(context)

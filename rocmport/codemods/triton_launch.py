@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -1420,6 +1420,14 @@ class TritonWarpSize32(_TritonRule):
             if any(d is not None and _WARP_NAME.match(p.arg) and _ast_32(d) for p, d in pairs):
                 return True
         return False
+
+    @classmethod
+    def reach(cls, facts) -> Optional[FrozenSet[str]]:
+        """It reports a product with ``num_warps``, an assignment to a warp-size name or a
+        parameter so named; the rest it reads is the node's ancestors (ROCm and foreign
+        branches) and the names imports bind (``tl.constexpr``)."""
+        names = facts.names | facts.other_bindings | set(facts.attributes)
+        return frozenset({"num_warps"} | {name for name in names if _WARP_NAME.match(name)})
 
     def visit_Module(self, node: cst.Module) -> None:
         a = analysis(self.context)
