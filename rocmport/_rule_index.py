@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'e5f6a28cc957ea2ec3ca0655cb963279'
+FINGERPRINT = '75c0f9611cce89c2ea2a5e32d15e91e2'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -114,6 +114,11 @@ NEAR_MISSES = {
     "capability name": ("import torch\n\ncap = torch.cuda.get_device_capability()\n\n\ndef pick():\n"
                         "    if cap >= (9, 0):\n        return use_fa3()\n    return None\n\n\n"
                         "def unrelated():\n    return 0\n"),
+    # ROC702 through names a function binds itself: the function spells the capability;
+    # a name it binds ("_") says nothing of other functions
+    "capability local": ("import torch\n\n\ndef sm90():\n    major, _ = torch.cuda.get_device_capability()\n"
+                         "    ok = major >= 9\n    return ok\n\n\ndef other(args):\n    for _ in args:\n"
+                         "        pass\n    return args\n"),
     # ROC701: the hip test beside it is in a function (kept for "hip")
     "hip beside": ("import torch\n\nIS_CUDA = torch.version.cuda is not None\n\n\ndef rocm():\n"
                    "    return torch.version.hip is not None\n\n\ndef plain():\n    return 1\n"),

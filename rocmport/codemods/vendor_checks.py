@@ -727,6 +727,30 @@ def _capability_names(context) -> Optional[Set[str]]:
     return facts.memo["roc702_capability_names"]
 
 
+def _module_assigned(facts) -> Set[str]:
+    """The names that assignments of the module's own statements bind (not in a function or
+    a class: where ``values`` reads at module level), unpacking included."""
+    import ast
+
+    found = facts.memo.get("roc702_module_assigned")
+    if found is None:
+        found = set()
+        stack = list(getattr(facts.tree, "body", ()))
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                continue
+            if kind is ast.Assign or kind is ast.AnnAssign:
+                for target in node.targets if kind is ast.Assign else (node.target,):
+                    found.update(n.id for n in ast.walk(target) if type(n) is ast.Name)
+                continue
+            stack.extend(child for child in ast.iter_child_nodes(node)
+                         if isinstance(child, (ast.stmt, ast.excepthandler)) or type(child).__name__ == "match_case")
+        facts.memo["roc702_module_assigned"] = found
+    return found
+
+
 def _assigned_from_capability(facts) -> Set[str]:
     import ast
 
@@ -872,10 +896,15 @@ class CapabilityAsNvidiaGeneration(_VendorRule):
     @classmethod
     def reach(cls, facts) -> Optional[FrozenSet[str]]:
         """A comparison it reports names the capability or the properties, or a name assigned
-        from them (``_capability_names``, whose values it reads in the same function or at
-        module level); the rest it reads is the statement's own."""
+        from them (``_capability_names``), whose values it reads in the functions around the
+        comparison, else at module level (``values``). A name whose chain of values goes
+        through a module-level name spells that name; one that does not spells the capability
+        or the properties in its own function. So the words are those spellings and the
+        names that module-level statements assign; the rest it reads is the statement's own."""
         names = _capability_names(SimpleNamespace(facts=facts))
-        return None if names is None else frozenset(names | facts.spellings(CAPABILITY | PROPERTIES))
+        if names is None:
+            return None
+        return frozenset((names & _module_assigned(facts)) | facts.spellings(CAPABILITY | PROPERTIES))
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         operands = [node.left] + [c.comparator for c in node.comparisons]
