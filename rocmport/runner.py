@@ -161,11 +161,13 @@ class _Workers:
         child_end.close()  # the worker's death is then the end of this pipe
         return parent_end, process
 
-    def run(self, jobs, width: int, reports, progress) -> list:
+    def run(self, jobs, width: int, reports, progress, done=None) -> list:
         """Check ``jobs`` (``(slot, item)``) in at most ``width`` workers, each report into
-        ``reports[slot]``; returns the jobs whose worker died."""
+        ``reports[slot]`` (then ``done(slot)``, while the workers go on); returns the jobs
+        whose worker died."""
         queue = list(jobs)[::-1]
         died = []
+        finished = []  # slots whose ``done`` waits until the workers have their next files
         while queue or self.held:
             while queue and len(self.held) < width:
                 job = queue.pop()
@@ -177,6 +179,8 @@ class _Workers:
                     died.append(job)
                     continue
                 self.held[conn] = (process, job)
+            while finished:
+                done(finished.pop())
             if not self.held:
                 continue
             conn, process, job, report = self._reply()
@@ -185,8 +189,12 @@ class _Workers:
                 continue
             reports[job[0]] = report
             self.idle.append((conn, process))
+            if done is not None:
+                finished.append(job[0])
             if progress:
                 progress(1)
+        while finished:
+            done(finished.pop())
         return died
 
     def _reply(self):
@@ -234,13 +242,13 @@ def _crashed(path: str, settings: Settings) -> FileReport:
 
 
 def _in_pool(todo, reports, settings: Settings, jobs: int, progress,
-             project: Optional["ProjectIndex"] = None) -> None:
-    """Check ``todo`` in ``jobs`` workers. A file whose worker died is checked again alone
-    once the rest are done (the death may have been another file's memory); if it kills
-    that worker too, it gets ROC001."""
+             project: Optional["ProjectIndex"] = None, done=None) -> None:
+    """Check ``todo`` in ``jobs`` workers (``done(slot)`` after each report the first round
+    brings). A file whose worker died is checked again alone once the rest are done (the
+    death may have been another file's memory); if it kills that worker too, it gets ROC001."""
     workers = _Workers(settings, project)
     try:
-        for job in workers.run(todo, min(jobs, len(todo)), reports, progress):
+        for job in workers.run(todo, min(jobs, len(todo)), reports, progress, done):
             if workers.run([job], 1, reports, progress):
                 reports[job[0]] = _crashed(job[1][0], settings)
                 if progress:
@@ -281,22 +289,28 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
         todo.append((index, (path, data, fix)))
     if todo:
         from . import inputs  # noqa: F401 (before the fork: workers inherit it instead of importing it each)
+
+    def store(index: int) -> None:
+        """Cache the report of ``files[index]`` (lint only: fix has no cache), once."""
+        data = keys.pop(index, None)
+        report = reports[index]
+        if data is not None and report is not None and report.internal_error is None:
+            cache.put_with_dependencies(files[index], data, project, getattr(report, "dependencies", {}),
+                                        report.findings)
+
     jobs = jobs or default_jobs()
     if jobs > 1 and len(todo) > 1:
         # largest first: a large file started last would leave the other workers idle
         # while it is checked (the reports keep their slots, so the output's order is kept)
         todo.sort(key=lambda job: -_size(job[1][0], job[1][1]))
-        _in_pool(todo, reports, settings, jobs, progress, project)
+        # each report is cached as it comes, while the workers check the rest
+        _in_pool(todo, reports, settings, jobs, progress, project, store if cache is not None else None)
     else:
         _init(settings, index=project)
         for index, item in todo:
             reports[index] = _work(item)
             if progress:
                 progress(1)
-    if cache is not None:
-        for index, data in keys.items():
-            report = reports[index]
-            if report is not None and report.internal_error is None:  # lint only: fix has no cache
-                cache.put_with_dependencies(files[index], data, project, getattr(report, "dependencies", {}),
-                                            report.findings)
+    for index in list(keys):
+        store(index)
     return reports  # type: ignore[return-value]

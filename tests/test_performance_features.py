@@ -222,3 +222,40 @@ def test_a_lint_leaves_no_cycle_that_holds_its_trees():
         gc.garbage.clear()
         gc.enable()
     assert report.findings and not held
+
+
+def test_reports_are_cached_while_the_workers_check_the_rest(tmp_path, monkeypatch):
+    """A cold lint writes each file's entry as its report comes, between two replies of the
+    workers, not in a serial tail after the last one; every entry is written once."""
+    from rocmport import runner
+
+    paths = []
+    for i in range(6):
+        path = tmp_path / f"m{i}.py"
+        path.write_text(HAZARD + "x = 1\n" * i)
+        paths.append(str(path))
+    pooled = []
+    real_in_pool = runner._in_pool
+
+    def in_pool(*args, **kwargs):
+        pooled.append("start")
+        try:
+            return real_in_pool(*args, **kwargs)
+        finally:
+            pooled.append("end")
+
+    puts = []
+    real_put = Cache.put_with_dependencies
+
+    def put(self, path, *args):
+        puts.append((path, list(pooled)))
+        return real_put(self, path, *args)
+
+    monkeypatch.setattr(runner, "_in_pool", in_pool)
+    monkeypatch.setattr(Cache, "put_with_dependencies", put)
+    cache = Cache(tmp_path / "cache", Settings())
+    runner.check_files(paths, Settings(), jobs=2, cache=cache)
+    assert sorted(p for p, _ in puts) == sorted(paths)  # each once
+    assert all(state == ["start"] for _, state in puts)  # inside the pool
+    again = runner.check_files(paths, Settings(), jobs=2, cache=cache)
+    assert len(puts) == len(paths) and all(r.findings for r in again)  # served from the cache
