@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '75c0f9611cce89c2ea2a5e32d15e91e2'
+FINGERPRINT = 'fa4c72f780159d484faf42f384f41bb0'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

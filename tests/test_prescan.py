@@ -119,6 +119,8 @@ FOUND = [
     ("import subprocess as sp\nout = sp.check_output(['/usr/bin/nvidia-smi', '-L'])\n", "ROC703"),
     ("import os\ncmd = f'nvidia-smi -i {i}'\nos.system(cmd)\n", "ROC703"),
     ("from subprocess import run\nrun('nvidia-smi' ' -q', shell=True)\n", "ROC703"),
+    # ROC104: a parameter shadows the imported name: `model.compile` is a module's method there
+    ("import mymodels as model\n\ndef f(model, m):\n    return model.compile(mode=m)\n", "ROC104"),
     # ROC201 through a name bound to the config, then to a part of it
     ("import torch\ncfg = torch._inductor.config\ntr = cfg.triton\ntr.cudagraphs = True\n", "ROC201"),
 ]
@@ -167,6 +169,8 @@ SKIPPED = [
     ("import triton\nWARP_SIZE = 64\nn = num_warps * 4\nBLOCK = 32\n", "ROC512"),
     ("import triton\ndef f(x, warp_size=64, block=32):\n    return x * 32\nthreads = num_warps * 64\n", "ROC512"),
     ('import argparse\np = argparse.ArgumentParser()\np.add_argument("--compile-mode", choices=["reduce-overhead"])\n', "ROC10[1-46]"),
+    # ROC10x: `.compile(**kw)` of a name only a module-level import above it binds: not a module
+    ("import triton\n\ndef build(args, kw):\n    return triton.compile(*args, **kw)\n", "ROC10[1-46]"),
 ]
 
 

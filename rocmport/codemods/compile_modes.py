@@ -84,6 +84,30 @@ def _may_call_project_function(facts) -> bool:
     return False
 
 
+def _imported_receiver(facts, call: ast.Call) -> bool:
+    """Is ``call`` (``x.compile(...)``) rooted in a name that only imports run at module level
+    (and other module-level statements) bind, one of those imports above the call? Its
+    receiver then has an import among its qualified names wherever the call is, so
+    ``is_module_compile_method`` does not take it for ``nn.Module.compile``
+    (``triton.compile(...)``)."""
+    root = call.func.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    kinds = facts.binding_kinds().get(root.id, set())
+    if "import" not in kinds or not kinds <= {"import", "module"}:
+        return False
+    first = facts.memo.get("compile_modes:import_lines")
+    if first is None:
+        first = facts.memo["compile_modes:import_lines"] = {}
+        for stmt in top_level(getattr(facts.tree, "body", ())):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                for name, _full in import_bindings(stmt):
+                    first[name] = min(first.get(name, stmt.lineno), stmt.lineno)
+    return first.get(root.id, call.lineno) < call.lineno
+
+
 def _module_imports(facts) -> Dict[str, Set[str]]:
     """name -> what imports bind to it: the absolute ones (``Facts.bindings``) and the
     relative ones run at module level (keeping their dots)."""
@@ -161,7 +185,7 @@ class _CompileCalls(Rule):
         # functools.partial counts only when its first argument may be torch.compile.
         for call in facts.keyword_calls:
             func = call.func
-            if isinstance(func, ast.Attribute) and func.attr == "compile":
+            if isinstance(func, ast.Attribute) and func.attr == "compile" and not _imported_receiver(facts, call):
                 return True
             names = facts.qualified_names(func)
             if not names.isdisjoint(COMPILE_NAMES) or not names.isdisjoint(COMPILE_CONFIG_NAMES):
