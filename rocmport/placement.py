@@ -561,11 +561,18 @@ def _relative(package: str, module: str) -> Optional[Tuple[int, str]]:
 
 def _imports_reach(index, start: str, target: str, limit: int = 400) -> bool:
     """Does importing module ``start`` import module ``target`` (a cycle, were ``target`` to
-    import ``start``)? Packages above ``target`` are imported before it anyway: not followed."""
+    import ``start``)? Packages above ``target`` are imported before it anyway: not followed.
+    First through the imports of each module's head (``head_imported_modules``, some of its
+    imports, cheap): what those reach, or too many modules, the whole imports reach too."""
     parents = {".".join(target.split(".")[:i]) for i in range(1, target.count(".") + 1)}
+    return (_reach(index.head_imported_modules, start, target, parents, limit)
+            or _reach(index.imported_modules, start, target, parents, limit))
+
+
+def _reach(imports, start: str, target: str, parents, limit: int) -> bool:
     seen, todo = {start}, [start]
     while todo and len(seen) < limit:
-        for module in index.imported_modules(todo.pop()):
+        for module in imports(todo.pop()):
             if module == target:
                 return True
             if module not in seen and module not in parents:

@@ -325,3 +325,31 @@ def test_only_files_shaped_like_a_test_are_summarised_for_the_inventory(tmp_path
     index = ProjectIndex(sorted(str(p) for p in tmp_path.rglob("*.py")))
     assert index.rocm_tests_in("app") == [("app.env", "is_rocm", "function")]
     assert parsed == ["app.env"]
+
+
+def test_import_cycles_are_found_through_module_heads_then_whole_modules(tmp_path):
+    """``_imports_reach`` follows the imports above each module's first definition first
+    (cheap: only that head is parsed); what they reach, the whole modules' imports reach
+    too. Only when the heads do not tell are whole modules read."""
+    from rocmport import placement
+    from rocmport.codemods._index import ProjectIndex
+
+    _write(tmp_path, {
+        "app/__init__.py": "", "app/target.py": "", "app/z.py": "",
+        "app/head.py": "import app.target\n\n\ndef f():\n    pass\n",
+        "app/a.py": "import app.b\n\n\ndef f():\n    pass\n",
+        # the head ends inside a string: no import is taken from it
+        "app/b.py": '"""Usage:\ndef not_code():\n"""\nimport app.c\n',
+        # after a definition: only the whole module has it; in a function: not at module level
+        "app/c.py": "def g():\n    import app.z\n\n\nimport app.target  # noqa: E402\n",
+        "app/lonely.py": "def h():\n    import app.target\n",
+    })
+    files = sorted(str(p) for p in tmp_path.rglob("*.py"))
+    index = ProjectIndex(files)
+    assert placement._imports_reach(index, "app.head", "app.target")
+    assert index._imported == {}  # the head told: no whole module was read
+    assert index.head_imported_modules("app.b") == set() and index.imported_modules("app.b") == {"app", "app.c"}
+    assert index.head_imported_modules("app.c") == set() and index.imported_modules("app.c") == {"app", "app.target"}
+    assert placement._imports_reach(index, "app.a", "app.target")
+    assert not placement._imports_reach(index, "app.lonely", "app.target")
+    assert not placement._imports_reach(index, "app.a", "app.z")

@@ -51,6 +51,10 @@ _MAX_DEPTH = 8
 MODE, OPTIONS, CUDAGRAPHS = "mode", "options", "cudagraphs"
 
 
+# A line that begins a definition at column 0: where the head of a module, its imports, ends
+_DEFINITION_LINE = re.compile(rb"^(?:def |class |async def |@)", re.M)
+
+
 @dataclass
 class FunctionSummary:
     """How a project function's parameters reach torch.compile (``flows``: parameter ->
@@ -117,6 +121,7 @@ class ProjectIndex:
         self._record: Optional[Set[str]] = None  # modules whose summaries the current file consulted
         self._inventory: Dict[str, List[Tuple[str, str, str]]] = {}  # package -> its ROCm tests
         self._imported: Dict[str, Set[str]] = {}
+        self._head_imported: Dict[str, Set[str]] = {}
         self._no_hip: Set[str] = set()  # files read by the caller that cannot define a ROCm test
         self._inputs: Dict[str, str] = {}  # inventory entry -> digest of its input files
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
@@ -341,13 +346,31 @@ class ProjectIndex:
         module-level imports (also in ``if``/``try`` blocks, not inside functions) and the
         packages above them."""
         found = self._imported.get(name)
-        if found is not None:
-            return found
-        found = self._imported[name] = set()
+        if found is None:
+            found = self._imported[name] = self._imports_of(name, head=False)
+        return found
+
+    def head_imported_modules(self, name: str) -> Set[str]:
+        """Some of :meth:`imported_modules`, cheaply: those of the imports above the first
+        line that begins a ``def``, a ``class`` or a decorator at column 0, where the module's
+        imports usually are. Only that head is parsed; when it is not whole statements (it
+        ends inside a string, say), none."""
+        found = self._head_imported.get(name)
+        if found is None:
+            found = self._head_imported[name] = self._imports_of(name, head=True)
+        return found
+
+    def _imports_of(self, name: str, head: bool) -> Set[str]:
+        found: Set[str] = set()
         path = self.path_of(name)
         blob = self._bytes(path) if path else None
         if not blob or b"import" not in blob:
             return found
+        if head:
+            cut = _DEFINITION_LINE.search(blob)
+            if cut is None:
+                return self.imported_modules(name)  # the head is the whole module
+            blob = blob[:cut.start()]
         try:
             tree = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
