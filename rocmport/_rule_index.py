@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'fa4c72f780159d484faf42f384f41bb0'
+FINGERPRINT = '315b46b74b6534b6d415bb26398c60c0'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -178,23 +178,23 @@ class _Tree:
 class _Parents:
     """ParentNodeProvider's mapping, filled by the engine's visit (see :class:`Metadata`)."""
 
-    def __init__(self, meta: _Tree):
-        self.meta = meta
+    def __init__(self, state: _Tree):
+        self.state = state
         self.known: Dict[cst.CSTNode, cst.CSTNode] = {}
         self._ahead: Set[int] = set()  # nodes of the visit's path whose subtrees were recorded
 
     def _lookup(self, node: cst.CSTNode):
         found = self.known.get(node, _UNSET)
-        if found is not _UNSET or node is self.meta.module:
+        if found is not _UNSET or node is self.state.module:
             return found
         if type(node) in _walk.WHITESPACE_LEAVES:  # the visit passes these by: LibCST's answer
-            return self.meta.full(ParentNodeProvider).get(node, _UNSET)
-        if self.meta.walked:
+            return self.state.full(ParentNodeProvider).get(node, _UNSET)
+        if self.state.walked:
             return found
         # A node the visit has not reached yet (a rule looks ahead, usually into the node
         # it visits): record the subtree of the nodes on the visit's path, innermost first,
         # until one holds it (the last is the module: all of it).
-        for top in reversed(self.meta.stack or [self.meta.module]):
+        for top in reversed(self.state.stack or [self.state.module]):
             if id(top) in self._ahead:
                 continue
             self._ahead.add(id(top))
@@ -330,8 +330,8 @@ _NO_RECORD = contextlib.nullcontext()
 class _Positions:
     """PositionProvider's mapping, generated one top-level statement at a time."""
 
-    def __init__(self, meta: _Tree, parents: _Parents):
-        self.meta = meta
+    def __init__(self, state: _Tree, parents: _Parents):
+        self.state = state
         self.parents = parents
         self.computed: Dict[cst.CSTNode, Any] = {}  # the provider's ``_computed``
         self._index: Optional[Dict[int, int]] = None  # id(statement) -> its place in the body
@@ -341,7 +341,7 @@ class _Positions:
         self.statements: Dict[cst.CSTNode, Any] = {}  # top-level statements' ranges, found by _start
 
     def _statement_of(self, node: cst.CSTNode) -> Optional[int]:
-        module = self.meta.module
+        module = self.state.module
         if self._index is None:
             self._index = {id(stmt): i for i, stmt in enumerate(module.body)}
         parents = self.parents
@@ -355,7 +355,7 @@ class _Positions:
                 return None
 
     def _start(self, at: int) -> Tuple[int, int]:
-        module = self.meta.module
+        module = self.state.module
         lines = self._lines()
         if lines is not None and at < len(lines):
             return lines[at], 0
@@ -376,7 +376,7 @@ class _Positions:
     def _generate(self, at: int) -> None:
         if at in self._done:
             return
-        module = self.meta.module
+        module = self.state.module
         line, column = self._start(at)
         state = PositionProvidingCodegenState(default_indent=module.default_indent,
                                               default_newline=module.default_newline, provider=self)
@@ -392,7 +392,7 @@ class _Positions:
     def _own_range(self, at: int) -> None:
         """A top-level statement's own range, counting its lines from where the table says it
         begins (checked: it must end where the next begins)."""
-        module = self.meta.module
+        module = self.state.module
         stmt = module.body[at]
         counter = _LineCounter(module, self._table[at], 0, (stmt,), {})
         stmt._codegen(counter)
@@ -414,10 +414,10 @@ class _Positions:
 
     def read_lines(self, tree: Any) -> None:
         """Where each statement begins, from CPython's tree of the same text."""
-        self._table = _statement_lines(self.meta.module, tree)
+        self._table = _statement_lines(self.state.module, tree)
         if self._table:
-            counter = _LineCounter(self.meta.module, 1, 0)
-            for line in self.meta.module.header:
+            counter = _LineCounter(self.state.module, 1, 0)
+            for line in self.state.module.header:
                 line._codegen(counter)
             if (counter.line, counter.column) != (self._table[0], 0):
                 self._table = None
@@ -429,14 +429,14 @@ class _Positions:
         table = self._table
         if at + 1 < len(table):
             return (line, column) == (table[at + 1], 0)
-        text = self.meta.text
+        text = self.state.text
         if text is None:
             return False
-        footer = _LineCounter(self.meta.module, line, column)
-        for empty in self.meta.module.footer:
+        footer = _LineCounter(self.state.module, line, column)
+        for empty in self.state.module.footer:
             empty._codegen(footer)
         ends = NEWLINE_RE.split(text)
-        if not self.meta.module.has_trailing_newline:  # the code generated ends with one newline more
+        if not self.state.module.has_trailing_newline:  # the code generated ends with one newline more
             return (footer.line, footer.column) == (len(ends) + 1, 0)
         return (footer.line, footer.column) == (len(ends), len(ends[-1]))
 
@@ -451,7 +451,7 @@ class _Positions:
             return found
         if self._full is None:
             at = self._statement_of(node)
-            if at is not None and node is self.meta.module.body[at]:
+            if at is not None and node is self.state.module.body[at]:
                 if node not in self.statements and self._lines() is not None:
                     self._own_range(at)  # from where the table says it begins
                 if node not in self.statements:
@@ -460,7 +460,7 @@ class _Positions:
             if at is not None:
                 self._generate(at)
                 return self.computed.get(node, _UNSET)
-            self._full = self.meta.full(PositionProvider)  # the module, its header or footer
+            self._full = self.state.full(PositionProvider)  # the module, its header or footer
         return self._full.get(node, _UNSET)
 
     def __getitem__(self, node: cst.CSTNode):
