@@ -29,8 +29,16 @@ def file_kind(path: Path) -> Optional[str]:
     """"python" (or "notebook", "shell", "dockerfile", "yaml", "dotenv") for files rocmport
     checks when it walks a directory, else None: rocmport.filekinds decides, from the name
     and, for a file without a suffix, its ``#!`` line (read without blocking on a FIFO)."""
-    head = read_head(str(path), HEAD_BYTES) if not path.suffix else b""
-    return filekinds.file_kind(str(path), head)
+    return _file_kind(str(path), path.name)
+
+
+def _file_kind(path: str, name: str) -> Optional[str]:
+    """:func:`file_kind` of a path given as text and its last part (no ``Path`` made: a walk
+    asks it of every entry)."""
+    dot = name.rfind(".")
+    has_suffix = 0 < dot < len(name) - 1  # PurePath.suffix's rule
+    head = read_head(path, HEAD_BYTES) if not has_suffix else b""
+    return filekinds.file_kind(path, head)
 
 
 class _Excluder:
@@ -139,7 +147,6 @@ def _walk(root: Path, excluder: _Excluder) -> Iterator[str]:
             continue
         subdirs = []
         for entry in entries:
-            path = Path(entry.path)
             try:
                 is_dir = entry.is_dir()  # follows symlinks
             except OSError:
@@ -147,6 +154,7 @@ def _walk(root: Path, excluder: _Excluder) -> Iterator[str]:
             if is_dir:
                 if entry.is_symlink():
                     continue  # never follow directory links: they can loop
+                path = Path(entry.path)
                 if not excluder.excluded(path, True):
                     subdirs.append(path)
                 continue
@@ -158,7 +166,7 @@ def _walk(root: Path, excluder: _Excluder) -> Iterator[str]:
             else:
                 if entry.is_symlink() and not _inside(os.path.realpath(entry.path), real_root):
                     continue
-            if file_kind(path) and not excluder.excluded(path, False):
+            if _file_kind(entry.path, entry.name) and not excluder.excluded(Path(entry.path), False):
                 yield entry.path
         stack.extend(reversed(subdirs))
 
