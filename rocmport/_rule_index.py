@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '315b46b74b6534b6d415bb26398c60c0'
+FINGERPRINT = '492bdedce795a7dcb5bd5de36a2da550'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -25,16 +25,13 @@ DEFAULT_EXCLUDES = (
 )
 
 
-def file_kind(path: Path) -> Optional[str]:
+def file_kind(path: "str | Path") -> Optional[str]:
     """"python" (or "notebook", "shell", "dockerfile", "yaml", "dotenv") for files rocmport
     checks when it walks a directory, else None: rocmport.filekinds decides, from the name
-    and, for a file without a suffix, its ``#!`` line (read without blocking on a FIFO)."""
-    return _file_kind(str(path), path.name)
-
-
-def _file_kind(path: str, name: str) -> Optional[str]:
-    """:func:`file_kind` of a path given as text and its last part (no ``Path`` made: a walk
-    asks it of every entry)."""
+    and, for a file without a suffix, its ``#!`` line (read without blocking on a FIFO).
+    A walk asks it of every entry, as text: no ``Path`` is made."""
+    path = os.fspath(path)
+    name = os.path.basename(path)
     dot = name.rfind(".")
     has_suffix = 0 < dot < len(name) - 1  # PurePath.suffix's rule
     head = read_head(path, HEAD_BYTES) if not has_suffix else b""
@@ -166,7 +163,7 @@ def _walk(root: Path, excluder: _Excluder) -> Iterator[str]:
             else:
                 if entry.is_symlink() and not _inside(os.path.realpath(entry.path), real_root):
                     continue
-            if _file_kind(entry.path, entry.name) and not excluder.excluded(Path(entry.path), False):
+            if file_kind(entry.path) and not excluder.excluded(Path(entry.path), False):
                 yield entry.path
         stack.extend(reversed(subdirs))
 

@@ -18,6 +18,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from rocmport.findings import Applicability, Fix
 
 from . import _walk
+from ._bindings import dotted as _dotted
 from ._bindings import import_bindings, top_level
 from ._torch import (COMPILE_CONFIG_NAMES, COMPILE_NAMES, PARTIAL_NAMES, is_module_compile_method,
                      is_torch_compile, qualified_names)
@@ -56,16 +57,15 @@ def _may_call_project_function(facts) -> bool:
     importer = None
     imports = None
     for call, graph_keyword in calls:
-        root = call.func
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if not isinstance(root, ast.Name):
+        spelled = _dotted(call.func)
+        if spelled is None:
             continue
-        if graph_keyword and root is call.func and facts.binding_kinds().get(root.id) == {"module"}:
+        root, _, attributes = spelled.partition(".")
+        if graph_keyword and not attributes and facts.binding_kinds().get(root) == {"module"}:
             return True  # a function of this file (its own summary)
         if imports is None:
             imports = _module_imports(facts)
-        for full in imports.get(root.id, ()):
+        for full in imports.get(root, ()):
             if full.startswith("."):
                 if importer is None:
                     importer = index.module_name(facts.path or "") or ""
@@ -73,13 +73,7 @@ def _may_call_project_function(facts) -> bool:
                 base = index.absolute(importer, None, level)
                 rest = full[level:]
                 full = f"{base}.{rest}" if base and rest else (base or rest)
-            func = call.func
-            tail = []
-            while isinstance(func, ast.Attribute):
-                tail.append(func.attr)
-                func = func.value
-            dotted = ".".join([full] + list(reversed(tail)))
-            if full and index.function(dotted) is not None:
+            if full and index.function(f"{full}.{attributes}" if attributes else full) is not None:
                 return True
     return False
 
@@ -90,12 +84,11 @@ def _imported_receiver(facts, call: ast.Call) -> bool:
     receiver then has an import among its qualified names wherever the call is, so
     ``is_module_compile_method`` does not take it for ``nn.Module.compile``
     (``triton.compile(...)``)."""
-    root = call.func.value
-    while isinstance(root, ast.Attribute):
-        root = root.value
-    if not isinstance(root, ast.Name):
+    spelled = _dotted(call.func.value)
+    if spelled is None:
         return False
-    kinds = facts.binding_kinds().get(root.id, set())
+    root = spelled.partition(".")[0]
+    kinds = facts.binding_kinds().get(root, set())
     if "import" not in kinds or not kinds <= {"import", "module"}:
         return False
     first = facts.memo.get("compile_modes:import_lines")
@@ -105,7 +98,7 @@ def _imported_receiver(facts, call: ast.Call) -> bool:
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 for name, _full in import_bindings(stmt):
                     first[name] = min(first.get(name, stmt.lineno), stmt.lineno)
-    return first.get(root.id, call.lineno) < call.lineno
+    return first.get(root, call.lineno) < call.lineno
 
 
 def _module_imports(facts) -> Dict[str, Set[str]]:
