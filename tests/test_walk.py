@@ -258,3 +258,50 @@ def test_visitor_classes_made_per_call_are_not_kept():
     ref = one_walk()
     gc.collect()
     assert ref() is None
+
+
+class _Batched(cst.BatchableCSTVisitor):
+    def visit_Name(self, node):
+        pass
+
+    def leave_Call(self, node):
+        pass
+
+    def helper(self):
+        pass
+
+
+class _Hooked(cst.CSTVisitor):
+    def visit_Call_func(self, node):
+        pass
+
+
+class _HookedBelow(_Hooked):
+    def visit_Name(self, node):
+        pass
+
+
+def test_batched_visitor_methods_are_libcsts_read_once_per_class(monkeypatch):
+    import inspect
+
+    from rocmport.codemods import _walk
+
+    first, second = _Batched(), _Batched()
+    assert dict(_walk._batched_methods(first)) == first.get_visitors()
+    calls = []
+    real = inspect.getmembers
+    monkeypatch.setattr(inspect, "getmembers", lambda *a, **k: calls.append(a) or real(*a, **k))
+    methods = dict(_walk._batched_methods(second))
+    assert methods == second.get_visitors() and calls == [(second,) + calls[0][1:]]  # only get_visitors' own
+    assert sorted(methods) == ["leave_Call", "visit_Name"] and methods["visit_Name"].__self__ is second
+
+
+@pytest.mark.parametrize("kind", [_Batched, _Hooked, _HookedBelow, cst.CSTVisitor])
+def test_attribute_hooks_are_found_from_the_class_dicts_as_from_dir(kind):
+    from rocmport.codemods import _walk
+
+    hooks = _walk._ATTRIBUTE_HOOK.match
+    assert {name for name in _walk._defined(kind) if _walk._own(kind, name) and hooks(name)} == \
+        {name for name in dir(kind) if _walk._own(kind, name) and hooks(name)}
+    assert _walk._has_attribute_hooks(name for name in _walk._defined(kind) if _walk._own(kind, name)) == \
+        (kind in (_Hooked, _HookedBelow))

@@ -103,7 +103,7 @@ def visit_batched(node: CSTNode, visitors: Iterable[cst.BatchableCSTVisitor],
     visitors = list(visitors)
     methods: Dict[str, List[Callable]] = {}
     for batch in visitors:
-        for name, function in batch.get_visitors().items():
+        for name, function in _batched_methods(batch):
             methods.setdefault(name, []).append(function)
     if _has_attribute_hooks(methods):
         cst.visit_batched(node, visitors, before_visit=before_visit, after_leave=after_leave)
@@ -113,6 +113,7 @@ def visit_batched(node: CSTNode, visitors: Iterable[cst.BatchableCSTVisitor],
     visits: Dict[type, Tuple[Callable, ...]] = {}
     leaves: Dict[type, Tuple[Callable, ...]] = {}
     order = _ORDER
+    is_node = _IS_NODE
     before = before_visit or _nothing
     after = after_leave or _nothing
 
@@ -133,13 +134,13 @@ def visit_batched(node: CSTNode, visitors: Iterable[cst.BatchableCSTVisitor],
         else:
             for name in fields:
                 child = getattr(current, name)
-                if isinstance(child, CSTNode):
-                    if type(child) not in skip:
-                        walk(child)
-                elif type(child) is tuple or type(child) is list:
+                held = type(child)
+                if held is tuple or held is list:
                     for item in child:
                         if type(item) not in skip:
                             walk(item)
+                elif held not in skip and (is_node.get(held) or held not in is_node and _is_node(held)):
+                    walk(child)
         for call in leaves[cls]:
             call(current)
         after(current)
@@ -158,7 +159,7 @@ def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
     kind = type(visitor)
     hooks = _HOOKS.get(kind)
     if hooks is None:
-        hooks = _HOOKS[kind] = _has_attribute_hooks(name for name in dir(kind) if _own(kind, name))
+        hooks = _HOOKS[kind] = _has_attribute_hooks(name for name in _defined(kind) if _own(kind, name))
     if hooks:
         node.visit(visitor)
         return
@@ -170,6 +171,7 @@ def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
     skip = frozenset(k for k in WHITESPACE_LEAVES if plain and not _own(kind, f"visit_{k.__name__}")
                      and not _own(kind, f"leave_{k.__name__}"))
     order = _ORDER
+    is_node = _IS_NODE
 
     def walk(current: CSTNode) -> None:
         cls = type(current)
@@ -192,13 +194,13 @@ def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
             else:
                 for name in fields:
                     child = getattr(current, name)
-                    if isinstance(child, CSTNode):
-                        if type(child) not in skip:
-                            walk(child)
-                    elif type(child) is tuple or type(child) is list:
+                    held = type(child)
+                    if held is tuple or held is list:
                         for item in child:
                             if type(item) not in skip:
                                 walk(item)
+                    elif held not in skip and (is_node.get(held) or held not in is_node and _is_node(held)):
+                        walk(child)
         if plain:
             leave = leaves[cls]
             if leave is not None:
@@ -221,6 +223,41 @@ def _own(kind: type, name: str) -> bool:
     """Does the visitor class ``kind`` define ``name`` itself (not LibCST's do-nothing)?"""
     found = getattr(kind, name, None)
     return found is not None and found is not getattr(cst.CSTVisitor, name, None)
+
+
+def _defined(kind: type) -> Iterable[str]:
+    """The names ``kind`` and its bases define, less those only LibCST's ``CSTVisitor`` and
+    its bases do: every attribute hook of ``dir(kind)`` that ``_own`` finds is one of these,
+    without reading LibCST's 1,400 do-nothing methods for each visitor class made in a call."""
+    libcst_visitor = cst.CSTVisitor.__mro__
+    return {name for klass in kind.__mro__ if klass not in libcst_visitor for name in vars(klass)}
+
+
+# visitor class -> the names of its visit_ and leave_ methods, as
+# ``BatchableCSTVisitor.get_visitors`` finds them on its first instance (that runs
+# ``inspect.getmembers``, for each rule of each file: 4 % of a lint)
+_BATCHED: "weakref.WeakKeyDictionary[type, Tuple[str, ...]]" = weakref.WeakKeyDictionary()
+
+
+def _batched_methods(batch: cst.BatchableCSTVisitor) -> List[Tuple[str, Callable]]:
+    """``batch.get_visitors().items()``, the names read once per class."""
+    kind = type(batch)
+    if kind.get_visitors is not cst.BatchableCSTVisitor.get_visitors:
+        return list(batch.get_visitors().items())
+    names = _BATCHED.get(kind)
+    if names is None:
+        names = _BATCHED[kind] = tuple(batch.get_visitors())
+    return [(name, getattr(batch, name)) for name in names]
+
+
+# node type -> is it a CSTNode (``isinstance`` of an abstract class is slow, and the walks
+# ask it of every child)
+_IS_NODE: Dict[type, bool] = {}
+
+
+def _is_node(kind: type) -> bool:
+    found = _IS_NODE[kind] = issubclass(kind, CSTNode)
+    return found
 
 
 def _nothing(_node: CSTNode) -> None:
