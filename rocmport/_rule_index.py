@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '492bdedce795a7dcb5bd5de36a2da550'
+FINGERPRINT = '5df4767603e6a82a9ca9b57b0f9a2e24'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

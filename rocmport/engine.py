@@ -127,6 +127,8 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
                                 before_visit=wrapper.enter, after_leave=wrapper.leave, skip_whitespace=True)
         except RecursionError:
             return None
+        finally:
+            context.release()
         return _unsuppressed(context.findings, text, lines)
 
     findings = run(gate)

@@ -219,11 +219,11 @@ def test_the_region_analysis_reads_names_from_the_resolvers_tables(monkeypatch):
 
     def spy(self, ctx, collector=None):
         original(self, ctx, collector)
-        made.append((self, collector))
+        made.append((self, collector, self.names))  # the engine releases them after the rules
 
     monkeypatch.setattr(_regions.Analysis, "__init__", spy)
     assert [f.code for f in lint(_BINDINGS, select=["ROC401"])] == ["ROC401"]
-    (analysis, collector), = made
+    (analysis, collector, names), = made
     assert collector is not None  # fed by the engine's traversal, no walk of its own
     fresh = ScopeBindings(analysis.module, analysis._parent)
     scopes = [analysis.module]
@@ -238,8 +238,8 @@ def test_the_region_analysis_reads_names_from_the_resolvers_tables(monkeypatch):
     analysis.module.visit(Scopes())
     assert len(scopes) == 5
     for scope in scopes:
-        fed, own = analysis.names.bindings(scope), fresh.bindings(scope)
+        fed, own = names.bindings(scope), fresh.bindings(scope)
         assert {k: [id(v) for v in vs] for k, vs in fed.items()} == {k: [id(v) for v in vs] for k, vs in own.items()}
     forward = scopes[1]
-    assert sorted(analysis.names.bindings(forward)) == ["ctx", "f", "i", "j", "k", "kw", "math", "n", "rest",
+    assert sorted(names.bindings(forward)) == ["ctx", "f", "i", "j", "k", "kw", "math", "n", "rest",
                                                         "self", "w", "x", "y", "z"]

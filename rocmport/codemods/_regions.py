@@ -368,6 +368,23 @@ class Analysis:
         for region in regions:
             self._walk_region(region)
 
+    def release(self) -> None:
+        """Break the scopes' references to each other (parents, classes, methods, the
+        scans' callees) and drop the rest: the rules have read the events, and without these
+        cycles the file's trees are freed by reference counting (``RuleContext.release``)."""
+        for scope in self._all_scopes():
+            scope.node = scope.parent = scope.cls = scope._scan = None  # type: ignore[assignment]
+            scope.funcs.clear()
+            scope.classes.clear()
+            scope.instances.clear()
+        for cls in self.all_classes:
+            cls.methods.clear()
+            cls.attrs.clear()
+        self.all_classes.clear()
+        # the rest too (the bindings hold ``_parent``, the recorder the module): a visitor
+        # class made in a call, itself a cycle, may hold this analysis
+        vars(self).clear()
+
     # -- metadata, resolved on first use (most files never need it) -----------------------
     @property
     def _pos(self):
@@ -1429,6 +1446,11 @@ class Feeder:
 
     def record(self, event: str, node: cst.CSTNode) -> None:
         self._records.append((event, node))
+
+    def release(self) -> None:
+        """Forget the rule that feeds it (which holds it): see ``Analysis.release``."""
+        self.owner = None
+        self._records = []
 
     def adopt(self, analysis: "Analysis") -> None:
         """Replay the recorded visits into a collector (cheap: no tree walk)."""

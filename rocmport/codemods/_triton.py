@@ -211,6 +211,14 @@ class TritonAnalysis:
             self._scopes = ScopeBindings(self.module, self.parent)
         return self._scopes
 
+    def release(self) -> None:
+        """Drop everything (the bindings hold this analysis' ``parent``; the kernels and their
+        launches hold each other and the trees): a visitor class made in a call, itself a
+        cycle, may hold this analysis (``RuleContext.release``)."""
+        for kernel in self.kernels.values():
+            kernel.launches.clear()
+        vars(self).clear()
+
     def bindings(self, scope: cst.CSTNode) -> Dict[str, List[cst.CSTNode]]:
         """name -> the values bound to it directly in ``scope`` (``ScopeBindings.bindings``)."""
         return self.scopes.bindings(scope)

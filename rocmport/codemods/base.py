@@ -565,6 +565,19 @@ class RuleContext:
             self._cache[key] = factory(self)
         return self._cache[key]
 
+    def release(self) -> None:
+        """Drop the shared analyses once the rules are done: they hold this context (and
+        may hold cycles of their own, which each one's ``release`` breaks), a cycle that
+        would keep the file's trees until the cyclic collector runs."""
+        for value in self._cache.values():
+            release = getattr(value, "release", None)
+            if callable(release):
+                release()
+        self._cache.clear()
+        # the trees too: a visitor class defined in a rule's call is a cycle that may hold
+        # the rule, and the rule holds this context
+        self.module = self.wrapper = self.facts = self.scopes = None  # type: ignore[assignment]
+
     # -- positions and edits ------------------------------------------------------------
     def span(self, node: cst.CSTNode) -> Tuple[int, int]:
         """Offsets of ``node`` in the original text, checked against the node's code."""
