@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '5df4767603e6a82a9ca9b57b0f9a2e24'
+FINGERPRINT = 'b625fbf32cd14195b6fc2f3910b06a99'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -587,3 +587,38 @@ def test_the_prefilter_walk_is_ast_walk_less_contexts_and_operators():
         assert ours == [n for n in ast.walk(tree) if not isinstance(n, leaves)]
         assert {k: v for k, v in by_type.items()} == {
             kind: [n for n in ours if type(n) is kind] for kind in {type(n) for n in ours}}
+
+
+def test_the_binders_own_traversal_is_ast_node_visitors():
+    """``_Binder`` looks its methods up once per node type and passes by the fields that hold
+    no node it binds from: the same bindings as ``ast.NodeVisitor``'s traversal, on a file
+    with every kind of binding and on rocmport's own sources."""
+    import ast
+    from pathlib import Path
+
+    from rocmport.codemods import _prescan
+
+    class Reference(_prescan._Binder):
+        visit = ast.NodeVisitor.visit
+        generic_visit = ast.NodeVisitor.generic_visit
+
+    every_kind = (
+        "import a.b as c\nfrom .d import e\nx: int = 1\n(y := 2)\nfor i, *j in k: pass\n"
+        "with open(p) as (f, g): pass\ntry: pass\nexcept E as err: pass\n"
+        "def h(a, /, b=lambda q: q, *c, d: T = [z for z in w], **kw):\n    global G\n    G = 1\n"
+        "    def inner():\n        nonlocal a\n        import m\n    return {k2: v for k2, v in kw.items()}\n"
+        "class C(Base, metaclass=M):\n    attr = 1\n    def method(self): self.x = [u async for u in aiter()]\n"
+        "match s:\n    case [1, *rest]: pass\n    case {'k': v2, **others}: pass\n    case P(x=px) as whole: pass\n"
+    )
+    sources = [every_kind] + [path.read_text() for path in sorted(Path(_prescan.__file__).parent.glob("*.py"))]
+    found = []
+    for source in sources:
+        tree = ast.parse(source)
+        ours, reference = _prescan._Binder(), Reference()
+        ours.visit(tree)
+        reference.visit(tree)
+        assert (ours.kinds, ours.imports, ours.module_imports) == \
+            (reference.kinds, reference.imports, reference.module_imports)
+        found.append(ours.kinds)
+    assert {"c", "e", "x", "y", "i", "j", "f", "g", "err", "h", "G", "inner", "m", "C", "attr", "method", "rest",
+            "v2", "others", "px", "whole", "z", "k2", "u"} <= set(found[0])

@@ -34,7 +34,7 @@ a corpus both ways and requires the same findings.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from ._bindings import from_import_binding, import_binding, import_bindings
 
@@ -464,6 +464,41 @@ class _Binder(ast.NodeVisitor):
         self.module_imports: Dict[str, Set[str]] = {}  # the same, imports run at module level only
         self.scopes: List[str] = ["module"]  # module, class, function, comprehension
         self.declared: List[Dict[str, str]] = [{}]  # per scope: global/nonlocal declarations
+
+    # node type -> its visit_ method (None: generic_visit), read once per type
+    _VISITS: Dict[type, Optional[Callable]] = {}
+
+    def visit(self, node: ast.AST) -> None:
+        """``ast.NodeVisitor.visit``, the method looked up once per node type."""
+        kind = type(node)
+        try:
+            method = self._VISITS[kind]
+        except KeyError:
+            method = getattr(_Binder, "visit_" + kind.__name__, None)
+            if method is ast.NodeVisitor.visit_Constant:  # only for the deprecated visit_Num & co.
+                method = None
+            self._VISITS[kind] = method
+        if method is None:
+            self.generic_visit(node)
+        else:
+            method(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        """``ast.NodeVisitor.generic_visit`` over the fields ``walk`` reads (the others hold
+        names, numbers, contexts and operators: no binding)."""
+        kind = type(node)
+        fields = _CHILD_FIELDS.get(kind)
+        if fields is None:
+            fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
+        node_type = ast.AST
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_type):
+                        self.visit(item)
+            elif isinstance(value, node_type):
+                self.visit(value)
 
     def bind(self, name: str, kind: Optional[str] = None) -> None:
         if kind is None:
