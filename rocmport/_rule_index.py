@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = 'b625fbf32cd14195b6fc2f3910b06a99'
+FINGERPRINT = '80457fc26db9e118ab712457962451f7'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

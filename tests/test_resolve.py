@@ -309,3 +309,83 @@ def test_only_plain_assignments_are_assigned_values():
     scopes = ScopeBindings(module, MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider).get)
     assigned = scopes.assigned(module)
     assert sorted(assigned) == ["b", "c", "d"]  # not ``*rest`` of an unpacking, ``w :=`` or a loop's ``e``
+
+
+class _Reader:
+    """What ``_resolve._accesses`` asks of a rule: metadata and the context's shared store."""
+
+    def __init__(self, module: cst.Module):
+        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        self.context = self
+        self._shared = {}
+
+    def get_metadata(self, provider, node, default=None):
+        return self.wrapper.resolve(provider).get(node, default)
+
+    def shared(self, key, factory):
+        if key not in self._shared:
+            self._shared[key] = factory(self)
+        return self._shared[key]
+
+
+_SCOPES = '''
+import torch
+G = {}
+opts = {"max_autotune": True}
+
+
+def f(a, b=G):
+    global G
+    local = dict(a=1)
+    local["k"] = a
+    G = local
+    seen = [x for x in a if x]
+
+    def inner():
+        nonlocal local
+        local = {}
+        return local, opts, seen, print
+
+    return inner
+
+
+class C:
+    attr = {"k": 1}
+    other = attr
+
+    def m(self, attr=attr):
+        options = {"triton.cudagraphs": True}
+        options.update(x=1)
+        return torch.compile(self, options=options), attr, C
+'''
+
+
+@pytest.mark.parametrize("source", [_SCOPES] + sorted(
+    path.read_text() for path in (Path(_resolve.__file__).parent).glob("*.py")))
+def test_a_names_accesses_from_its_statement_are_the_whole_modules(source):
+    """``_accesses`` of a name bound in a function or class reads ScopeProvider's analysis of
+    the top-level statement around it: the same accesses and assignments as the whole
+    module's, and nothing where a referent is the module's or a builtin."""
+    module = cst.parse_module(source)
+    reader = _Reader(module)
+    names = []
+
+    class Every(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            names.append(n)
+
+    module.visit(Every())
+    local_answers = 0
+    for node in names:
+        local = _resolve._local_accesses(reader, node)
+        if local is None:
+            continue
+        local_answers += 1
+        scope = reader.get_metadata(_resolve.ScopeProvider, node)
+        whole = list(scope.accesses[node])
+
+        def key(accesses):
+            return sorted((id(a.node), sorted(id(getattr(r, "node", r)) for r in a.referents))
+                          for a in accesses)
+        assert key(local) == key(whole), node.value
+    assert local_answers or "\ndef " not in source and "\n    def " not in source

@@ -88,6 +88,9 @@ def _asname(alias: cst.ImportAlias) -> Optional[str]:
 
 
 def _accesses(rule, name: cst.Name):
+    local = _local_accesses(rule, name)
+    if local is not None:
+        return local
     scope = rule.get_metadata(ScopeProvider, name, None)
     if scope is None:
         return []
@@ -95,6 +98,37 @@ def _accesses(rule, name: cst.Name):
         return list(scope.accesses[name])
     except Exception:  # pragma: no cover - libcst raises for odd nodes
         return []
+
+
+def _local_accesses(rule, name: cst.Name):
+    """``_accesses`` of a name bound in a function or class, from ScopeProvider's analysis
+    of the one top-level statement around it (LibCST's of the whole module reads every
+    statement: a second on a large module). A binding of a function, class or comprehension
+    scope is seen from inside that statement only, so its accesses and assignments are the
+    same there; None where a referent is the module's or a builtin (or none is found)."""
+    statement = name
+    parent = rule.get_metadata(ParentNodeProvider, statement, None)
+    while parent is not None and not isinstance(parent, cst.Module):
+        statement, parent = parent, rule.get_metadata(ParentNodeProvider, parent, None)
+    if parent is None or not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        return None
+    scopes = rule.context.shared("resolve:statement_scopes", lambda _: {})
+    found = scopes.get(id(statement))
+    if found is None:
+        wrapper = cst.MetadataWrapper(cst.Module(body=[statement]), unsafe_skip_copy=True)
+        found = scopes[id(statement)] = (statement, wrapper.resolve(ScopeProvider))
+    scope = found[1].get(name)
+    if scope is None or isinstance(scope, (cst.metadata.GlobalScope, cst.metadata.BuiltinScope)):
+        return None
+    try:
+        accesses = list(scope.accesses[name])
+    except Exception:  # pragma: no cover - libcst raises for odd nodes
+        return None
+    if not accesses or any(not access.referents or any(
+            isinstance(getattr(referent, "scope", None), (cst.metadata.GlobalScope, cst.metadata.BuiltinScope))
+            for referent in access.referents) for access in accesses):
+        return None
+    return accesses
 
 
 def _assignments(rule, name: cst.Name):
