@@ -288,7 +288,7 @@ def _quick_syntax_error(text: str) -> Optional[Finding]:
         pass
     # CPython's grammar is this interpreter's; LibCST's covers every version: it decides.
     try:
-        cst.parse_module(text)
+        _libcst_parse(text)
         return None
     except cst.ParserSyntaxError as exc:
         return _syntax_findings("-", text, exc, frozenset({"ROC001"}))[0]
@@ -411,7 +411,7 @@ def _parse(text: str, tree: Optional[ast.AST] = None, before: Optional[Tuple[Ana
             module = _parse_pieces(text, tree)
         if module is not None:
             return module
-    return cst.parse_module(text)
+    return _libcst_parse(text)
 
 
 def _parse_partial(text: str, lines: LineIndex, tree: Optional[ast.AST], facts: Optional[_prescan.Facts],
@@ -437,6 +437,37 @@ def _parse_partial(text: str, lines: LineIndex, tree: Optional[ast.AST], facts: 
     if module is not None:
         STATS["parse:opaque"] += len(found)
     return module
+
+
+# LibCST validates every node it builds (``CSTNode.__post_init__``), its parser's too, whose
+# output is valid by construction: a fifth of a parse ("PERF: ... avoid validating the tree
+# when parsing a file", LibCST's own note there). While a parse runs, that check is off, where
+# it is the one LibCST 1.x has (it calls ``_validate`` and nothing else).
+_VALIDATE = cst.CSTNode.__post_init__
+_SKIP_VALIDATION = getattr(_VALIDATE, "__code__", None) is not None and \
+    _VALIDATE.__code__.co_names == ("_validate",)
+_PARSING = threading.Lock()
+_PARSES = [0]
+
+
+def _no_validation(self) -> None:
+    pass
+
+
+def _libcst_parse(text: str) -> cst.Module:
+    """``libcst.parse_module(text)``, without validating the nodes the parser builds."""
+    if not _SKIP_VALIDATION:
+        return cst.parse_module(text)
+    with _PARSING:
+        _PARSES[0] += 1
+        cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(text)
+    finally:
+        with _PARSING:
+            _PARSES[0] -= 1
+            if _PARSES[0] == 0:
+                cst.CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
 
 
 _COLLECTOR = threading.Lock()
@@ -514,7 +545,7 @@ def _parse_pieces(text: str, tree: Optional[ast.AST]) -> Optional[cst.Module]:
         return None
     bounds = list(zip([0] + cuts, cuts + [len(text)]))
     try:
-        first = cst.parse_module(text[bounds[0][0]:bounds[0][1]])
+        first = _libcst_parse(text[bounds[0][0]:bounds[0][1]])
         if first.footer or not any(isinstance(getattr(stmt, "body", None), cst.IndentedBlock)
                                    and stmt.body.indent is None for stmt in first.body):
             return None  # the file's first indented block is further on: its indentation is unknown here
@@ -526,7 +557,7 @@ def _parse_pieces(text: str, tree: Optional[ast.AST]) -> Optional[cst.Module]:
             STATS["parse:piece"] += 1
             if last.footer:
                 return None  # only the last piece ends the file
-            piece = cst.parse_module(lead + text[start:end])
+            piece = _libcst_parse(lead + text[start:end])
             if (piece.header or piece.default_indent != indent or piece.default_newline != newline
                     or len(piece.body) < 2 or piece.body[1].leading_lines):
                 return None
@@ -597,7 +628,7 @@ def _parse_edited(text: str, analysis: Analysis, edits: Sequence[Edit]) -> Optio
                 e += 1
             end = old_end + delta if b + 1 < count else len(text)
             STATS["parse:edited"] += 1
-            piece = cst.parse_module(lead + text[start:end])
+            piece = _libcst_parse(lead + text[start:end])
             if (piece.header or piece.default_indent != indent or piece.default_newline != newline
                     or len(piece.body) < 3 or not piece.body[1].deep_equals(old.body[a])):
                 return None

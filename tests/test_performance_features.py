@@ -305,3 +305,23 @@ def test_reports_are_cached_while_the_workers_check_the_rest(tmp_path, monkeypat
     assert all(state == ["start"] for _, state in puts)  # inside the pool
     again = runner.check_files(paths, Settings(), jobs=2, cache=cache)
     assert len(puts) == len(paths) and all(r.findings for r in again)  # served from the cache
+
+
+def test_the_engines_parse_skips_only_the_parsers_own_validation(monkeypatch):
+    """``engine._libcst_parse`` builds LibCST's tree without validating the parser's nodes,
+    the same tree as ``libcst.parse_module``, and nodes built afterwards are validated again."""
+    from pathlib import Path
+
+    from rocmport import engine
+
+    assert engine._SKIP_VALIDATION  # the LibCST this runs with validates in __post_init__ only
+    validated = []
+    real = cst.Name._validate
+    monkeypatch.setattr(cst.Name, "_validate", lambda self: validated.append(self.value) or real(self))
+    source = Path(engine.__file__).read_text()
+    ours = engine._libcst_parse(source)
+    assert validated == []
+    theirs = cst.parse_module(source)
+    assert validated and ours.deep_equals(theirs) and ours.code == source
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("not a name")
