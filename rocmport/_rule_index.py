@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '80457fc26db9e118ab712457962451f7'
+FINGERPRINT = '5b53672070a680fe437f461c96c03f2b'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

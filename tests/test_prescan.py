@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -580,6 +581,8 @@ def test_the_prefilter_walk_is_ast_walk_less_contexts_and_operators():
     sources = [p.read_text() for p in sorted((Path(__file__).resolve().parent.parent / "rocmport").rglob("*.py"))]
     sources.append("match x:\n    case {'a': [1, *r]} | P(y=2) as z if z:\n        pass\n"
                    "async def f(a, /, *b, c=1, **d):\n    global g\n    return [i async for i in a] @ -b\n")
+    if sys.version_info >= (3, 12):
+        sources.append("type Pair[T] = tuple[T, T]\n")  # the alias' name is a Name node
     for source in sources:
         tree = ast.parse(source)
         by_type: dict = {}

@@ -13,12 +13,15 @@ asks the same functions for LibCST's nodes and re-exports them. One answer each:
 - :func:`means_rocm_build`: does an expression mean exactly "this torch is a ROCm build"
   (``torch.version.hip is not None`` and its spellings, :func:`torch_names` giving the
   aliases of torch)?
+- :func:`walk`: ``ast.walk``'s nodes in its order, less the leaves no question here reads
+  (contexts, operators), two and a half times faster: the prefilter's walk of every file,
+  the summaries' and the rules' walks of CPython's tree.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, Iterator, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 # (importing module or None, level) -> the absolute package a relative import names
 Absolute = Callable[[Optional[str], int], Optional[str]]
@@ -135,3 +138,49 @@ def means_rocm_build(expr: ast.AST, torch_names: Set[str]) -> bool:
     if isinstance(expr, ast.Call) and dotted(expr.func) == "bool" and len(expr.args) == 1 and not expr.keywords:
         return is_hip(expr.args[0]) or is_getattr_hip(expr.args[0])
     return False
+
+
+# Fields that never hold a node the prefilters and summaries look at: names and numbers, and the
+# expression contexts and operators (leaves; ``walk`` passes them by).
+# (Not ``name``: a string mostly, but ``type X = ...``'s is a Name, from Python 3.12.)
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind",
+                           "type_comment", "is_async", "conversion"})
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def child_fields(kind: type) -> Tuple[str, ...]:
+    """The fields of an ``ast`` node type that ``walk`` reads."""
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
+    return fields
+
+
+def walk(tree: ast.AST, by_type: Optional[Dict[type, List[ast.AST]]] = None) -> List[ast.AST]:
+    """Every node of ``tree`` in ``ast.walk``'s order (breadth first), less the expression
+    contexts and operators, as a list; with ``by_type``, each node is also filed under its
+    type there. About 2.5 times faster than ``ast.walk``."""
+    todo = [tree]
+    append = todo.append
+    fields_of = _CHILD_FIELDS
+    node_type = ast.AST
+    for node in todo:  # the list grows while it is read: a queue
+        cls = type(node)
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = fields_of[cls] = tuple(f for f in cls._fields if f not in _NOT_CHILDREN)
+        if by_type is not None:
+            found = by_type.get(cls)
+            if found is None:
+                by_type[cls] = [node]
+            else:
+                found.append(node)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_type):
+                        append(item)
+            elif isinstance(value, node_type):
+                append(value)
+    return todo

@@ -35,7 +35,7 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence
 from rocmport.source import read_regular
 
 from ._bindings import dotted as _dotted
-from ._bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names
+from ._bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names, walk
 
 COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
 PARTIAL = frozenset({"functools.partial"})
@@ -479,11 +479,11 @@ def _summarise(index: ProjectIndex, summary: ModuleSummary, tree: ast.AST, own: 
             for bound, _full in import_bindings(stmt):
                 assigned[bound] = assigned.get(bound, 0) + 1
         elif not isinstance(stmt, (ast.If, ast.Try, ast.With)) and type(stmt).__name__ != "TryStar":
-            for node in ast.walk(stmt):
+            for node in walk(stmt):
                 if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                     assigned[node.id] = assigned.get(node.id, 0) + 1
     if rebinds:
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, (ast.Global, ast.Nonlocal)):
                 for n in node.names:
                     assigned[n] = assigned.get(n, 0) + 2
@@ -674,7 +674,7 @@ class _FunctionFlows:
         calls: List[ast.Call] = []
         returned_dicts: List[ast.Dict] = []
         config_writes: List[ast.Assign] = []
-        for sub in ast.walk(node):  # one walk: what is rebound, called, returned, written
+        for sub in walk(node):  # one walk: what is rebound, called, returned, written
             kind = type(sub)
             if kind is ast.Name:
                 if type(sub.ctx) is not ast.Load:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from ._bindings import from_import_binding, import_binding, import_bindings
+from ._bindings import child_fields, from_import_binding, import_binding, import_bindings, walk
 
 _PEEL = (ast.Attribute, ast.Call, ast.Subscript)
 
@@ -171,44 +171,6 @@ for _name, _get in (("MatchAs", lambda n: (n.name,) if n.name else ()),
                     ("TypeVarTuple", lambda n: (n.name,))):
     if hasattr(ast, _name):
         _OTHER_BINDERS[getattr(ast, _name)] = _get
-
-
-# Fields that never hold a node the prefilters look at: names and numbers, and the
-# expression contexts and operators (leaves; ``walk`` passes them by).
-_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind",
-                           "type_comment", "is_async", "conversion", "name"})
-_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
-def walk(tree: ast.AST, by_type: Optional[Dict[type, List[ast.AST]]] = None) -> List[ast.AST]:
-    """Every node of ``tree`` in ``ast.walk``'s order (breadth first), less the expression
-    contexts and operators, as a list; with ``by_type``, each node is also filed under its
-    type there. About 2.5 times faster than ``ast.walk``: the prefilter's one walk of every
-    file that passes the text triggers."""
-    todo = [tree]
-    append = todo.append
-    fields_of = _CHILD_FIELDS
-    node_type = ast.AST
-    for node in todo:  # the list grows while it is read: a queue
-        cls = type(node)
-        fields = fields_of.get(cls)
-        if fields is None:
-            fields = fields_of[cls] = tuple(f for f in cls._fields if f not in _NOT_CHILDREN)
-        if by_type is not None:
-            found = by_type.get(cls)
-            if found is None:
-                by_type[cls] = [node]
-            else:
-                found.append(node)
-        for name in fields:
-            value = getattr(node, name, None)
-            if type(value) is list:
-                for item in value:
-                    if isinstance(item, node_type):
-                        append(item)
-            elif isinstance(value, node_type):
-                append(value)
-    return todo
 
 
 class Facts:
@@ -486,12 +448,8 @@ class _Binder(ast.NodeVisitor):
     def generic_visit(self, node: ast.AST) -> None:
         """``ast.NodeVisitor.generic_visit`` over the fields ``walk`` reads (the others hold
         names, numbers, contexts and operators: no binding)."""
-        kind = type(node)
-        fields = _CHILD_FIELDS.get(kind)
-        if fields is None:
-            fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
         node_type = ast.AST
-        for name in fields:
+        for name in child_fields(type(node)):
             value = getattr(node, name, None)
             if type(value) is list:
                 for item in value:

@@ -754,13 +754,15 @@ def _module_assigned(facts) -> Set[str]:
 def _assigned_from_capability(facts) -> Set[str]:
     import ast
 
+    from ._bindings import walk
+
     assigns = []
     for node in facts.nodes(ast.Assign, ast.AnnAssign):
         if node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            bound = {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
             used = set()
-            for n in ast.walk(node.value):
+            for n in walk(node.value):
                 kind = type(n)
                 if kind is ast.Name:
                     used.add(n.id)
