@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '5b53672070a680fe437f461c96c03f2b'
+FINGERPRINT = '13fbebbd595bcffbbc0f9db885ca5fa3'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -14,6 +14,8 @@ These tests hold the behaviour and the work to account without timing anything:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
@@ -338,3 +340,63 @@ def test_the_cyclic_collector_is_off_while_a_file_is_checked(monkeypatch):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+_NESTED = '''import torch
+
+
+class Big:
+    """doc"""
+
+    x = 1; y = 2
+
+    @staticmethod
+    # between
+    @other(
+        1)
+    def first(a):
+        if a:
+            return torch.compile(a)  # t
+        # trailing comment
+
+    def second(self):
+      pass
+
+    class Inner:
+        def deep(self):
+            value = 1
+            return value
+
+        # before the last
+        def last(self): return 2
+
+    def tail(self):
+        return 3
+'''
+
+
+@pytest.mark.parametrize("source", [_NESTED, _NESTED.replace("\\n", "\\r\\n")] + [
+    path.read_text() for path in sorted((Path(__file__).resolve().parent.parent / "rocmport" / "codemods").glob("*.py"))])
+def test_positions_of_a_statement_inside_a_class_or_function_are_libcsts(source):
+    """Asked first for a node inside a method, the positions of that method alone are
+    generated (from where CPython's tree says it begins, with its blocks' indentation, and
+    kept only if it ends where the next statement begins): the same as LibCST's, in any
+    order of asking."""
+    import ast
+    import random
+
+    module = cst.parse_module(source)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    parents = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider)
+    meta = Metadata(module, ast.parse(source), source)
+    _walk.visit_batched(module, [], before_visit=meta.enter, after_leave=meta.leave, skip_whitespace=True)
+    mine = meta.resolve(PositionProvider)
+    nodes = [node for node in parents if type(node) not in _walk.WHITESPACE_LEAVES]
+    random.Random(len(source)).shuffle(nodes)
+    before = STATS.copy()
+    for node in nodes:
+        assert mine[node] == positions[node], type(node).__name__
+    used = STATS - before
+    assert not used["positions:nested recounted"], used
+    if "class " in source:
+        assert used["positions:nested"], used

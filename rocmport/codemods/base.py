@@ -242,7 +242,15 @@ def _statement_lines(module: cst.Module, tree: Optional[Any]) -> Optional[List[i
     body = getattr(tree, "body", None)
     if body is None:
         return None
-    groups: List[Tuple[int, str]] = []  # (first line, kind)
+    paired = _pair(module.body, body)
+    return None if paired is None else [line for line, _ in paired]
+
+
+def _pair(statements: Sequence[cst.BaseStatement], body: Sequence[Any]) -> Optional[List[Tuple[int, Any]]]:
+    """(the line where it begins, its first CPython statement) for each of ``statements``,
+    LibCST's statements of a body whose CPython statements are ``body``; None where the two
+    do not pair up."""
+    groups: List[Tuple[int, str, Any]] = []  # (first line, kind, first statement)
     last_end = 0
     for stmt in body:
         kind = _COMPOUND_KINDS.get(type(stmt).__name__, "SimpleStatementLine")
@@ -250,12 +258,12 @@ def _statement_lines(module: cst.Module, tree: Optional[Any]) -> Optional[List[i
             last_end = max(last_end, stmt.end_lineno or stmt.lineno)
             continue  # ``a; b``: one line of LibCST's
         first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
-        groups.append((first, kind))
+        groups.append((first, kind, stmt))
         last_end = stmt.end_lineno or stmt.lineno
-    if len(groups) != len(module.body):
+    if len(groups) != len(statements):
         return None
-    lines: List[int] = []
-    for (first, kind), stmt in zip(groups, module.body):
+    out: List[Tuple[int, Any]] = []
+    for (first, kind, first_stmt), stmt in zip(groups, statements):
         if (stmt.kind if type(stmt) is Opaque else type(stmt).__name__) != kind:
             return None
         lead = len(stmt.leading_lines)
@@ -263,10 +271,10 @@ def _statement_lines(module: cst.Module, tree: Optional[Any]) -> Optional[List[i
         if decorators:
             lead += len(decorators[0].leading_lines)
         line = first - lead
-        if lines and line <= lines[-1]:
+        if out and line <= out[-1][0]:
             return None
-        lines.append(line)
-    return lines
+        out.append((line, first_stmt))
+    return out
 
 
 class _Computed:
@@ -408,12 +416,75 @@ class _Positions:
         self.computed.clear()
         self.statements.clear()
         self._done.clear()
+        self._nested_done = None
 
     # -- the lines where statements begin, from CPython's tree --------------------------------
     _table: Optional[List[int]] = None
+    _tree_body: Optional[List[Any]] = None  # CPython's statements of the module
+    _firsts: Optional[List[Any]] = None  # the first of them for each top-level statement
+    _nested_done: Optional[Set[int]] = None
+
+    def _nested(self, at: int, node: cst.CSTNode) -> bool:
+        """Generate the positions of the innermost statement around ``node`` that lies in the
+        body of a function or class (of functions and classes, down from the top-level
+        statement ``at``) and has a next statement: a method, not its whole class. It starts
+        where CPython's tree says, with its blocks' indentation, and must end where the next
+        statement begins (else nothing is kept). False when there is none, or it did not."""
+        module = self.state.module
+        if self._table is None or self._tree_body is None:
+            return False
+        if self._firsts is None:
+            paired = _pair(module.body, self._tree_body)
+            self._firsts = [] if paired is None else [first for _, first in paired]
+        if at >= len(self._firsts):
+            return False
+        path: List[cst.CSTNode] = []  # from the top-level statement's child down to node
+        top = current = module.body[at]
+        current = node
+        while current is not top:
+            path.append(current)
+            current = self.parents.get(current)
+            if current is None:
+                return False
+        path.reverse()
+        stmt, ast_stmt, indents, depth = top, self._firsts[at], [], 0
+        chosen = None
+        while (isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and depth + 1 < len(path)
+               and path[depth] is stmt.body and isinstance(stmt.body, cst.IndentedBlock)):
+            block, child = stmt.body, path[depth + 1]
+            ast_body = getattr(ast_stmt, "body", None)
+            paired = _pair(block.body, ast_body) if isinstance(ast_body, list) else None
+            index = next((i for i, s in enumerate(block.body) if s is child), None)
+            if paired is None or index is None:
+                break
+            indents = indents + [module.default_indent if block.indent is None else block.indent]
+            if index + 1 < len(block.body):
+                chosen = (child, paired[index][0], paired[index + 1][0], indents)
+            stmt, ast_stmt, depth = child, paired[index][1], depth + 2
+        if chosen is None:
+            return False
+        stmt, start, end, indents = chosen
+        if self._nested_done is None:
+            self._nested_done = set()
+        if id(stmt) in self._nested_done:
+            return True
+        computed: Dict[cst.CSTNode, Any] = {}
+        state = PositionProvidingCodegenState(default_indent=module.default_indent,
+                                              default_newline=module.default_newline, provider=_Computed(computed))
+        state.line, state.column = start, 0
+        state.indent_tokens = list(indents)
+        stmt._codegen(state)
+        if (state.line, state.column) != (end, 0):
+            STATS["positions:nested recounted"] += 1
+            return False
+        self.computed.update(computed)
+        self._nested_done.add(id(stmt))
+        STATS["positions:nested"] += 1
+        return True
 
     def read_lines(self, tree: Any) -> None:
         """Where each statement begins, from CPython's tree of the same text."""
+        self._tree_body = getattr(tree, "body", None)
         self._table = _statement_lines(self.state.module, tree)
         if self._table:
             counter = _LineCounter(self.state.module, 1, 0)
@@ -458,7 +529,8 @@ class _Positions:
                     self._start(at + 1)  # a statement's own range: counted with the lines
                 return self.statements[node]
             if at is not None:
-                self._generate(at)
+                if at not in self._done and not self._nested(at, node):
+                    self._generate(at)
                 return self.computed.get(node, _UNSET)
             self._full = self.state.full(PositionProvider)  # the module, its header or footer
         return self._full.get(node, _UNSET)
