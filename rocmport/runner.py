@@ -122,7 +122,10 @@ def _serve(conn, settings: Settings, parent: int, index: Optional["ProjectIndex"
         except (EOFError, OSError):  # the parent is done, or gone
             return
         try:
-            reply = (True, _work(item))
+            report = _work(item)
+            if report.original is item[1]:  # the parent's own bytes: it puts them back (_Workers.run)
+                report.original = None
+            reply = (True, report)
         except Exception as exc:  # raised again in the parent: an internal error, as without workers
             reply = (False, exc)
         try:
@@ -187,6 +190,8 @@ class _Workers:
             if report is None:
                 died.append(job)
                 continue
+            if report.original is None:
+                report.original = job[1][1]  # the bytes it sent, not sent back
             reports[job[0]] = report
             self.idle.append((conn, process))
             if done is not None:

@@ -325,3 +325,28 @@ def test_the_engines_parse_skips_only_the_parsers_own_validation(monkeypatch):
     assert validated and ours.deep_equals(theirs) and ours.code == source
     with pytest.raises(cst.CSTValidationError):
         cst.Name("not a name")
+
+
+def test_a_workers_report_holds_the_files_bytes_without_sending_them_back(tmp_path, monkeypatch):
+    """The parent sent a worker the file's bytes: the report comes back without them and the
+    parent puts its own back (the torch package is 46 MB each way)."""
+    from rocmport import runner
+
+    paths = []
+    for i in range(3):
+        path = tmp_path / f"m{i}.py"
+        path.write_text(HAZARD + "x = 1\n" * i)
+        paths.append(str(path))
+    sent = []
+    real_reply = runner._Workers._reply
+
+    def reply(self):
+        found = real_reply(self)
+        sent.append(found[3].original if found[3] is not None else "died")
+        return found
+
+    monkeypatch.setattr(runner._Workers, "_reply", reply)
+    reports = runner.check_files(paths, Settings(), jobs=2, cache=Cache(tmp_path / "cache", Settings()))
+    assert sent == [None, None, None]  # what came through the pipes
+    assert [r.original for r in reports] == [open(p, "rb").read() for p in paths]
+    assert all(r.findings for r in reports)
