@@ -270,16 +270,22 @@ def test_a_lint_leaves_no_cycle_that_holds_its_trees(code, codes, kind):
     assert report.findings and not held
 
 
+def _hazard_files(directory: Path, count: int) -> list:
+    """``count`` files with a finding each, of growing sizes: their paths."""
+    paths = []
+    for i in range(count):
+        path = directory / f"m{i}.py"
+        path.write_text(HAZARD + "x = 1\n" * i)
+        paths.append(str(path))
+    return paths
+
+
 def test_reports_are_cached_while_the_workers_check_the_rest(tmp_path, monkeypatch):
     """A cold lint writes each file's entry as its report comes, between two replies of the
     workers, not in a serial tail after the last one; every entry is written once."""
     from rocmport import runner
 
-    paths = []
-    for i in range(6):
-        path = tmp_path / f"m{i}.py"
-        path.write_text(HAZARD + "x = 1\n" * i)
-        paths.append(str(path))
+    paths = _hazard_files(tmp_path, 6)
     pooled = []
     real_in_pool = runner._in_pool
 
@@ -332,11 +338,7 @@ def test_a_workers_report_holds_the_files_bytes_without_sending_them_back(tmp_pa
     parent puts its own back (the torch package is 46 MB each way)."""
     from rocmport import runner
 
-    paths = []
-    for i in range(3):
-        path = tmp_path / f"m{i}.py"
-        path.write_text(HAZARD + "x = 1\n" * i)
-        paths.append(str(path))
+    paths = _hazard_files(tmp_path, 3)
     sent = []
     real_reply = runner._Workers._reply
 
