@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '13fbebbd595bcffbbc0f9db885ca5fa3'
+FINGERPRINT = '13306f87b0e602a04728096e5f9315dd'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -439,8 +439,7 @@ class _Positions:
         if at >= len(self._firsts):
             return False
         path: List[cst.CSTNode] = []  # from the top-level statement's child down to node
-        top = current = module.body[at]
-        current = node
+        top, current = module.body[at], node
         while current is not top:
             path.append(current)
             current = self.parents.get(current)
