@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.
 """
 
-FINGERPRINT = '13306f87b0e602a04728096e5f9315dd'
+FINGERPRINT = '93ccabf86ec8c62d1a0799c3306d685f'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

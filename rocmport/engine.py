@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import contextlib
 import dataclasses
 import gc
 import io
@@ -22,7 +21,7 @@ import threading
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -439,6 +438,28 @@ def _parse_partial(text: str, lines: LineIndex, tree: Optional[ast.AST], facts: 
     return module
 
 
+class _WhileHeld:
+    """A process-wide switch that threads share: ``on()`` when the first of them enters,
+    ``off()`` when the last one leaves."""
+
+    def __init__(self, on: Callable[[], None], off: Callable[[], None]):
+        self._on, self._off = on, off
+        self._lock = threading.Lock()
+        self._held = 0
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._held == 0:
+                self._on()
+            self._held += 1
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._held -= 1
+            if self._held == 0:
+                self._off()
+
+
 # LibCST validates every node it builds (``CSTNode.__post_init__``), its parser's too, whose
 # output is valid by construction: a fifth of a parse ("PERF: ... avoid validating the tree
 # when parsing a file", LibCST's own note there). While a parse runs, that check is off, where
@@ -446,54 +467,44 @@ def _parse_partial(text: str, lines: LineIndex, tree: Optional[ast.AST], facts: 
 _VALIDATE = cst.CSTNode.__post_init__
 _SKIP_VALIDATION = getattr(_VALIDATE, "__code__", None) is not None and \
     _VALIDATE.__code__.co_names == ("_validate",)
-_PARSING = threading.Lock()
-_PARSES = [0]
 
 
 def _no_validation(self) -> None:
     pass
 
 
+_UNVALIDATED = _WhileHeld(lambda: setattr(cst.CSTNode, "__post_init__", _no_validation),
+                          lambda: setattr(cst.CSTNode, "__post_init__", _VALIDATE))
+
+
 def _libcst_parse(text: str) -> cst.Module:
     """``libcst.parse_module(text)``, without validating the nodes the parser builds."""
     if not _SKIP_VALIDATION:
         return cst.parse_module(text)
-    with _PARSING:
-        _PARSES[0] += 1
-        cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
-    try:
+    with _UNVALIDATED:
         return cst.parse_module(text)
-    finally:
-        with _PARSING:
-            _PARSES[0] -= 1
-            if _PARSES[0] == 0:
-                cst.CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
 
 
-_COLLECTOR = threading.Lock()
-_COLLECTOR_HELD = [0, False]  # checks that paused the cyclic collector; whether it was on
+# Python's cyclic collector, off while a file is checked. A check allocates trees (the
+# CPython one, LibCST's, the metadata) whose objects hold few cycles and are freed by
+# reference counting; the collector, counting those allocations, runs again and again
+# meanwhile, and each run over the oldest objects walks all of them (12 % of a cold lint of
+# the torch package, 40 % of a 100,000-line fix). What cycles the check leaves are collected
+# in one run once it is on again. Several checks at once (threads) share one pause.
+_COLLECTOR_WAS_ON = [False]
 
 
-@contextlib.contextmanager
-def _collector_paused():
-    """Python's cyclic collector, off while a file is checked. A check allocates trees (the
-    CPython one, LibCST's, the metadata) whose objects hold few cycles and are freed by
-    reference counting; the collector, counting those allocations, runs again and again
-    meanwhile, and each run over the oldest objects walks all of them (12 % of a cold lint of
-    the torch package, 40 % of a 100,000-line fix). What cycles the check leaves are collected
-    in one run once it is on again. Several checks at once (threads) share one pause."""
-    with _COLLECTOR:
-        if _COLLECTOR_HELD[0] == 0:
-            _COLLECTOR_HELD[1] = gc.isenabled()
-            gc.disable()
-        _COLLECTOR_HELD[0] += 1
-    try:
-        yield
-    finally:
-        with _COLLECTOR:
-            _COLLECTOR_HELD[0] -= 1
-            if _COLLECTOR_HELD[0] == 0 and _COLLECTOR_HELD[1]:
-                gc.enable()
+def _collector_off() -> None:
+    _COLLECTOR_WAS_ON[0] = gc.isenabled()
+    gc.disable()
+
+
+def _collector_back() -> None:
+    if _COLLECTOR_WAS_ON[0]:
+        gc.enable()
+
+
+_collector_paused = _WhileHeld(_collector_off, _collector_back)
 
 
 # LibCST's native parser holds about 100 kB of working memory per line until it returns (a
@@ -1035,7 +1046,7 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
     except SourceError as exc:
         report.findings = _roc001(path, str(exc), exc.row, exc.column, enabled)
         return report
-    with _collector_paused():
+    with _collector_paused:
         try:
             if fix:
                 text, analysis, applied, notes, extra = fix_text(source.text, path, settings, rules, enabled, index)

@@ -9,6 +9,7 @@ import ast
 import re
 import textwrap
 from pathlib import Path
+from typing import Optional
 
 import libcst as cst
 import pytest
@@ -25,13 +26,13 @@ def _module(code: str):
     return module, ScopeBindings(module, parents.get)
 
 
-def _names(node: cst.CSTNode, value: str):
-    """Every ``Name`` read of ``value`` under ``node``, in source order."""
+def _names(node: cst.CSTNode, value: Optional[str]):
+    """Every ``Name`` of ``value`` (None: every ``Name``) under ``node``, in source order."""
     found = []
 
     class Finder(cst.CSTVisitor):
         def visit_Name(self, n: cst.Name) -> None:
-            if n.value == value:
+            if value is None or n.value == value:
                 found.append(n)
 
     node.visit(Finder())
@@ -368,15 +369,8 @@ def test_a_names_accesses_from_its_statement_are_the_whole_modules(source):
     module's, and nothing where a referent is the module's or a builtin."""
     module = cst.parse_module(source)
     reader = _Reader(module)
-    names = []
-
-    class Every(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            names.append(n)
-
-    module.visit(Every())
     local_answers = 0
-    for node in names:
+    for node in _names(module, None):
         local = _resolve._local_accesses(reader, node)
         if local is None:
             continue

@@ -732,6 +732,8 @@ def _module_assigned(facts) -> Set[str]:
     a class: where ``values`` reads at module level), unpacking included."""
     import ast
 
+    from ._bindings import walk
+
     found = facts.memo.get("roc702_module_assigned")
     if found is None:
         found = set()
@@ -743,7 +745,7 @@ def _module_assigned(facts) -> Set[str]:
                 continue
             if kind is ast.Assign or kind is ast.AnnAssign:
                 for target in node.targets if kind is ast.Assign else (node.target,):
-                    found.update(n.id for n in ast.walk(target) if type(n) is ast.Name)
+                    found.update(n.id for n in walk(target) if type(n) is ast.Name)
                 continue
             stack.extend(child for child in ast.iter_child_nodes(node)
                          if isinstance(child, (ast.stmt, ast.excepthandler)) or type(child).__name__ == "match_case")
