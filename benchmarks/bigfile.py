@@ -71,7 +71,7 @@ else:
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 try:
-    from rocmport.codemods.base import STATS  # not in a checkout from before the counters
+    from rocmport.analysis.metadata import STATS
 except ImportError:
     STATS = {}
 work = dict(sorted(STATS.items()))

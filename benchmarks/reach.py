@@ -23,8 +23,8 @@ def main() -> int:
     parser.add_argument("--path", help="corpus directory (default: the installed torch package)")
     parser.add_argument("--top", type=int, default=15, help="how many of the largest files to list")
     args = parser.parse_args()
-    from rocmport import engine
-    from rocmport.codemods import _prescan
+    from rocmport import linting, parsing
+    from rocmport.analysis import prescan as _prescan
     from rocmport.config import load_settings
 
     if args.path:
@@ -44,11 +44,11 @@ def main() -> int:
     start = time.process_time()
     for path in files:
         text = path.read_bytes().decode("utf-8", "replace")
-        _, rules = engine.select_rules(settings, str(path))
-        rules = engine.text_triggered(rules, text)
+        _, rules = linting.select_rules(settings, str(path))
+        rules = linting.text_triggered(rules, text)
         if not rules:
             continue
-        tree, deep = engine._cpython_parse(text)
+        tree, deep = parsing.cpython_parse(text)
         if tree is None:  # LibCST (or the depth check) decides: it counts as reached
             reached.append((path, len(text), ["(no CPython tree)"]))
             continue

@@ -1,7 +1,7 @@
 import os
 import sys
 
-# `python -m rocmport` puts the working directory first on sys.path: a `rocmport/codemods/` (or any
+# `python -m rocmport` puts the working directory first on sys.path: a `rocmport/rules/` (or any
 # package named like one of rocmport's own) there would be imported instead of rocmport's,
 # running the user's code. Drop that entry unless it is where rocmport itself lives.
 _HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

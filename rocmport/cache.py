@@ -31,7 +31,7 @@ MAX_ENTRY_BYTES = 16 * 1024 * 1024
 
 
 # The package holding the rules, found without importing it (importing costs start-up time).
-RULE_PACKAGE = "rocmport.codemods"
+RULE_PACKAGE = "rocmport.rules"
 
 
 @functools.lru_cache(maxsize=None)
@@ -116,7 +116,7 @@ class Cache:
         return digest.hexdigest()
 
     # A file's findings also depend on the summaries of the project modules its lint
-    # consulted (rocmport.codemods._index): recorded per file content, they join its key.
+    # consulted (rocmport.analysis.index): recorded per file content, they join its key.
     def lookup_key(self, path: str, data: bytes, index) -> Optional[str]:
         """The key of ``path``'s entry given the current summaries of the modules its last
         lint consulted (none recorded: the plain key); None when a record is unreadable."""

@@ -211,9 +211,9 @@ def _stdin_excluded(settings: "Settings", stdin_filename: Optional[str]) -> bool
     """``--force-exclude`` applies to the name given with ``--stdin-filename``, as in ruff."""
     if not (settings.force_exclude and stdin_filename):
         return False
-    from .discovery import _Excluder
+    from .discovery import Excluder
 
-    return _Excluder(settings).excluded(Path(stdin_filename), False)
+    return Excluder(settings).excluded(Path(stdin_filename), False)
 
 
 def _run(paths: Sequence[str], settings: "Settings", *, fix: bool, stdin_filename: Optional[str],

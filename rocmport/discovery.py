@@ -38,7 +38,7 @@ def file_kind(path: "str | Path") -> Optional[str]:
     return filekinds.file_kind(path, head)
 
 
-class _Excluder:
+class Excluder:
     def __init__(self, settings: Settings):
         patterns = list(settings.exclude if settings.exclude is not None else DEFAULT_EXCLUDES)
         patterns += list(settings.extend_exclude)
@@ -100,7 +100,7 @@ def _ancestors_within_repo(directory: Path) -> List[Path]:
 
 def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[str], List[str]]:
     """(files to check, paths that do not exist). Explicit files keep their spelling."""
-    excluder = _Excluder(settings)
+    excluder = Excluder(settings)
     files: List[str] = []
     missing: List[str] = []
     seen = set()
@@ -128,7 +128,7 @@ def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[str], List[
     return files, missing
 
 
-def _walk(root: Path, excluder: _Excluder) -> Iterator[str]:
+def _walk(root: Path, excluder: Excluder) -> Iterator[str]:
     """Files to check under ``root``. A directory that cannot be listed is yielded itself (the
     engine reports it as ROC001, so a run never passes silently over it). Never yielded: a
     FIFO, device or socket (reading could block or never end), a directory link (it can

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Iterable, List, Optional
 
-from .house import _load_toml, _table
+from .house import load_toml, table
 from .prelude import PreludeOptions, settings_for
 from .source import read_head
 
@@ -25,8 +25,8 @@ _MAIN_RE = re.compile(rb"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 
 def console_scripts(root: Path) -> List[str]:
     """``module:function`` targets of ``[project.scripts]`` in the root's pyproject.toml."""
-    data = _load_toml(root / "pyproject.toml") if (root / "pyproject.toml").is_file() else {}
-    scripts = _table(data, "project", "scripts")
+    data = load_toml(root / "pyproject.toml") if (root / "pyproject.toml").is_file() else {}
+    scripts = table(data, "project", "scripts")
     return [v for v in scripts.values() if isinstance(v, str)]
 
 

@@ -19,15 +19,15 @@ selection keeps no ROC code (``flake8 --select E``) the engine is never imported
 from __future__ import annotations
 
 import functools
-import io
 import os
-import sys
 import re
+import sys
 import tokenize
 from pathlib import Path
 from typing import Iterator, List, Sequence, Tuple
 
 from . import __version__
+from .source import encode_lines
 
 
 @functools.lru_cache(maxsize=64)
@@ -38,21 +38,6 @@ def _settings_for(directory: str):
         return load_settings(Path(directory))
     except ConfigError:
         return Settings()
-
-
-def _encode(lines: Sequence[str]) -> bytes:
-    text = "".join(lines)
-    head = "".join(lines[:2]).encode("utf-8", "surrogateescape")
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
-    except SyntaxError:
-        encoding = "utf-8"
-    if encoding == "utf-8-sig":
-        encoding = "utf-8"
-    try:
-        return text.encode(encoding)
-    except (UnicodeEncodeError, LookupError):
-        return text.encode("utf-8", "surrogateescape")
 
 
 def _without_noqa(lines: Sequence[str]) -> List[str]:
@@ -135,7 +120,7 @@ class Plugin:
         path = self.filename if self.filename not in ("stdin", "-", None) else "-"
         directory = os.path.dirname(os.path.abspath(path)) if path != "-" else os.getcwd()
         lines = _without_noqa(self.lines) if self.disable_noqa else self.lines
-        report = check_bytes(_encode(lines), path, _settings_for(directory))
+        report = check_bytes(encode_lines(lines), path, _settings_for(directory))
         if report.internal_error:
             first = report.internal_error.splitlines()[0]
             yield 1, 0, f"ROC002 rocmport internal error: {first}", type(self)

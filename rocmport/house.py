@@ -37,14 +37,14 @@ class Style:
     force_single_line: bool = False  # isort's force-single-line: one imported name a statement
 
 
-def _load_toml(path: Path) -> dict:
+def load_toml(path: Path) -> dict:
     try:
         return tomllib.loads(read_regular(str(path)).decode("utf-8"))
     except (OSError, tomllib.TOMLDecodeError, ValueError):
         return {}
 
 
-def _table(data, *keys) -> dict:
+def table(data, *keys) -> dict:
     for key in keys:
         data = data.get(key) if isinstance(data, dict) else None
     return data if isinstance(data, dict) else {}
@@ -67,16 +67,16 @@ def _style_for_dir(directory: Path) -> Style:
         for name in ("ruff.toml", ".ruff.toml"):
             candidate = folder / name
             if candidate.is_file():
-                data = _load_toml(candidate)
+                data = load_toml(candidate)
                 return _ruff_style(data, data)
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
-            data = _load_toml(pyproject)
-            ruff = _table(data, "tool", "ruff")
-            black = _table(data, "tool", "black")
+            data = load_toml(pyproject)
+            ruff = table(data, "tool", "ruff")
+            black = table(data, "tool", "black")
             if ruff:
                 return _ruff_style(ruff, data)
-            isort = _table(data, "tool", "isort")
+            isort = table(data, "tool", "isort")
             after = _lines_after(isort.get("lines_after_imports", isort.get("lines-after-imports")))
             single = isort.get("force_single_line", isort.get("force-single-line")) is True \
                 or isort.get("profile") == "google"
@@ -102,9 +102,9 @@ def _lines_after(value) -> int:
 
 def _ruff_style(ruff: dict, data: dict) -> Style:
     length = ruff.get("line-length", DEFAULT_LINE_LENGTH)
-    fmt = _table(ruff, "format")
+    fmt = table(ruff, "format")
     quote = "'" if fmt.get("quote-style") == "single" else '"'
-    isort = _table(ruff, "lint", "isort") or _table(ruff, "isort")
+    isort = table(ruff, "lint", "isort") or table(ruff, "isort")
     return Style(quote, length if isinstance(length, int) else DEFAULT_LINE_LENGTH, "ruff",
                  not fmt.get("skip-magic-trailing-comma", False), _lines_after(isort.get("lines-after-imports")),
                  isort.get("force-single-line") is True)
@@ -155,12 +155,12 @@ def _lowest(spec: str) -> Optional[Tuple[int, int]]:
 
 
 def _requirement_lines(folder: Path) -> Iterable[str]:
-    data = _load_toml(folder / "pyproject.toml") if (folder / "pyproject.toml").is_file() else {}
-    project = _table(data, "project")
+    data = load_toml(folder / "pyproject.toml") if (folder / "pyproject.toml").is_file() else {}
+    project = table(data, "project")
     for dep in project.get("dependencies", []) or []:
         if isinstance(dep, str):
             yield dep
-    for deps in (_table(project, "optional-dependencies") or {}).values():
+    for deps in (table(project, "optional-dependencies") or {}).values():
         if isinstance(deps, list):
             yield from (d for d in deps if isinstance(d, str))
     for name in sorted(p.name for p in folder.glob("requirements*.txt")):

@@ -2,7 +2,7 @@
 
 A Jupyter notebook goes to the notebook adapter (``rocmport.notebook``: code cells, magics
 masked); a shell script, Dockerfile, YAML or ``.env`` file to the ROC6xx scanner
-(``rocmport.codemods.env_files``, display-only); anything else -- a ``.py`` file, or a file
+(``rocmport.rules.env_vars.scan_files``, display-only); anything else -- a ``.py`` file, or a file
 named on the command line whatever its name -- to the engine as Python
 (``rocmport.engine.check_bytes``). ``rocmport.filekinds`` decides the kind, from the name
 and, for a file without a suffix, its first bytes. The runner, the command line, the flake8
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 
-from rocmport.codemods import env_files
+from rocmport.rules.env_vars import scan_files as env_files
 
-from . import engine
+from . import engine, reports
 from .config import Settings
 from .filekinds import ENV_KINDS, HEAD_BYTES, file_kind
 from .notebook import check_notebook
@@ -53,6 +53,6 @@ def check_path(path: str, settings: Settings, *, fix: bool = False, index=None) 
                 reason = "Is a directory"
             except OSError as listing:  # found by a walk that could not enter it
                 reason = f"cannot list the directory: {listing.strerror or listing}"
-        report.findings = engine._roc001(path, f"cannot read: {reason}", 1, 1, settings.enabled_codes(path))
+        report.findings = reports.unreadable(path, f"cannot read: {reason}", 1, 1, settings.enabled_codes(path))
         return report
     return check_bytes(data, path, settings, fix=fix, index=index)

@@ -17,7 +17,6 @@ This is a face: it sits on the engine, and no rule module knows it exists.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import ClassVar, Tuple
 
@@ -25,19 +24,20 @@ import libcst as cst
 from libcst.codemod import CodemodCommand, SkipFile
 
 from .config import ConfigError, Settings, load_settings
-from .engine import fix_text, select_rules
+from .fixing import fix_text
+from .linting import select_rules
+from .registry import family_rules
 
 
 class RocmportCommand(CodemodCommand):
     DESCRIPTION = "The base of the rocmport family commands: run libcst_commands.CompileModes and the like."
-    #: the rule family module under ``codemods`` whose rules the command applies
+    #: the rule family package under ``rocmport.rules`` whose rules the command applies
     FAMILY: ClassVar[str] = ""
 
     @classmethod
     def family_codes(cls) -> Tuple[str, ...]:
         """The codes of the rules of the command's family."""
-        module = importlib.import_module(f"rocmport.codemods.{cls.FAMILY}")
-        return tuple(rule.CODE for rule in module.RULES)
+        return tuple(rule.CODE for rule in family_rules(cls.FAMILY))
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         filename = self.context.filename or "-"

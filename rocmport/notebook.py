@@ -40,9 +40,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from . import engine, placement, prelude
+from . import fixing, linting, placement, prelude, reports
 from .config import Settings
 from .findings import Finding, Fix, Position
+from .reports import FileReport
 from .source import BOM, LineIndex
 
 # Cell magics whose body is Python that IPython runs in the kernel.
@@ -529,7 +530,7 @@ def _block_cell(text: str, block: prelude.Block, cells: List[CodeCell], nonce: s
 
 
 def _fix_virtual(virtual: str, cells: List[CodeCell], nonce: str, path: str, settings: Settings, rules, enabled):
-    result = engine.fix_text(virtual, path, settings, rules, enabled)
+    result = fixing.fix_text(virtual, path, settings, rules, enabled)
     text = result[0]
     if text == virtual or prelude.find_block(virtual) is not None:
         return result
@@ -550,7 +551,7 @@ def _fix_virtual(virtual: str, cells: List[CodeCell], nonce: str, path: str, set
     blank = newline if after_anchor else ""
     trailing = "" if virtual.startswith(("\n", "\r"), at) or not target.masked[offset:].strip() else newline
     seeded = virtual[:at] + blank + block_text + trailing + virtual[at:]
-    second = engine.fix_text(seeded, path, settings, rules, enabled)
+    second = fixing.fix_text(seeded, path, settings, rules, enabled)
     if prelude.find_block(second[0]) is None:  # pragma: no cover - the engine dropped it
         return result
     return second
@@ -558,23 +559,23 @@ def _fix_virtual(virtual: str, cells: List[CodeCell], nonce: str, path: str, set
 
 def check_notebook(data: bytes, path: str, settings: Settings, fix: bool = False):
     """Lint (or fix) a notebook's bytes. Never raises for bad input."""
-    report = engine.FileReport(path=path, original=data)
+    report = FileReport(path=path, original=data)
     settings = _notebook_settings(settings)
-    enabled, rules = engine.select_rules(settings, path)
+    enabled, rules = linting.select_rules(settings, path)
     try:
         doc, bom, nb = read_notebook(data)
         if not is_python_notebook(nb):
             return report
         cells = code_cells(nb)
     except NotebookError as exc:
-        report.findings = engine._roc001(path, str(exc), exc.row, exc.column, enabled)
+        report.findings = reports.unreadable(path, str(exc), exc.row, exc.column, enabled)
         return report
     if not cells:
         return report
     try:
         virtual, nonce = build_virtual(cells)
         if not fix:
-            analysis = engine.analyze(virtual, path, settings, rules, enabled)
+            analysis = linting.analyze(virtual, path, settings, rules, enabled)
             report.findings = map_findings(analysis.findings, cells, path)
         else:
             text, analysis, applied, notes, extra = _fix_virtual(virtual, cells, nonce, path, settings, rules,
@@ -584,8 +585,8 @@ def check_notebook(data: bytes, path: str, settings: Settings, fix: bool = False
                 new_doc = _write_back(doc, nb, cells, text, nonce)
                 if new_doc is None:
                     # A fix touched a masked magic or a cell marker: keep the notebook as it was.
-                    findings = engine.analyze(virtual, path, settings, rules, enabled).findings
-                    findings = [engine._roc002(f, f"fix for {f.code} not applied: it would change an IPython "
+                    findings = linting.analyze(virtual, path, settings, rules, enabled).findings
+                    findings = [reports.not_applied(f, f"fix for {f.code} not applied: it would change an IPython "
                                                   "magic or a cell boundary", enabled)
                                 for f in findings if f.applies(settings.unsafe_fixes)] + findings
                     findings = [f for f in findings if f is not None]

@@ -1,4 +1,7 @@
-"""The rule registry: every ``RULES`` list of every module in the ``codemods`` package.
+"""The rule registry: every rule class of every module of the ``rocmport.rules`` families.
+
+A family is a package under ``rocmport/rules/``; each of its modules that defines a rule class
+(a subclass of ``Rule`` with a ``CODE``) holds that one rule. Nothing else registers a rule.
 
 Two views of the same rules:
 
@@ -8,7 +11,7 @@ Two views of the same rules:
   be analysed (codes, names, default selection, fix applicability, the documentation that
   ``rocmport rule CODE`` prints) without importing LibCST. It reads ``_rule_index.py``, a
   file generated from the rule classes (``python -m rocmport.registry --write``), and uses it
-  only while a fingerprint of the ``codemods`` sources matches the one it was generated from;
+  only while a fingerprint of the rules' and analyses' sources matches the one it was generated from;
   otherwise (a rule was edited and the index not regenerated) it builds the same answer from
   the classes. The rule class stays the one place a rule is written.
 """
@@ -28,39 +31,62 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Type
 from .findings import Applicability
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rocmport.codemods.base import Rule
+    from rocmport.rules.base import Rule
 
+RULES_PACKAGE = "rocmport.rules"
 INDEX_MODULE = "rocmport._rule_index"
 INDEX_FILE = Path(__file__).with_name("_rule_index.py")
 REGENERATE = "python -m rocmport.registry --write"
 
 
-def _codemods_dir() -> Path:
-    spec = importlib.util.find_spec("rocmport.codemods")  # type: ignore[attr-defined]
+def _package_dir(package: str) -> Path:
+    spec = importlib.util.find_spec(package)  # type: ignore[attr-defined]
     if spec is None or not spec.submodule_search_locations:  # pragma: no cover - broken install
-        raise RuntimeError("the codemods package is missing")
+        raise RuntimeError(f"the {package} package is missing")
     return Path(list(spec.submodule_search_locations)[0])
 
 
 @functools.lru_cache(maxsize=None)
-def _rule_module_names() -> List[str]:
-    names = []
-    for entry in sorted(os.listdir(_codemods_dir())):
-        if entry.endswith(".py") and not entry.startswith("_") and entry != "base.py":
-            names.append(entry[:-3])
-    return names
+def families() -> Dict[str, List[str]]:
+    """Each family package's rule-module candidates, by family name, in name order (every
+    module but ``__init__`` and ``common``; one that defines no rule, such as the environment
+    family's scanner of other file kinds, gives none)."""
+    root = _package_dir(RULES_PACKAGE)
+    found: Dict[str, List[str]] = {}
+    for family in sorted(os.listdir(root)):
+        folder = root / family
+        if family.startswith(("_", ".")) or not (folder / "__init__.py").is_file():
+            continue
+        found[family] = [entry[:-3] for entry in sorted(os.listdir(folder))
+                         if entry.endswith(".py") and not entry.startswith("_") and entry != "common.py"]
+    return found
+
+
+def rules_of(module) -> "List[Type[Rule]]":
+    """The rule classes a module defines (not those it imports): at most one for a rule module."""
+    from rocmport.rules.base import Rule
+
+    return [value for value in vars(module).values()
+            if isinstance(value, type) and issubclass(value, Rule) and value.__module__ == module.__name__
+            and value.CODE]
 
 
 @functools.lru_cache(maxsize=None)
 def all_rules() -> Dict[str, "Type[Rule]"]:
     rules: Dict[str, Type[Rule]] = {}
-    for name in _rule_module_names():
-        module = importlib.import_module(f"rocmport.codemods.{name}")
-        for rule in getattr(module, "RULES", ()):
-            if rule.CODE in rules and rules[rule.CODE] is not rule:
-                raise RuntimeError(f"rule code {rule.CODE} defined twice")
-            rules[rule.CODE] = rule
+    for family, names in families().items():
+        for name in names:
+            for rule in rules_of(importlib.import_module(f"{RULES_PACKAGE}.{family}.{name}")):
+                if rule.CODE in rules and rules[rule.CODE] is not rule:
+                    raise RuntimeError(f"rule code {rule.CODE} defined twice")
+                rules[rule.CODE] = rule
     return dict(sorted(rules.items()))
+
+
+def family_rules(family: str) -> "List[Type[Rule]]":
+    """The rules of one family package (``compile_modes``, ...), in code order."""
+    prefix = f"{RULES_PACKAGE}.{family}."
+    return [rule for rule in all_rules().values() if rule.__module__.startswith(prefix)]
 
 
 def visitor_rules() -> "List[Type[Rule]]":
@@ -111,13 +137,14 @@ class RuleInfo:
 
 
 def sources_fingerprint() -> str:
-    """A digest of every ``codemods`` source file (and of the vocabulary the index uses)."""
+    """A digest of every source file of the rules and the shared analyses (and of the
+    vocabulary and facts their documentation uses)."""
     digest = hashlib.blake2b(digest_size=16)
-    directory = _codemods_dir()
-    files = [directory / name for name in sorted(os.listdir(directory)) if name.endswith(".py")]
-    files.append(Path(__file__).with_name("findings.py"))
+    here = Path(__file__).parent
+    files = sorted(list(_package_dir(RULES_PACKAGE).rglob("*.py")) + list((here / "analysis").glob("*.py")))
+    files += [here / "findings.py", here / "rocm_facts.py"]
     for path in files:
-        digest.update(path.name.encode() + b"\0")
+        digest.update(path.relative_to(here).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()
@@ -150,7 +177,7 @@ def render_index() -> str:
     rules = [RuleInfo.of(rule).as_data() for rule in all_rules().values()]
     return (
         f'"""Generated by `{REGENERATE}` from the rule classes; do not edit.\n\n'
-        "rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the codemods sources.\n"
+        "rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.\n"
         '"""\n\n'
         f"FINGERPRINT = {sources_fingerprint()!r}\n\n"
         f"RULES = {pprint.pformat(rules, width=100, sort_dicts=False)}\n"

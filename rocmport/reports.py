@@ -5,9 +5,30 @@ answered from the cache never loads the engine."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Collection, Dict, List, Optional
 
-from .findings import Finding
+from .findings import Finding, Position
+
+
+# The findings about rocmport itself (their rules' documentation: rocmport.rules.tool).
+UNREADABLE = ("ROC001", "unreadable-file")
+NOT_APPLIED = ("ROC002", "fix-not-applied")
+
+
+def unreadable(path: str, message: str, row: int, column: int, enabled: Collection[str]) -> List[Finding]:
+    """ROC001 for a file that could not be read, decoded or parsed (none where it is off)."""
+    code, name = UNREADABLE
+    if code not in enabled:
+        return []
+    pos = Position(max(row, 1), max(column, 1))
+    return [Finding(code, name, message, pos, pos, filename=path)]
+
+
+def not_applied(finding: Finding, message: str, enabled: Collection[str]) -> Optional[Finding]:
+    """ROC002 at ``finding``'s place: its fix was not applied, for ``message``'s reason."""
+    code, name = NOT_APPLIED
+    return Finding(code, name, message, finding.start, finding.end, filename=finding.filename,
+                   span=finding.span) if code in enabled else None
 
 
 @dataclass

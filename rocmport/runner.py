@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 from .cache import Cache
 from .config import Settings
+from .reports import FileReport, unreadable  # the engine (and LibCST) only loads when a file needs analysis
 from .signals import Interrupted, interrupt_on_signals, restore_signals  # noqa: F401 (re-exported)
-from .reports import FileReport  # the engine (and LibCST) only loads when a file needs analysis
 from .source import read_limited, read_regular
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rocmport.codemods._index import ProjectIndex
+    from rocmport.analysis.index import ProjectIndex
 
 _SETTINGS: Optional[Settings] = None
 _INDEX: Optional["ProjectIndex"] = None  # the project index, in each worker
@@ -87,14 +87,13 @@ def _read(path: str) -> Optional[bytes]:
 
 def check_stream(stream, name: str, settings: Settings, *, fix: bool = False) -> FileReport:
     """Check what ``stream`` (stdin) holds, read up to :data:`~rocmport.source.MAX_INPUT_BYTES`."""
-    from .engine import _roc001
     from .inputs import check_bytes
 
     try:
         data = read_limited(stream)
     except OSError as exc:
         report = FileReport(path=name)
-        report.findings = _roc001(name, f"cannot read: {exc.strerror or exc}", 1, 1, settings.enabled_codes(name))
+        report.findings = unreadable(name, f"cannot read: {exc.strerror or exc}", 1, 1, settings.enabled_codes(name))
         return report
     return check_bytes(data, name, settings, fix=fix)
 
@@ -238,10 +237,9 @@ class _Workers:
 
 
 def _crashed(path: str, settings: Settings) -> FileReport:
-    from .engine import _roc001
 
     report = FileReport(path=path)
-    report.findings = _roc001(path, "cannot analyse: the worker checking this file crashed (a parser limit);"
+    report.findings = unreadable(path, "cannot analyse: the worker checking this file crashed (a parser limit);"
                                     " the file is left as it was", 1, 1, settings.enabled_codes(path))
     return report
 
@@ -273,7 +271,7 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
     keys = {}
     if fix:
         cache = None
-    from rocmport.codemods._index import ProjectIndex  # reads no file and imports no LibCST
+    from rocmport.analysis.index import ProjectIndex  # reads no file and imports no LibCST
 
     project = ProjectIndex(files)  # module names only: summaries are computed on demand
     datas = [_read(path) for path in files] if cache is not None else [None] * len(files)

@@ -29,7 +29,7 @@ from pygls.lsp.server import LanguageServer
 from . import __version__
 from .config import ConfigError, Settings, load_settings
 from .findings import Applicability, Finding
-from .source import read_regular
+from .source import encode_lines, read_regular
 
 SOURCE = "rocmport"
 FIX_ALL_KIND = "source.fixAll.rocmport"
@@ -63,21 +63,19 @@ def _checked(path: Optional[str], text: str, settings: Settings) -> bool:
     if not name.endswith(PYTHON_SUFFIXES):
         if not path:
             return False
-        from rocmport.codemods.env_files import kind_for
+        from rocmport.rules.env_vars.scan_files import kind_for
 
         if kind_for(name, text[:512].encode("utf-8", "replace")) is None:
             return False
     if path:
-        from .discovery import _Excluder
+        from .discovery import Excluder
 
-        if _Excluder(settings).excluded(Path(path), False):
+        if Excluder(settings).excluded(Path(path), False):
             return False
     return True
 
 
 def _encode(text: str) -> bytes:
-    from .flake8_plugin import _encode as encode_lines
-
     return encode_lines(text.splitlines(keepends=True))
 
 
@@ -205,15 +203,15 @@ def _workspace_edit(document, new_text: str, extra_files: Dict[str, bytes]) -> O
 def fix_one(document, settings: Settings, finding: Finding, path: str) -> Optional[Tuple[str, Dict[str, bytes]]]:
     """The text after applying ``finding``'s fix alone (with the prelude it needs), as the
     engine's fix loop applies a fix; None when it would not parse."""
-    from . import engine
+    from . import gating, linting, parsing
     from .source import SourceError, SourceText, apply_edits
 
     try:
         text = SourceText.from_bytes(_encode(document.source)).text
     except SourceError:
         return None
-    enabled, rules = engine.select_rules(settings, path)
-    analysis = engine.analyze(text, path, settings, rules, enabled)
+    enabled, rules = linting.select_rules(settings, path)
+    analysis = linting.analyze(text, path, settings, rules, enabled)
     if analysis.module is None:
         return None
     mine = [f for f in analysis.findings if f.code == finding.code and f.span == finding.span
@@ -223,14 +221,14 @@ def fix_one(document, settings: Settings, finding: Finding, path: str) -> Option
     edits = list(mine[0].fix.edits)
     files: Dict[str, bytes] = {}
     if mine[0].fix.requires:
-        pedit, files = engine._prelude_edit(analysis, set(mine[0].fix.requires), min(e.start for e in edits),
+        pedit, files = gating.prelude_edit(analysis, set(mine[0].fix.requires), min(e.start for e in edits),
                                             path, settings)
         if pedit is not None:
             if any(pedit.overlaps(e) for e in edits):
                 return None
             edits.append(pedit)
     new_text = apply_edits(text, edits)
-    if engine._parse_error(new_text) is not None:
+    if parsing.parse_error(new_text) is not None:
         return None
     return new_text, files
 

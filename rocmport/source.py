@@ -17,7 +17,7 @@ import re
 import stat
 import tokenize
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from .findings import Position
 
@@ -252,3 +252,20 @@ def apply_edits(text: str, edits) -> str:
         last = edit.end
     out.append(text[last:])
     return "".join(out)
+
+
+def encode_lines(lines: Sequence[str]) -> bytes:
+    """The bytes of decoded ``lines`` in the encoding their coding cookie names (UTF-8 without
+    one; lone surrogates, as ``surrogateescape`` decoding leaves them, back as bytes)."""
+    text = "".join(lines)
+    head = "".join(lines[:2]).encode("utf-8", "surrogateescape")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
+    except SyntaxError:
+        encoding = "utf-8"
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+    try:
+        return text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return text.encode("utf-8", "surrogateescape")

@@ -1,4 +1,4 @@
-"""Lines per module of the rocmport and codemods packages, now and at a git revision.
+"""Lines per module of the rocmport package and its subpackages, now and at a git revision.
 
     python scripts/module_lines.py               # the working tree
     python scripts/module_lines.py --rev main    # the working tree beside the revision `main`

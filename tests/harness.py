@@ -15,7 +15,7 @@ import libcst as cst
 
 from rocmport import placement, prelude
 from rocmport.config import Settings
-from rocmport.engine import FileReport
+from rocmport.reports import FileReport
 from rocmport.inputs import check_bytes
 from rocmport.findings import Finding
 from rocmport.source import LineIndex, SourceText

@@ -91,7 +91,7 @@ def test_a_worker_crash_never_kills_the_run(project):
     """The guard switched off, LibCST really crashes its worker: the run reports that file
     and checks every other one."""
     (project / "chain.py").write_text(HAZARD + "x = " + " and ".join(["a"] * 9000) + "\n")
-    _chain_crashes_alone(project, "import rocmport.engine as e; e.MAX_BOOL_CHAIN = 10 ** 9\n")
+    _chain_crashes_alone(project, "import rocmport.parsing as p; p.MAX_BOOL_CHAIN = 10 ** 9\n")
 
 
 def _chain_crashes_alone(project, setup: str) -> None:
@@ -575,8 +575,8 @@ def test_unreadable_subdirectory_is_reported_when_run_unprivileged():
 # ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("module", ["rocmport", "flake8"])
-def test_a_codemods_package_in_the_working_directory_is_not_imported(project, module):
-    shadow = project / "codemods"
+def test_a_rules_package_in_the_working_directory_is_not_imported(project, module):
+    shadow = project / "rules"
     shadow.mkdir()
     (shadow / "__init__.py").write_text("import pathlib\npathlib.Path(__file__).parent.parent.joinpath"
                                         "('MARKER').write_text('imported')\nRULES = []\n")

@@ -8,7 +8,7 @@ These tests hold the behaviour and the work to account without timing anything:
 - one fix run parses the file twice (the original and the fixed text: the check that a fix
   parses and the next analysis share one parse), resolves neither ParentNodeProvider nor
   PositionProvider for the whole module, and generates each statement's positions once;
-- the on-demand parents and positions (``rocmport.codemods.base.Metadata``) equal LibCST's
+- the on-demand parents and positions (``rocmport.analysis.metadata.Metadata``) equal LibCST's
   providers on every node of every rule case.
 """
 
@@ -20,8 +20,8 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from rocmport.codemods import _walk
-from rocmport.codemods.base import STATS, Metadata
+from rocmport.analysis import walk as _walk
+from rocmport.analysis.metadata import STATS, Metadata
 from rocmport.config import Settings
 from rocmport.inputs import check_bytes
 from rocmport.registry import visitor_rules
@@ -180,7 +180,7 @@ def test_on_demand_parents_and_positions_are_libcsts(name, code, with_tree):
 def test_lines_from_the_tree_that_disagree_with_libcst_are_counted_instead(monkeypatch):
     import ast
 
-    from rocmport.codemods import base
+    from rocmport.analysis import metadata as base
 
     code = "import torch\nx = 1\n\nclass A:\n    y = 2\n\nz = torch.compile(f)\n"
     module = cst.parse_module(code)
@@ -212,21 +212,21 @@ def _texts():
 
 @pytest.mark.parametrize("name,code", list(_texts()))
 def test_a_text_parsed_in_pieces_is_the_tree_of_one_parse(name, code, monkeypatch):
-    from rocmport import engine
+    from rocmport import parsing
 
     try:
         whole = cst.parse_module(code)
     except (cst.ParserSyntaxError, RecursionError):
         return
-    monkeypatch.setattr(engine, "PIECE_LINES", 1)
-    pieced = engine._parse_pieces(code, None)
+    monkeypatch.setattr(parsing, "PIECE_LINES", 1)
+    pieced = parsing.parse_pieces(code, None)
     if pieced is not None:
         assert pieced.deep_equals(whole), name
         assert pieced.code == code
-    assert engine._parse(code).deep_equals(whole)
+    assert parsing.parse(code).deep_equals(whole)
 
 
-# -- the fixed text's tree, parsed only where the fix changed it (engine._parse_edited) --------
+# -- the fixed text's tree, parsed only where the fix changed it (parsing.parse_edited) --------
 
 _SHAPES = [
     "x = {n}\n",
@@ -246,7 +246,7 @@ def _random_case(rng, newline):
     body = ["import torch\n", "import os\n\n", "class First:\n    pass\n\n"]
     body += [rng.choice(_SHAPES).format(n=i) for i in range(rng.randint(8, 30))]
     text = "".join(body).replace("\n", newline)
-    from rocmport.engine import analyze, select_rules
+    from rocmport.linting import analyze, select_rules
 
     enabled, rules = select_rules(Settings(), "t.py")
     analysis = analyze(text, "t.py", Settings(), rules, enabled)
@@ -277,7 +277,7 @@ def test_the_random_edits_mostly_take_the_edited_parse():
 def test_the_tree_parsed_where_edits_are_is_the_tree_of_one_parse(seed):
     import random
 
-    from rocmport import engine
+    from rocmport import linting, parsing
     from rocmport.source import apply_edits
 
     rng = random.Random(seed)
@@ -289,7 +289,7 @@ def test_the_tree_parsed_where_edits_are_is_the_tree_of_one_parse(seed):
         whole = cst.parse_module(new_text)
     except cst.ParserSyntaxError:
         whole = None
-    edited = engine._parse_edited(new_text, analysis, edits)
+    edited = parsing.parse_edited(new_text, analysis, edits)
     if whole is not None:
         USED.append(edited is not None)
     if edited is not None:
@@ -299,14 +299,14 @@ def test_the_tree_parsed_where_edits_are_is_the_tree_of_one_parse(seed):
 
 
 def test_a_big_file_is_fixed_alike_with_and_without_the_edited_parse(monkeypatch):
-    from rocmport import engine
+    from rocmport import linting, parsing
 
-    monkeypatch.setattr(engine, "PIECE_LINES", 200)  # "large" from 200 lines
+    monkeypatch.setattr(parsing, "PIECE_LINES", 200)  # "large" from 200 lines
     text = (HEAD + "".join(pieces(1, 60))).encode()
     before = STATS.copy()
     fast = check_bytes(text, "big.py", Settings(), fix=True)
     assert (STATS - before)["parse:edited"] > 0  # the fixed text was parsed where the fixes are
-    monkeypatch.setattr(engine, "_parse_edited", lambda *a: None)
+    monkeypatch.setattr(parsing, "parse_edited", lambda *a: None)
     slow = check_bytes(text, "big.py", Settings(), fix=True)
     assert fast.fixed == slow.fixed and fast.fixed is not None
     assert [(f.code, f.start, f.message) for f in fast.findings] == [(f.code, f.start, f.message) for f in slow.findings]
@@ -315,17 +315,17 @@ def test_a_big_file_is_fixed_alike_with_and_without_the_edited_parse(monkeypatch
 def test_the_cyclic_collector_is_off_while_a_file_is_checked(monkeypatch):
     import gc
 
-    from rocmport import engine
+    from rocmport import linting, parsing
 
     seen = []
-    real = engine.analyze
+    real = linting.analyze
 
     def spy(*args, **kwargs):
         seen.append(gc.isenabled())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "analyze", spy)
-    monkeypatch.setattr(engine, "PIECE_LINES", 200)  # "large" from 200 lines
+    monkeypatch.setattr(linting, "analyze", spy)
+    monkeypatch.setattr(parsing, "PIECE_LINES", 200)  # "large" from 200 lines
     large = (HEAD + "".join(pieces(1, 20))).encode()
     assert large.count(b"\n") > 200
     small = b"import torch\nf = torch.compile(g, mode='reduce-overhead')\n"
@@ -376,7 +376,7 @@ class Big:
 
 
 @pytest.mark.parametrize("source", [_NESTED, _NESTED.replace("\\n", "\\r\\n")] + [
-    path.read_text() for path in sorted((Path(__file__).resolve().parent.parent / "rocmport" / "codemods").glob("*.py"))])
+    path.read_text() for path in sorted((Path(__file__).resolve().parent.parent / "rocmport" / "analysis").glob("*.py"))])
 def test_positions_of_a_statement_inside_a_class_or_function_are_libcsts(source):
     """Asked first for a node inside a method, the positions of that method alone are
     generated (from where CPython's tree says it begins, with its blocks' indentation, and

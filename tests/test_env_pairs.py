@@ -12,10 +12,11 @@ import sys
 
 import pytest
 
-from rocmport.codemods.env_files import NAMES, scan
-from rocmport.codemods.env_vars import RULES, ArchListWithoutRocmArch, VisibleDevicesBoth, removes
 from rocmport.inputs import check_path
-from rocmport.registry import all_rules
+from rocmport.registry import all_rules, family_rules
+from rocmport.rules.env_vars.env_cuda_and_hip_visible_devices import VisibleDevicesBoth, removes
+from rocmport.rules.env_vars.env_cuda_arch_list_without_rocm_arch import ArchListWithoutRocmArch
+from rocmport.rules.env_vars.scan_files import NAMES, scan
 
 from .harness import FIXTURES, codes, settings
 
@@ -45,8 +46,8 @@ def test_file_findings(name):
 
 
 def test_one_definition_per_rule():
-    """Names and messages of the file scanner come from the rules of rocmport.codemods.env_vars."""
-    assert NAMES == {r.CODE: r.NAME for r in RULES if r.CODE != "ROC603"}
+    """Names and messages of the file scanner come from the rules of rocmport.rules.env_vars."""
+    assert NAMES == {r.CODE: r.NAME for r in family_rules("env_vars") if r.CODE != "ROC603"}
     found = scan("a.sh", "export CUDA_VISIBLE_DEVICES=0\nexport HIP_VISIBLE_DEVICES=0\n", ALL)
     assert [f.message for f in found] == [VisibleDevicesBoth.message("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", 1)
                                           + " (set in a shell script)"]

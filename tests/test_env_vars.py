@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from rocmport.codemods.env_files import kind_for, scan
-from rocmport.codemods.env_vars import classify
 from rocmport.discovery import discover, file_kind
 from rocmport.inputs import check_bytes, check_path
 from rocmport.registry import all_rules
+from rocmport.rules.env_vars.common import classify
+from rocmport.rules.env_vars.scan_files import kind_for, scan
 
 from .harness import FIXTURES, assert_fix_properties, check_fixture_pair, codes, fix, fixture_pairs, lint, settings
 

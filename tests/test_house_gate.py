@@ -313,8 +313,8 @@ def test_force_single_line_gets_a_line_of_its_own(tmp_path, config):
 def test_only_files_shaped_like_a_test_are_summarised_for_the_inventory(tmp_path, monkeypatch):
     """A warm run asks for the package's tests again; files that only mention "hip" (hipify
     tables, docs) are read and dropped, not parsed (torch's warm lint took 5 s without this)."""
-    import rocmport.codemods._index as module
-    from rocmport.codemods._index import ProjectIndex
+    import rocmport.analysis.index as module
+    from rocmport.analysis.index import ProjectIndex
 
     _write(tmp_path, {"app/__init__.py": "", "app/env.py": ENV,
                       "app/hipify.py": 'TABLE = {"cuda": "hip"}\nNOTE = "torch.version.hip is not None"\n',
@@ -332,7 +332,7 @@ def test_import_cycles_are_found_through_module_heads_then_whole_modules(tmp_pat
     (cheap: only that head is parsed); what they reach, the whole modules' imports reach
     too. Only when the heads do not tell are whole modules read."""
     from rocmport import placement
-    from rocmport.codemods._index import ProjectIndex
+    from rocmport.analysis.index import ProjectIndex
 
     _write(tmp_path, {
         "app/__init__.py": "", "app/target.py": "", "app/z.py": "",

@@ -23,13 +23,16 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("vocabulary", ("rocmport", "rocmport.findings", "rocmport.source", "rocmport.writer",
                     "rocmport.prelude", "rocmport.filekinds", "rocmport.suppression", "rocmport.reports",
                     "rocmport.rocm_facts", "rocmport.signals")),
-    # the rule base and shared analyses: names, scopes, regions, Triton kernels, the prefilter
-    ("analyses", ("rocmport.codemods", "rocmport.codemods.base", "rocmport.codemods.tool", "rocmport.codemods._*")),
-    # one module per rule family
-    ("rules", ("rocmport.codemods.*",)),
+    # shared analyses: names, scopes, positions, regions, Triton kernels, the prefilter, the index
+    ("analyses", ("rocmport.analysis", "rocmport.analysis.*")),
+    # what every rule is built on: Rule, RuleContext, Case
+    ("rule base", ("rocmport.rules", "rocmport.rules.base")),
+    # one package per family, one module per rule (and the family's common module)
+    ("rules", ("rocmport.rules.*",)),
     # configuration, the registry, discovery, the engine (one Python text in, findings and
     # fixed text out) and its cache
     ("engine", ("rocmport.config", "rocmport.registry", "rocmport.discovery", "rocmport.engine",
+                "rocmport.file_analysis", "rocmport.parsing", "rocmport.gating", "rocmport.linting", "rocmport.fixing",
                 "rocmport.cache", "rocmport.house", "rocmport.placement", "rocmport.reformat",
                 "rocmport._rule_index")),
     # input adapters: one file in by its kind (notebooks, other file kinds, Python), and the
@@ -188,3 +191,60 @@ def test_the_graph_sees_lazy_imports_and_skips_type_checking(tmp_path):
     assert graph == {"pkg": set(), "pkg.low": {"pkg", "pkg.high"}, "pkg.high": {"pkg", "pkg.low"},
                      "pkg.other": {"pkg", "pkg.high"}}
     assert cycles(graph) == [["pkg.high", "pkg.low"]]
+
+
+# ------------------------------------------------------------------------------------------
+# Private names stay private
+# ------------------------------------------------------------------------------------------
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses(modules: Dict[str, Path]) -> List[str]:
+    """Every use of another project module's private name: ``from m import _x``, and ``m._x``
+    where ``m`` is bound to a project module by an import in the same file."""
+    found = []
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        bound: Dict[str, str] = {}  # local name -> the project module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in modules:
+                        bound[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else \
+                            alias.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = name.split(".") if is_package else name.split(".")[:-1]
+                    anchor = anchor[:len(anchor) - (node.level - 1)]
+                    base = ".".join(anchor + ([base] if base else []))
+                for alias in node.names:
+                    target = f"{base}.{alias.name}" if base else alias.name
+                    if target in modules:
+                        bound[alias.asname or alias.name] = target
+                    elif base in modules and base != name and _private(alias.name):
+                        found.append(f"{name}:{node.lineno}: from {base} import {alias.name}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name) \
+                    and bound.get(node.value.id, name) != name:
+                found.append(f"{name}:{node.lineno}: {bound[node.value.id]}.{node.attr}")
+    return sorted(found)
+
+
+def test_no_module_uses_another_modules_private_name():
+    found = private_uses(module_files())
+    assert not found, "private names used from another module (give them a public name):\n" + "\n".join(found)
+
+
+def test_the_private_name_check_sees_both_spellings(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("_x = 1\ny = 2\n")
+    (package / "b.py").write_text("from .a import _x, y\nfrom pkg import a as _a\nz = _a._x + _a.y\n"
+                                  "def f():\n    import pkg.a\n    return pkg.a.__name__\n")
+    modules = {"pkg": package / "__init__.py", "pkg.a": package / "a.py", "pkg.b": package / "b.py"}
+    assert private_uses(modules) == ["pkg.b:1: from pkg.a import _x", "pkg.b:3: pkg.a._x"]

@@ -1,4 +1,4 @@
-"""Definitions left unparsed by a lint (``rocmport/codemods/_opaque.py``): the tree's code is
+"""Definitions left unparsed by a lint (``rocmport/analysis/opaque.py``): the tree's code is
 the text byte for byte, positions are a whole parse's, only definitions that no rule of the
 file reads go, and the findings (fixes included) are those of a whole parse."""
 
@@ -11,9 +11,9 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from rocmport import engine
-from rocmport.codemods import _opaque
-from rocmport.codemods.base import STATS
+from rocmport import linting
+from rocmport.analysis import opaque as _opaque
+from rocmport.analysis.metadata import STATS
 from rocmport.config import Settings
 from rocmport.output import finding_dict
 from rocmport.registry import visitor_rules
@@ -98,8 +98,8 @@ def test_nothing_goes_where_lines_may_be_counted_otherwise_or_the_placeholder_is
 
 def _lint(text: str, partial: bool):
     settings = Settings()
-    enabled, rules = engine.select_rules(settings, "m.py")
-    analysis = engine.analyze(text, "m.py", settings, rules, enabled, partial=partial)
+    enabled, rules = linting.select_rules(settings, "m.py")
+    analysis = linting.analyze(text, "m.py", settings, rules, enabled, partial=partial)
     return [json.dumps(finding_dict(f), sort_keys=True) for f in analysis.findings]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from rocmport.codemods.base import PREFILTER
+from rocmport.analysis.prescan import PREFILTER
 from rocmport.cache import Cache
 from rocmport.config import Settings
 from rocmport.inputs import check_bytes
@@ -246,7 +246,7 @@ def launch(x):
      cst.Module),
 ])
 def test_a_lint_leaves_no_cycle_that_holds_its_trees(code, codes, kind):
-    """The collector is paused while a file is checked (``engine._collector_paused``); what a
+    """The collector is paused while a file is checked (``parsing.collector_paused``); what a
     check leaves in cycles is walked by the next collection, its trees included. The engine's
     own structures (the metadata, the walks, the fix's search for enclosing functions) hold no
     cycle, and the analyses the rules share are released when they are done
@@ -314,18 +314,18 @@ def test_reports_are_cached_while_the_workers_check_the_rest(tmp_path, monkeypat
 
 
 def test_the_engines_parse_skips_only_the_parsers_own_validation(monkeypatch):
-    """``engine._libcst_parse`` builds LibCST's tree without validating the parser's nodes,
+    """``parsing.libcst_parse`` builds LibCST's tree without validating the parser's nodes,
     the same tree as ``libcst.parse_module``, and nodes built afterwards are validated again."""
     from pathlib import Path
 
-    from rocmport import engine
+    from rocmport import parsing
 
-    assert engine._SKIP_VALIDATION  # the LibCST this runs with validates in __post_init__ only
+    assert parsing.SKIP_VALIDATION  # the LibCST this runs with validates in __post_init__ only
     validated = []
     real = cst.Name._validate
     monkeypatch.setattr(cst.Name, "_validate", lambda self: validated.append(self.value) or real(self))
-    source = Path(engine.__file__).read_text()
-    ours = engine._libcst_parse(source)
+    source = Path(parsing.__file__).read_text()
+    ours = parsing.libcst_parse(source)
     assert validated == []
     theirs = cst.parse_module(source)
     assert validated and ours.deep_equals(theirs) and ours.code == source

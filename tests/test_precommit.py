@@ -4,7 +4,7 @@ How it works without a network:
 
 - pre-commit needs the hook repository to be a git repository with a commit. The test copies
   the files of this checkout that installing rocmport needs (``pyproject.toml``,
-  ``README.md``, ``.pre-commit-hooks.yaml``, ``rocmport/``, ``rocmport/codemods/``, as they are in the
+  ``README.md``, ``.pre-commit-hooks.yaml``, ``rocmport/``, ``rocmport/rules/``, as they are in the
   working tree now) into a temporary directory, commits them there, and names that
   directory and commit as ``repo:`` / ``rev:``. Nothing is ever committed in the checkout.
 - ``language: python`` makes pre-commit create a virtualenv and ``pip install`` the hook

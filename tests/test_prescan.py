@@ -1,4 +1,4 @@
-"""The second prefilter (``rocmport.codemods._prescan`` and ``Rule.may_match``) only skips files that
+"""The second prefilter (``rocmport.analysis.prescan`` and ``Rule.may_match``) only skips files that
 cannot hold a finding: every spelling a rule knows is still found, with the shortcuts on and
 off, and the near-misses it exists for are skipped before LibCST."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmport.codemods import _prescan
-from rocmport.codemods.base import PREFILTER
+from rocmport.analysis import prescan as _prescan
+from rocmport.analysis.prescan import PREFILTER
 from rocmport.config import Settings
 from rocmport.inputs import check_bytes
 from rocmport.registry import visitor_rules
@@ -231,7 +231,7 @@ EVERY_RULE = Settings(extend_select=tuple(r.CODE for r in visitor_rules()))
 @pytest.mark.parametrize("text", ["graph", "a.graph(", "graphs", "_graph", "x graph_", "\u00e9graph graph2", "xgraph",
                                   "graph\u00e9", "(graph)", "graph\n", "g.\\\n    graph", "# graph", "graph\u0301"])
 def test_a_whole_word_is_what_the_regex_calls_one(text):
-    from rocmport.engine import _holds_word
+    from rocmport.linting import holds_word as _holds_word
 
     assert _holds_word(text, "graph", {}) == bool(re.search(r"\bgraph\b", text))
 
@@ -249,14 +249,14 @@ def test_every_spelling_passes_the_words(source, code):
 
 @pytest.mark.parametrize("source,family", WORDS_SKIPPED)
 def test_near_misses_of_the_words_are_skipped_before_any_parse(source, family, monkeypatch):
-    from rocmport import engine
+    from rocmport import parsing
 
     rules = [r for r in visitor_rules() if r.CODE.startswith(family)]
     assert all(r.WORDS for r in rules)
     assert any(any(t in source for t in r.TRIGGERS) for r in rules), "it must pass the TRIGGERS, or it tests nothing"
     parsed = []
-    real = engine._cpython_parse
-    monkeypatch.setattr(engine, "_cpython_parse", lambda text: parsed.append(text) or real(text))
+    real = parsing.cpython_parse
+    monkeypatch.setattr(parsing, "cpython_parse", lambda text: parsed.append(text) or real(text))
     settings = Settings(select=tuple(r.CODE for r in rules))
     assert _findings(source, settings) == [] and parsed == []
     PREFILTER["enabled"] = False  # the rules, run anyway, agree
@@ -289,15 +289,15 @@ def test_a_file_cpython_cannot_parse_skips_the_prefilter():
 
 
 def compare_with_the_provider(text: str, label: str = "") -> "tuple[int, int]":
-    """Ask ``_import_names`` (with the scopes) for every dotted name read in ``text`` and
+    """Ask ``import_names`` (with the scopes) for every dotted name read in ``text`` and
     compare each answer it gives with QualifiedNameProvider's, less the names of function
     scopes. Returns (answers, answers the scopes decided)."""
     import libcst as cst
     from libcst.metadata import MetadataWrapper, ParentNodeProvider, QualifiedNameProvider
     from libcst.metadata.base_provider import LazyValue
 
-    from rocmport.codemods._resolve import ScopeBindings
-    from rocmport.codemods.base import _import_names
+    from rocmport.analysis.names import import_names
+    from rocmport.analysis.resolve import ScopeBindings
 
     tree, _ = _prescan.parse(text)
     try:
@@ -330,11 +330,11 @@ def compare_with_the_provider(text: str, label: str = "") -> "tuple[int, int]":
             if id(node) in skip:
                 return True
             if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and node in provider:
-                fast = _import_names(node, facts, scopes)
+                fast = import_names(node, facts, scopes)
                 if fast is not None:
                     value = provider[node]
                     value = value() if isinstance(value, LazyValue) else value
-                    scoped = _import_names(node, facts) is None  # decided by the scopes, not the table
+                    scoped = import_names(node, facts) is None  # decided by the scopes, not the table
                     assert relevant(fast) == relevant(value), (label, module.code_for_node(node)[:80], fast, value,
                                                                "scoped" if scoped else "table")
                     counts[0] += 1
@@ -506,9 +506,9 @@ def f():
 def test_dunder_names_answer_like_the_provider_without_asking_it():
     """``__name__`` and the module object's own attributes (``__dict__``, ``__class__``) are
     builtins to LibCST (``hasattr(builtins, name)``), and it mangles no ``__x`` in a class."""
-    from rocmport.codemods.base import _import_names
-
     import libcst as cst
+
+    from rocmport.analysis.names import import_names
 
     answers, _ = compare_with_the_provider(DUNDERS, "DUNDERS")
     module = cst.parse_module(DUNDERS)
@@ -528,7 +528,7 @@ def test_dunder_names_answer_like_the_provider_without_asking_it():
     module.visit(Reads())
     facts = _prescan.Facts.of(ast.parse(DUNDERS))
     dunders = [n for n in reads if n.value.startswith("__") and n.value != "__t"]  # __t: bound two ways
-    assert dunders and all(_import_names(n, facts) is not None for n in dunders)
+    assert dunders and all(import_names(n, facts) is not None for n in dunders)
     assert answers >= 40, answers
 
 
@@ -536,7 +536,7 @@ def test_a_name_bound_several_ways_needs_no_whole_module_scope_analysis():
     """``torch`` imported at module level and a parameter elsewhere (the shape of torch's
     common_utils, 4 s of LibCST's scope analysis): each read is decided by its own scopes,
     with the findings the provider gives."""
-    from rocmport.codemods.base import STATS
+    from rocmport.analysis.metadata import STATS
 
     source = ("import torch\n\n\ndef helper(torch, g):\n    return torch.compile(g, mode='max-autotune')\n\n\n"
               "def real(g):\n    return torch.compile(g, mode='max-autotune')\n\n\n"
@@ -557,7 +557,7 @@ def test_names_answer_as_the_set_they_stand_for():
     with thousands of classes made the prefilter quadratic); the answers are the listed set's."""
     import itertools
 
-    from rocmport.codemods._prescan import Names
+    from rocmport.analysis.prescan import Names
 
     paths = frozenset({"A", "A.B", "torch", "C.torch"})
     queries = ["x", "A.x", "A.B.x", "C.x", "torch.x", "torch.x.y", "x.y", "A.x.y", "torch.compile",
@@ -599,7 +599,7 @@ def test_the_binders_own_traversal_is_ast_node_visitors():
     import ast
     from pathlib import Path
 
-    from rocmport.codemods import _prescan
+    from rocmport.analysis import prescan as _prescan
 
     class Reference(_prescan._Binder):
         visit = ast.NodeVisitor.visit

@@ -1,4 +1,4 @@
-"""The project index (rocmport.codemods._index) and the ROC1xx rules that consult it: hazards one
+"""The project index (rocmport.analysis.index) and the ROC1xx rules that consult it: hazards one
 call or one module away, multi-module fixtures with near misses, execution proofs of the
 fixed packages on both paths, and the cache key that follows the summaries of imports."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from rocmport.codemods._index import ProjectIndex, means_rocm_build
+from rocmport.analysis.index import ProjectIndex, means_rocm_build
+from rocmport.analysis.resolve import means_rocm_build as cst_means_rocm_build
 from rocmport.cache import Cache
 from rocmport.config import Settings
-from rocmport.codemods._resolve import means_rocm_build as cst_means_rocm_build
 from rocmport.runner import check_files
 
 from .harness import codes
@@ -93,7 +93,7 @@ def test_summary_is_computed_once_and_unrelated_modules_are_not_parsed(tmp_path,
                       "p/plain.py": "def helper(x):\n    return x\n"})
     index = ProjectIndex(_files(tmp_path))
     parsed = []
-    import rocmport.codemods._index as module
+    import rocmport.analysis.index as module
 
     real = module._summarise
     monkeypatch.setattr(module, "_summarise", lambda i, s, t, **kw: (parsed.append(s.name), real(i, s, t, **kw)))
@@ -287,8 +287,8 @@ def test_a_cudagraph_keyword_is_followed_only_into_a_callee_the_index_may_know(t
     callee may be a project function (imported, or a module-level name of the file): a
     method of ``self`` given ``skip_cudagraphs=`` is passed by before LibCST, and the rules,
     run anyway, find nothing there."""
-    from rocmport import engine
-    from rocmport.codemods.base import PREFILTER
+    from rocmport import parsing
+    from rocmport.analysis.prescan import PREFILTER
 
     _write(tmp_path, {
         "pkg/__init__.py": "",
@@ -320,8 +320,8 @@ def test_a_cudagraph_keyword_is_followed_only_into_a_callee_the_index_may_know(t
             """,
     })
     parsed = []
-    real = engine._parse
-    monkeypatch.setattr(engine, "_parse", lambda text, *a, **k: parsed.append(text) or real(text, *a, **k))
+    real = parsing.parse
+    monkeypatch.setattr(parsing, "parse", lambda text, *a, **k: parsed.append(text) or real(text, *a, **k))
     found = _found(tmp_path)
     assert ("pkg/imported.py", 4, "ROC103") in found
     assert ("pkg/local.py", 7, "ROC103") in found

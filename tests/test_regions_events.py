@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from rocmport.codemods import _events, _regions
+from rocmport.analysis import events as _events
+from rocmport.analysis import regions as _regions
 
 from .harness import lint
 
-CODEMODS = Path(_regions.__file__).parent
-ANALYSES = ("_regions.py", "_events.py")
-RULE_MODULES = ("capture.py", "graph_breaks.py")
+ANALYSIS = Path(_regions.__file__).parent
+RULES = ANALYSIS.parent / "rules"
+ANALYSES = ("regions.py", "events.py")
 # Two words in a row, or a backtick: the stuff of messages ("breaks the graph", "`.item()`").
 _PROSE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}|`")
 
@@ -46,13 +47,13 @@ def _prose_strings(path: Path):
 
 @pytest.mark.parametrize("name", ANALYSES)
 def test_the_analysis_names_no_rule_code(name):
-    text = (CODEMODS / name).read_text(encoding="utf-8")
+    text = (ANALYSIS / name).read_text(encoding="utf-8")
     assert not re.findall(r"ROC[34]", text, re.IGNORECASE)
 
 
 @pytest.mark.parametrize("name", ANALYSES)
 def test_the_analysis_writes_no_message(name):
-    assert list(_prose_strings(CODEMODS / name)) == []
+    assert list(_prose_strings(ANALYSIS / name)) == []
 
 
 def test_the_prose_check_can_fail(tmp_path):
@@ -65,7 +66,7 @@ def test_the_prose_check_can_fail(tmp_path):
 
 @pytest.mark.parametrize("name", ANALYSES)
 def test_the_analysis_builds_no_finding_or_fix(name):
-    tree = ast.parse((CODEMODS / name).read_text(encoding="utf-8"))
+    tree = ast.parse((ANALYSIS / name).read_text(encoding="utf-8"))
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -82,7 +83,8 @@ def _event_types():
 
 
 def test_every_event_type_is_used_by_a_rule():
-    rules = "".join((CODEMODS / name).read_text(encoding="utf-8") for name in RULE_MODULES)
+    rules = "".join(path.read_text(encoding="utf-8") for family in ("capture", "graph_breaks")
+                    for path in sorted((RULES / family).glob("*.py")))
     unused = [t.__name__ for t in _event_types() if not re.search(rf"\b{t.__name__}\b", rules)]
     assert unused == []
 
@@ -213,8 +215,9 @@ def step(model, x):
 def test_the_region_analysis_reads_names_from_the_resolvers_tables(monkeypatch):
     # the collection pass feeds the resolver's recorder on the engine's one traversal; the
     # tables it hands on are those the resolver makes on its own, scope by scope
-    from rocmport.codemods._resolve import ScopeBindings
     import libcst as cst
+
+    from rocmport.analysis.resolve import ScopeBindings
 
     made = []
     original = _regions.Analysis.__init__

@@ -1,4 +1,4 @@
-"""The one resolver (rocmport.codemods._resolve): what an import binds, the bindings of a scope
+"""The one resolver (rocmport.analysis.resolve): what an import binds, the bindings of a scope
 and the one value a name stands for, and the file's own ROCm test -- on the cases that each
 former copy handled (the Triton analysis's scope walk, the prefilter's binder, the engine's
 gate search)."""
@@ -15,9 +15,19 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
-from rocmport.codemods import _bindings, _index, _prescan, _resolve
-from rocmport.codemods._resolve import (ScopeBindings, cst_import_bindings, from_import_binding, import_binding,
-                                        means_rocm_build, rocm_test_binding, torch_aliases)
+from rocmport.analysis import bindings as _bindings
+from rocmport.analysis import index as _index
+from rocmport.analysis import prescan as _prescan
+from rocmport.analysis import resolve as _resolve
+from rocmport.analysis.resolve import (
+    ScopeBindings,
+    cst_import_bindings,
+    from_import_binding,
+    import_binding,
+    means_rocm_build,
+    rocm_test_binding,
+    torch_aliases,
+)
 
 
 def _module(code: str):
@@ -266,7 +276,7 @@ def test_one_exact_rocm_test_for_both_trees(expr, expected):
 
 def test_the_engine_reuses_the_files_own_test():
     from rocmport.config import Settings
-    from rocmport.engine import fix_text
+    from rocmport.fixing import fix_text
     from rocmport.registry import visitor_rules
 
     code = "import torch\n\nIS_ROCM = torch.version.hip is not None\n\nmodel = torch.compile(net, mode=\"reduce-overhead\")\n"
@@ -280,7 +290,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_the_resolver_is_the_one_place():
     # the Triton analysis and the prefilter's binder call the resolver instead of a copy
-    from rocmport.codemods import _regions, _triton
+    from rocmport.analysis import regions as _regions
+    from rocmport.analysis import triton as _triton
 
     assert _triton.ScopeBindings is ScopeBindings
     assert _regions.ScopeBindings is ScopeBindings  # its names: tests/test_regions_events.py
@@ -289,8 +300,8 @@ def test_the_resolver_is_the_one_place():
     # the project index and the prefilter use the same import bindings, and nothing else
     # in the analyses spells out what an import binds
     assert _index.module_imports is _bindings.module_imports and _index.means_rocm_build is _bindings.means_rocm_build
-    for module in ROOT.joinpath("rocmport", "codemods").glob("*.py"):
-        if module.name != "_bindings.py":
+    for module in sorted(ROOT.joinpath("rocmport").rglob("*.py")):
+        if module.name != "bindings.py":
             text = module.read_text(encoding="utf-8")
             assert not re.search(r"\.asname or \w+\.name", text), module.name
 
@@ -298,7 +309,7 @@ def test_the_resolver_is_the_one_place():
 @pytest.mark.parametrize("source", ["'a'", '"""x\ny"""', "r'a\\d'", "u'\u00e9'", "'a\\nb'", "'''a\r\nb'''", "''",
                                     'R"x"', "U'''q'''", "'\\x41'", "b'x'", "f'x'"])
 def test_a_string_literal_reads_as_python_reads_it(source):
-    from rocmport.codemods.base import literal_string
+    from rocmport.analysis.syntax import literal_string
 
     node = cst.parse_expression(source)
     expected = node.evaluated_value if not node.prefix.lower().strip("ru") else None

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rocmport.codemods.base import Case
 from rocmport.findings import Applicability
 from rocmport.registry import all_rules, visitor_rules
+from rocmport.rules.base import Case
 
 from .harness import check_case, doc_example, fixed_text, lint, without_prelude
 
@@ -55,10 +55,10 @@ def test_doc_example_fires_and_fixed_example_does_not(rule):
 
 
 def test_every_family_has_documented_examples():
-    families = {rule.__module__ for rule in visitor_rules()}
-    assert families == {rule.__module__ for rule in DOCUMENTED}
-    assert {"rocmport.codemods.compile_modes", "rocmport.codemods.inductor_config", "rocmport.codemods.capture", "rocmport.codemods.graph_breaks",
-            "rocmport.codemods.triton_launch", "rocmport.codemods.env_vars"} <= families
+    families = {rule.__module__.rsplit(".", 1)[0] for rule in visitor_rules()}
+    assert families == {rule.__module__.rsplit(".", 1)[0] for rule in DOCUMENTED}
+    assert {f"rocmport.rules.{family}" for family in ("compile_modes", "inductor_config", "capture", "graph_breaks",
+                                                       "triton_launch", "env_vars", "vendor_checks")} <= families
 
 
 # ------------------------------------------------------------------------------------------

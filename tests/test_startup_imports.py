@@ -15,7 +15,7 @@ import pytest
 from rocmport import registry
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("libcst", "torch", "rocmport.engine", "rocmport.codemods.base")
+HEAVY = ("libcst", "torch", "rocmport.engine", "rocmport.rules.base")
 
 # Runs rocmport's CLI (or flake8) and writes the names of the imported modules at exit.
 RECORD = """

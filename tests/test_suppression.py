@@ -7,8 +7,8 @@ import pytest
 
 from rocmport import suppression
 from rocmport.config import Settings
-from rocmport.inputs import check_bytes
 from rocmport.filekinds import env_kind, file_kind
+from rocmport.inputs import check_bytes
 
 PYTHON = 'import torch\nm = torch.compile(f, mode="reduce-overhead"){comment}\n'  # ROC101 on line 2
 SHELL = "#!/bin/sh\nexport TORCHINDUCTOR_CUDAGRAPHS=1{comment}\n"  # ROC602 on line 2
@@ -118,8 +118,8 @@ def test_one_file_kind_decision():
     assert file_kind("run", b"#!/usr/bin/env bash\n") == "shell" and file_kind("run", b"#!/usr/bin/python\n") is None
     assert env_kind("a.py", b"#!/bin/sh\n") is None and env_kind("win\\ci.YAML") == "yaml"
     # the entry for one file, discovery and the environment-file rules ask the same function
-    from rocmport.codemods import env_files
     from rocmport import discovery, inputs
+    from rocmport.rules.env_vars import scan_files as env_files
 
     assert env_files.kind_for is env_kind
     assert inputs.file_kind is file_kind and discovery.filekinds.file_kind is file_kind

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmport.codemods._triton import LIBDEVICE_WITHOUT_HIP
+from rocmport.analysis.triton import LIBDEVICE_WITHOUT_HIP
 from rocmport.findings import Applicability
 from rocmport.registry import get
 
@@ -282,7 +282,7 @@ def _prefilter_sources():
 
 @pytest.mark.parametrize("source", list(_prefilter_sources()))
 def test_prefilter_changes_no_finding(source):
-    from rocmport.codemods.base import PREFILTER
+    from rocmport.analysis.prescan import PREFILTER
 
     def findings():
         return [(f.code, f.start.row, f.start.column, f.message) for f in lint(source)]

@@ -1,4 +1,4 @@
-"""The traversal that does not rebuild the tree (rocmport.codemods._walk) makes LibCST's calls.
+"""The traversal that does not rebuild the tree (rocmport.analysis.walk) makes LibCST's calls.
 
 Compared on real code (rocmport's own sources, the test fixtures and, where torch is
 installed, some of torch's largest modules, which use most of the grammar): the same nodes,
@@ -15,7 +15,7 @@ from typing import List, Tuple
 import libcst as cst
 import pytest
 
-from rocmport.codemods import _walk
+from rocmport.analysis import walk as _walk
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -284,7 +284,7 @@ class _HookedBelow(_Hooked):
 def test_batched_visitor_methods_are_libcsts_read_once_per_class(monkeypatch):
     import inspect
 
-    from rocmport.codemods import _walk
+    from rocmport.analysis import walk as _walk
 
     first, second = _Batched(), _Batched()
     assert dict(_walk._batched_methods(first)) == first.get_visitors()
@@ -298,7 +298,7 @@ def test_batched_visitor_methods_are_libcsts_read_once_per_class(monkeypatch):
 
 @pytest.mark.parametrize("kind", [_Batched, _Hooked, _HookedBelow, cst.CSTVisitor])
 def test_attribute_hooks_are_found_from_the_class_dicts_as_from_dir(kind):
-    from rocmport.codemods import _walk
+    from rocmport.analysis import walk as _walk
 
     hooks = _walk._ATTRIBUTE_HOOK.match
     assert {name for name in _walk._defined(kind) if _walk._own(kind, name) and hooks(name)} == \

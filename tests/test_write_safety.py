@@ -164,7 +164,7 @@ def test_rocmport_never_imports_or_runs_what_it_reads(tmp_path, entry):
     }
     if entry == "console":
         # modules named like rocmport's own dependencies: the console script must not pick them up
-        for name in ("click", "libcst", "pathspec", "tomli", "codemods"):
+        for name in ("click", "libcst", "pathspec", "tomli", "rules", "analysis"):
             sources[tmp_path / f"{name}.py"] = MARKER_CODE.format(name=name)
     for path, text in sources.items():
         path.write_text(text)

@@ -1,0 +1,808 @@
+"""The project index: what one module of the project tells the rules of another.
+
+A shared analysis (facts, never findings). The runner builds one index over the files being
+linted before the per-file work; a rule reaches it through ``RuleContext.index``. Building
+it reads no file: it only maps paths to dotted module names (packages, namespace packages).
+A module's summary is computed the first time a rule asks for it, once, from CPython's
+``ast`` -- and only when the module's bytes mention something a summary can hold (see
+``RELEVANT``): any other module's summary is empty but for its imports, which are read
+without parsing the rest. That keeps the index provably conservative and cheap: a module
+whose bytes hold none of those words cannot forward a mode, build options or test for ROCm.
+
+What a summary records, per module:
+- functions that forward a parameter (or ``**kwargs``) to ``torch.compile``'s ``mode`` or
+  ``options`` (directly, through ``inductor.list_mode_options(p)``, or through another such
+  function of the project), or whose parameter becomes ``"triton.cudagraphs"`` of an options
+  dict they return or of an inductor config write (``FunctionSummary.flows``);
+- ``functools.partial(torch.compile | wrapper, ...)`` bound to a module-level name;
+- module constants (a literal assigned once at module level);
+- re-exports (``from .a import f`` in a package) and every other first-party import;
+- ROCm-build tests (``IS_HIP = torch.version.hip is not None``, or a function that returns
+  such a test), recognised by ``_bindings.means_rocm_build``.
+
+What an import binds and what a name spells are the resolver's answers (``_bindings``).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+
+from rocmport.source import read_regular
+
+from .bindings import dotted as _dotted
+from .bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names, walk
+
+COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
+PARTIAL = frozenset({"functools.partial"})
+LIST_MODE_OPTIONS = frozenset({"torch._inductor.list_mode_options"})
+# Words a module must hold for its summary to hold anything but imports (bytes).
+# A flow needs a compile call (``compile(``, ``partial(torch.compile, ...)``, an alias bound
+# with ``compile as``), or a call of another project function that takes a mode
+# (``..._compile(m, mode=mode)``: both words), an options dict, a ROCm test, a mode constant.
+RELEVANT = (b"compile(", b"compile,", b"compile)", b"compile as", b"cudagraphs", b"version.hip", b'"hip"', b"'hip'",
+            b"reduce-overhead", b"max-autotune", b"list_mode_options")
+_MAX_DEPTH = 8
+
+MODE, OPTIONS, CUDAGRAPHS = "mode", "options", "cudagraphs"
+
+
+# A line that begins a definition at column 0: where the head of a module, its imports, ends
+_DEFINITION_LINE = re.compile(rb"^(?:def |class |async def |@)", re.M)
+
+
+@dataclass
+class FunctionSummary:
+    """How a project function's parameters reach torch.compile (``flows``: parameter ->
+    "mode" | "options" | "cudagraphs"; ``kw_flows``: keyword passed through ``**kwargs`` ->
+    the same)."""
+
+    module: str
+    name: str
+    positional: Tuple[str, ...] = ()  # names that positional arguments bind, in order
+    keywords: FrozenSet[str] = frozenset()  # every parameter that a keyword can bind
+    defaults: Dict[str, object] = field(default_factory=dict)  # param -> literal default (str/bool/None)
+    has_default: FrozenSet[str] = frozenset()
+    flows: Dict[str, str] = field(default_factory=dict)
+    kw_flows: Dict[str, str] = field(default_factory=dict)
+    lineno: int = 0
+    kind: str = "function"  # "function" or "partial"
+
+    def target(self, keyword: Optional[str], position: Optional[int]) -> Optional[str]:
+        """What an argument of a call reaches: by keyword, or by position."""
+        if keyword is not None:
+            if keyword in self.keywords:
+                return self.flows.get(keyword)
+            return self.kw_flows.get(keyword)
+        if position is not None and position < len(self.positional):
+            return self.flows.get(self.positional[position])
+        return None
+
+    def digest(self) -> str:
+        return repr((self.kind, self.positional, sorted(self.keywords), sorted(self.defaults.items(), key=str),
+                     sorted(self.has_default), sorted(self.flows.items()), sorted(self.kw_flows.items())))
+
+
+@dataclass
+class ModuleSummary:
+    name: str
+    path: str
+    is_package: bool
+    imports: Dict[str, str] = field(default_factory=dict)  # module-level name -> absolute dotted name
+    constants: Dict[str, object] = field(default_factory=dict)
+    functions: Dict[str, FunctionSummary] = field(default_factory=dict)  # with flows only
+    methods: Dict[str, FunctionSummary] = field(default_factory=dict)  # "Class.name", this module's own use
+    rocm_tests: List[Tuple[str, str]] = field(default_factory=list)  # (name, "constant"|"function")
+    parsed: bool = False
+
+    def digest(self) -> str:
+        parts = [self.name, repr(sorted(self.imports.items())), repr(sorted(self.constants.items(), key=str)),
+                 repr(sorted(self.rocm_tests))]
+        parts += [f.digest() for _, f in sorted(self.functions.items())]
+        return hashlib.blake2b("\0".join(parts).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
+
+class ProjectIndex:
+    """Dotted names of the files being linted, and their summaries on demand."""
+
+    def __init__(self, paths: Iterable[str], data: Optional[Dict[str, bytes]] = None):
+        self._data: Dict[str, bytes] = {}
+        self._name_of: Dict[str, str] = {}
+        self._package: Dict[str, bool] = {}
+        self._by_name: Dict[str, List[str]] = {}
+        self._by_long_name: Dict[str, List[str]] = {}
+        self._summaries: Dict[str, ModuleSummary] = {}
+        self._functions_done: Set[Tuple[str, str]] = set()
+        self._dir_is_package: Dict[str, bool] = {}
+        self._record: Optional[Set[str]] = None  # modules whose summaries the current file consulted
+        self._inventory: Dict[str, List[Tuple[str, str, str]]] = {}  # package -> its ROCm tests
+        self._imported: Dict[str, Set[str]] = {}
+        self._head_imported: Dict[str, Set[str]] = {}
+        self._no_hip: Set[str] = set()  # files read by the caller that cannot define a ROCm test
+        self._inputs: Dict[str, str] = {}  # inventory entry -> digest of its input files
+        files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
+        self._files = set(files)
+        for path, blob in (data or {}).items():
+            self._data[os.path.abspath(path)] = blob
+        dirs = {os.path.dirname(p) for p in files}
+        root = os.path.commonpath(sorted(dirs)) if dirs else ""
+        for path in files:
+            name = self._canonical(path)
+            if name is None:
+                continue
+            self._name_of[path] = name
+            self._package[path] = os.path.basename(path) in ("__init__.py", "__init__.pyi")
+            self._by_name.setdefault(name, []).append(path)
+            # namespace packages: the same module, named from each directory above its top
+            top = os.path.dirname(path)
+            for _ in range(name.count(".") + (1 if self._package[path] else 0)):
+                top = os.path.dirname(top)
+            long_name = name
+            while root and top.startswith(root) and len(top) > len(root):
+                part = os.path.basename(top)
+                if not part.isidentifier():
+                    break
+                long_name = f"{part}.{long_name}"
+                self._by_long_name.setdefault(long_name, []).append(path)
+                top = os.path.dirname(top)
+
+    # -- names -------------------------------------------------------------------------
+    def _is_package_dir(self, directory: str) -> bool:
+        known = self._dir_is_package.get(directory)
+        if known is None:
+            init = os.path.join(directory, "__init__.py")
+            known = init in self._files or os.path.isfile(init)
+            self._dir_is_package[directory] = known
+        return known
+
+    def _canonical(self, path: str) -> Optional[str]:
+        directory, base = os.path.split(path)
+        stem = base.rsplit(".", 1)[0]
+        parts = [] if stem == "__init__" else [stem]
+        while self._is_package_dir(directory):
+            directory, part = os.path.split(directory)
+            if not part:
+                break
+            parts.append(part)
+        if not parts or not all(p.isidentifier() for p in parts):
+            return None
+        return ".".join(reversed(parts))
+
+    def module_name(self, path: str) -> Optional[str]:
+        """The dotted name of a linted file (its regular-package name), or None."""
+        return self._name_of.get(os.path.abspath(path))
+
+    def path_of(self, name: str) -> Optional[str]:
+        """The one linted file that is module ``name`` (exact name first, then a namespace
+        package's longer name); None when there is none or more than one."""
+        for table in (self._by_name, self._by_long_name):
+            found = table.get(name)
+            if found:
+                return found[0] if len(found) == 1 else None
+        return None
+
+    def absolute(self, importer: str, module: Optional[str], level: int) -> Optional[str]:
+        """``from <.. module> import``: the absolute name, seen from module ``importer``."""
+        if not level:
+            return module
+        path = self.path_of(importer)
+        package = importer if path is not None and self._package.get(path) else importer.rpartition(".")[0]
+        for _ in range(level - 1):
+            if not package:
+                return None
+            package = package.rpartition(".")[0]
+        if not package:
+            return module
+        return f"{package}.{module}" if module else package
+
+    # -- summaries -----------------------------------------------------------------------
+    def _bytes(self, path: str) -> Optional[bytes]:
+        blob = self._data.get(path)
+        if blob is None:
+            try:
+                blob = read_regular(path)  # never a FIFO or a device (it would block)
+            except OSError:
+                return None
+            self._data[path] = blob
+        return blob
+
+    def summary(self, name: str, tree: Optional[ast.AST] = None, path: Optional[str] = None,
+                rebinds: bool = True) -> Optional[ModuleSummary]:
+        """Module ``name``'s summary, computed once (``tree``: the importer's current tree
+        for its own module, not cached; ``rebinds``: whether its text may hold ``global`` or
+        ``nonlocal``)."""
+        if tree is not None:
+            summary = ModuleSummary(name, path or "", bool(path and path.endswith("__init__.py")))
+            _summarise(self, summary, tree, own=True, rebinds=rebinds)
+            return summary
+        if self._record is not None:
+            self._record.add(name)
+        found = self._summaries.get(name)
+        if found is not None:
+            return found
+        path = self.path_of(name)
+        if path is None:
+            return None
+        summary = ModuleSummary(name, path, self._package.get(path, False))
+        self._summaries[name] = summary
+        blob = self._bytes(path)
+        if blob is None:
+            return summary
+        if (any(word in blob for word in RELEVANT) or (b"compile" in blob and b"mode" in blob)
+                or (summary.is_package and b"import" in blob)):
+            try:
+                parsed = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return summary
+            _summarise(self, summary, parsed, rebinds=b"global" in blob or b"nonlocal" in blob)
+        return summary
+
+    def lookup(self, module: str, attr: str, depth: int = 0):
+        """What ``module.attr`` is: ("function", FunctionSummary), ("constant", value),
+        ("module", name) or None; follows re-exports."""
+        if depth > _MAX_DEPTH:
+            return None
+        summary = self.summary(module)
+        if summary is not None:
+            function = summary.functions.get(attr)
+            if function is not None:
+                return "function", function
+            if attr in summary.constants:
+                return "constant", summary.constants[attr]
+            target = summary.imports.get(attr)
+            if target is not None:
+                return self.lookup_dotted(target, depth + 1)
+        if self.path_of(f"{module}.{attr}") is not None:
+            return "module", f"{module}.{attr}"
+        return None
+
+    def lookup_dotted(self, dotted: str, depth: int = 0):
+        """What an absolute dotted name is: a module of the project, or a name inside one."""
+        if self.path_of(dotted) is not None:
+            return "module", dotted
+        module, _, attr = dotted.rpartition(".")
+        if not module:
+            return None
+        head = self.lookup_dotted(module, depth + 1) if depth <= _MAX_DEPTH else None
+        if head is None or head[0] != "module":
+            return None
+        return self.lookup(head[1], attr, depth + 1)
+
+    def function(self, dotted: str) -> Optional[FunctionSummary]:
+        found = self.lookup_dotted(dotted)
+        return found[1] if found is not None and found[0] == "function" else None
+
+    def constant(self, dotted: str):
+        found = self.lookup_dotted(dotted)
+        return found if found is not None and found[0] == "constant" else None
+
+    def seen(self, path: str, blob: bytes) -> None:
+        """The caller read ``path``: the index keeps the bytes it may need again (a file that
+        mentions "hip" may define a ROCm test) and remembers that the others need no reading."""
+        path = os.path.abspath(path)
+        if b"hip" in blob:
+            self._data.setdefault(path, blob)
+        else:
+            self._no_hip.add(path)
+
+    def rocm_tests(self, package: Optional[str] = None) -> List[Tuple[str, str, str, str]]:
+        """(module dotted name, name, "constant" | "function", path) for every ROCm-build
+        test the linted files (of top-level ``package``) define at module level. Only a file
+        whose bytes hold the shape of one (``TEST_SHAPE``) is summarised; the others are read
+        and dropped."""
+        out = []
+        for path, name, _ in self._test_candidates(package):
+            summary = self.summary(name)
+            if summary is not None and self.path_of(name) == path:
+                out.extend((name, test, kind, path) for test, kind in summary.rocm_tests)
+        return out
+
+    def _test_candidates(self, package: Optional[str]) -> List[Tuple[str, str, bytes]]:
+        """(path, module, bytes) of the linted files (of ``package``) shaped like a test."""
+        out = []
+        for path, name in sorted(self._name_of.items(), key=lambda item: item[1]):
+            if package is not None and name != package and not name.startswith(package + "."):
+                continue
+            blob = self._data.get(path)
+            if blob is None:
+                if path in self._no_hip:
+                    continue
+                try:
+                    blob = read_regular(path)
+                except OSError:
+                    continue
+            if b"hip" not in blob or not TEST_SHAPE.search(blob):
+                continue
+            self._data[path] = blob
+            out.append((path, name, blob))
+        return out
+
+    def _inventory_inputs(self, entry: str) -> str:
+        """A digest of the files an inventory is made from (their names and bytes): while it
+        holds, the recorded inventory holds, and nothing is parsed to tell."""
+        found = self._inputs.get(entry)
+        if found is None:
+            parts = [f"{name}:{_hash(blob)}" for _, name, blob in self._test_candidates(entry[len(_INVENTORY):])]
+            found = self._inputs[entry] = hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
+        return found
+
+    def rocm_tests_in(self, package: str) -> List[Tuple[str, str, str]]:
+        """(module, name, kind) of every ROCm-build test defined in top-level package
+        ``package``, computed once; the current file's findings then depend on that list
+        (a test added anywhere in the package changes its cache key)."""
+        if self._record is not None:
+            self._record.add(_INVENTORY + package)
+        found = self._inventory.get(package)
+        if found is None:
+            found = self._inventory[package] = [(module, name, kind) for module, name, kind, _ in self.rocm_tests(package)]
+        return found
+
+    def imported_modules(self, name: str) -> Set[str]:
+        """The project modules that importing module ``name`` imports at once: its
+        module-level imports (also in ``if``/``try`` blocks, not inside functions) and the
+        packages above them."""
+        found = self._imported.get(name)
+        if found is None:
+            found = self._imported[name] = self._imports_of(name, head=False)
+        return found
+
+    def head_imported_modules(self, name: str) -> Set[str]:
+        """Some of :meth:`imported_modules`, cheaply: those of the imports above the first
+        line that begins a ``def``, a ``class`` or a decorator at column 0, where the module's
+        imports usually are. Only that head is parsed; when it is not whole statements (it
+        ends inside a string, say), none."""
+        found = self._head_imported.get(name)
+        if found is None:
+            found = self._head_imported[name] = self._imports_of(name, head=True)
+        return found
+
+    def _imports_of(self, name: str, head: bool) -> Set[str]:
+        found: Set[str] = set()
+        path = self.path_of(name)
+        blob = self._bytes(path) if path else None
+        if not blob or b"import" not in blob:
+            return found
+        if head:
+            cut = _DEFINITION_LINE.search(blob)
+            if cut is None:
+                return self.imported_modules(name)  # the head is the whole module
+            blob = blob[:cut.start()]
+        try:
+            tree = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return found
+        targets = []
+        for stmt in top_level(tree.body):
+            if isinstance(stmt, ast.Import):
+                targets += [alias.name for alias in stmt.names]
+            elif isinstance(stmt, ast.ImportFrom):
+                base = self.absolute(name, stmt.module, stmt.level) if stmt.level else stmt.module
+                if base:
+                    targets += [base] + [f"{base}.{alias.name}" for alias in stmt.names]
+        for target in targets:
+            parts = target.split(".")
+            for i in range(1, len(parts) + 1):
+                module = ".".join(parts[:i])
+                if module != name and self.path_of(module) is not None:
+                    found.add(module)
+        return found
+
+    def _inventory_digest(self, entry: str) -> str:
+        tests = self.rocm_tests_in(entry[len(_INVENTORY):])
+        return hashlib.blake2b(repr(tests).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
+    # -- cache keys: the summaries a file's findings depend on ----------------------------
+    def start_recording(self) -> None:
+        """Record every module whose summary is asked for from now on (one file's lint)."""
+        self._record = set()
+
+    def stop_recording(self) -> Dict[str, Tuple[str, str]]:
+        """{module: (hash of its bytes, digest of its summary)} for the modules consulted
+        since ``start_recording``: what the file's findings depend on besides its own text."""
+        names, self._record = self._record or set(), None
+        out = {}
+        for name in sorted(names):
+            if name.startswith(_INVENTORY):
+                out[name] = (self._inventory_inputs(name), self._inventory_digest(name))
+                continue
+            summary = self.summary(name)
+            path = self.path_of(name)
+            blob = self._bytes(path) if path else None
+            out[name] = (_hash(blob), summary.digest() if summary is not None else "")
+        return out
+
+    def dependency_digest(self, record: Dict[str, Sequence[str]]) -> str:
+        """The digest of the current summaries of the modules in ``record`` (as
+        ``stop_recording`` made it): a summary is recomputed only for a module whose bytes
+        changed since, so a changed wrapper changes its callers' digests, and a comment
+        changes nothing. "" for a file that consulted no module."""
+        if not record:
+            return ""
+        parts = []
+        for name in sorted(record):
+            recorded_hash, recorded_digest = record[name]
+            if name.startswith(_INVENTORY):
+                same = self._inventory_inputs(name) == recorded_hash
+                parts.append(f"{name}:{recorded_digest if same else self._inventory_digest(name)}")
+                continue
+            path = self.path_of(name)
+            blob = self._bytes(path) if path else None
+            if _hash(blob) == recorded_hash:
+                digest = recorded_digest
+            else:
+                summary = self.summary(name)
+                digest = summary.digest() if summary is not None else ""
+            parts.append(f"{name}:{digest}")
+        return hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
+
+
+_INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
+# Bytes a module must hold to define a ROCm-build test (``means_rocm_build``) at module level:
+# ``NAME = [(][bool(][getattr(]torch.version`` ... ``hip`` at the start of a line, or a
+# ``return`` of that shape. A function that returns such a constant needs the constant too.
+TEST_SHAPE = re.compile(rb"^(?:[ \t]*return|\w+[ \t]*(?::[^=\n]*)?=)\s*\(?\s*(?:bool\(\s*)?(?:getattr\(\s*)?"
+                        rb"\w+\.version\W{0,12}hip\b", re.M)
+
+
+def _hash(blob: Optional[bytes]) -> str:
+    return "" if blob is None else hashlib.blake2b(blob, digest_size=12).hexdigest()
+
+
+# ----------------------------------------------------------------------------------------
+# Summaries, from CPython's tree
+# ----------------------------------------------------------------------------------------
+
+def _literal(node: Optional[ast.AST]):
+    """(True, value) for a str/bool/None/number literal, else (False, None)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bool, int, float, type(None))):
+        return True, node.value
+    return False, None
+
+
+def _summarise(index: ProjectIndex, summary: ModuleSummary, tree: ast.AST, own: bool = False,
+               rebinds: bool = True) -> None:
+    """Fill ``summary`` from ``tree`` (``own``: the linted file itself, methods too;
+    ``rebinds``: whether a function may rebind a module name, ``global`` in the bytes)."""
+    body = getattr(tree, "body", [])
+    summary.parsed = True
+    summary.imports = imports = module_imports(body, lambda module, level: index.absolute(summary.name, module, level))
+    torch_aliases = torch_names(imports)
+    assigned: Dict[str, int] = {}
+    for stmt in top_level(body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            assigned[stmt.name] = assigned.get(stmt.name, 0) + 1
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for bound, _full in import_bindings(stmt):
+                assigned[bound] = assigned.get(bound, 0) + 1
+        elif not isinstance(stmt, (ast.If, ast.Try, ast.With)) and type(stmt).__name__ != "TryStar":
+            for node in walk(stmt):
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    assigned[node.id] = assigned.get(node.id, 0) + 1
+    if rebinds:
+        for node in walk(tree):
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                for n in node.names:
+                    assigned[n] = assigned.get(n, 0) + 2
+    functions: Dict[str, ast.AST] = {}
+    partials: List[Tuple[str, ast.Call]] = []
+    for stmt in body:  # functions and constants: the top level proper only
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions[stmt.name] = stmt if stmt.name not in functions else None
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                continue
+            target = targets[0].id
+            if assigned.get(target) != 1:
+                continue
+            ok, value = _literal(stmt.value)
+            if ok:
+                summary.constants[target] = value
+            elif torch_aliases and means_rocm_build(stmt.value, torch_aliases):
+                summary.rocm_tests.append((target, "constant"))
+            elif isinstance(stmt.value, ast.Call):
+                partials.append((target, stmt.value))
+    local = {n for n, f in functions.items() if f is not None}
+    module = summary.name
+    builder = _FunctionFlows(index, module, imports, local, summary.constants)
+    for fname, node in functions.items():
+        if node is None:
+            continue
+        if torch_aliases and _returns_rocm_test(node, torch_aliases, summary):
+            summary.rocm_tests.append((fname, "function"))
+    summary.functions = {}
+    # Local functions may forward to one another: settle them in dependency order (a
+    # call to a local function not yet summarised is summarised first; cycles give up).
+    builder.pending = {n: f for n, f in functions.items() if f is not None}
+    builder.summary = summary
+    for fname in list(builder.pending):
+        builder.settle(fname)
+    for target, call in partials:
+        found = builder.partial(target, call)
+        if found is not None:
+            summary.functions[target] = found
+    for stmt in body if own else ():  # methods: only the linted file's own rules ask
+        if isinstance(stmt, ast.ClassDef):
+            seen: Set[str] = set()
+            for item in stmt.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    key = f"{stmt.name}.{item.name}"
+                    if key in seen:
+                        summary.methods.pop(key, None)
+                        continue
+                    seen.add(key)
+                    found = builder.function(item)
+                    if found is not None:
+                        summary.methods[key] = found
+
+
+def _returns_rocm_test(node, aliases: Set[str], summary: ModuleSummary) -> bool:
+    body = list(node.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return False
+    if node.args.args or node.args.posonlyargs or node.args.kwonlyargs or node.args.vararg or node.args.kwarg:
+        return False
+    value = body[0].value
+    if means_rocm_build(value, aliases):
+        return True
+    return isinstance(value, ast.Name) and (value.id, "constant") in summary.rocm_tests
+
+
+def _params(node) -> Tuple[Tuple[str, ...], FrozenSet[str], Dict[str, object], FrozenSet[str]]:
+    args = node.args
+    positional = tuple(a.arg for a in args.posonlyargs + args.args)
+    keywords = frozenset(a.arg for a in args.args + args.kwonlyargs)
+    defaults: Dict[str, object] = {}
+    has_default: Set[str] = set()
+    pos_with_default = (args.posonlyargs + args.args)[len(positional) - len(args.defaults):]
+    for arg, default in list(zip(pos_with_default, args.defaults)) + [
+            (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]:
+        has_default.add(arg.arg)
+        ok, value = _literal(default)
+        if ok:
+            defaults[arg.arg] = value
+        elif isinstance(default, ast.IfExp) and _literal(default.body)[0] and _literal(default.orelse)[0]:
+            defaults[arg.arg] = (_literal(default.body)[1], _literal(default.orelse)[1])  # a gated literal
+    return positional, keywords, defaults, frozenset(has_default)
+
+
+class _FunctionFlows:
+    """Computes ``FunctionSummary.flows`` for the functions of one module."""
+
+    def __init__(self, index: ProjectIndex, module: str, imports: Dict[str, str], local: Set[str], constants):
+        self.index = index
+        self.module = module
+        self.imports = imports
+        self.local = local
+        self.constants = constants
+        self.pending: Dict[str, ast.AST] = {}
+        self.active: Set[str] = set()
+        self.summary: Optional[ModuleSummary] = None
+
+    def settle(self, name: str) -> Optional[FunctionSummary]:
+        assert self.summary is not None
+        if name in self.summary.functions:
+            return self.summary.functions[name]
+        node = self.pending.get(name)
+        if node is None or name in self.active:
+            return None
+        self.active.add(name)
+        try:
+            found = self.function(node)
+        finally:
+            self.active.discard(name)
+            self.pending.pop(name, None)
+        if found is not None:
+            self.summary.functions[name] = found
+        return found
+
+    def callee(self, func: ast.AST) -> Tuple[Optional[str], Optional[FunctionSummary]]:
+        """("compile" | "partial" | "list_mode_options" | "wrapper" | None, summary)."""
+        if isinstance(func, ast.Name) and func.id in self.local and func.id not in self.imports:
+            found = self.settle(func.id)
+            return ("wrapper", found) if found is not None else (None, None)
+        full = resolve_name(self.imports, set(), self.module, func)
+        if full is None:
+            return None, None
+        if full in COMPILE:
+            return "compile", None
+        if full in PARTIAL:
+            return "partial", None
+        if full in LIST_MODE_OPTIONS:
+            return "list_mode_options", None
+        if full.split(".", 1)[0] == "torch":
+            return None, None
+        found = self.index.function(full)
+        return ("wrapper", found) if found is not None else (None, None)
+
+    def _call_targets(self, call: ast.Call):
+        """(argument node, what it reaches, is a ** splat) for a call that hands values to
+        torch.compile, else nothing."""
+        kind, wrapper = self.callee(call.func)
+        if kind == "partial" and call.args:
+            inner_kind, inner = self.callee(call.args[0])
+            if inner_kind == "compile":
+                for k in call.keywords:
+                    yield k.value, (MODE if k.arg == MODE else OPTIONS if k.arg == OPTIONS else None) \
+                        if k.arg else "kwargs", k.arg is None
+            elif inner_kind == "wrapper" and inner is not None:
+                for k in call.keywords:
+                    yield k.value, (inner.target(k.arg, None) if k.arg else ("kwargs", inner)), k.arg is None
+            return
+        if kind == "compile" or (kind is None and isinstance(call.func, ast.Attribute) and call.func.attr == "compile"
+                                 and _dotted(call.func.value) not in self.imports):
+            for k in call.keywords:
+                if k.arg is None:
+                    yield k.value, "kwargs", True
+                elif k.arg in (MODE, OPTIONS):
+                    yield k.value, k.arg, False
+        elif kind == "list_mode_options":
+            if call.args:
+                yield call.args[0], MODE, False
+            for k in call.keywords:
+                if k.arg == MODE:
+                    yield k.value, MODE, False
+        elif kind == "wrapper" and wrapper is not None:
+            for position, arg in enumerate(call.args):
+                if isinstance(arg, ast.Starred):
+                    break
+                reached = wrapper.target(None, position)
+                if reached:
+                    yield arg, reached, False
+            for k in call.keywords:
+                if k.arg is None:
+                    yield k.value, ("kwargs", wrapper), True
+                else:
+                    reached = wrapper.target(k.arg, None)
+                    if reached:
+                        yield k.value, reached, False
+
+    def function(self, node) -> Optional[FunctionSummary]:
+        args = node.args
+        if not (args.posonlyargs or args.args or args.kwonlyargs or args.kwarg):
+            return None  # nothing to forward (a closure's parameters belong to its outer function)
+        positional, keywords, defaults, has_default = _params(node)
+        params = set(positional) | set(keywords)
+        kwarg = args.kwarg.arg if args.kwarg else None
+        stored: Set[str] = set()
+        calls: List[ast.Call] = []
+        returned_dicts: List[ast.Dict] = []
+        config_writes: List[ast.Assign] = []
+        for sub in walk(node):  # one walk: what is rebound, called, returned, written
+            kind = type(sub)
+            if kind is ast.Name:
+                if type(sub.ctx) is not ast.Load:
+                    stored.add(sub.id)
+            elif kind is ast.Call:
+                calls.append(sub)
+            elif kind is ast.Return:
+                if type(sub.value) is ast.Dict:
+                    returned_dicts.append(sub.value)
+            elif kind is ast.Assign:
+                if len(sub.targets) == 1 and type(sub.targets[0]) is ast.Attribute \
+                        and sub.targets[0].attr == "cudagraphs":
+                    config_writes.append(sub)
+        # a parameter that is rebound in the body is not followed
+        clean = {p for p in params if p not in stored}
+        if kwarg in stored:
+            kwarg = None
+        if not clean and kwarg is None:
+            return None
+        flows: Dict[str, str] = {}
+        kw_flows: Dict[str, str] = {}
+        for sub in config_writes:
+            # torch._inductor.config.triton.cudagraphs = p
+            dotted = _dotted(sub.targets[0]) or ""
+            if dotted.endswith("triton.cudagraphs") and isinstance(sub.value, ast.Name) and sub.value.id in clean:
+                full = resolve_name(self.imports, set(), self.module, sub.targets[0]) or ""
+                if full.startswith("torch._inductor.config"):
+                    flows[sub.value.id] = CUDAGRAPHS
+        for sub in calls:
+            if not _may_carry(sub, clean, kwarg):
+                continue  # no parameter in its arguments: spares resolving its callee
+            for value, reached, splat in self._call_targets(sub):
+                if reached is None:
+                    continue
+                if splat:
+                    if isinstance(value, ast.Name) and value.id == kwarg:
+                        if reached == "kwargs":
+                            kw_flows.update({MODE: MODE, OPTIONS: OPTIONS})
+                        elif isinstance(reached, tuple):
+                            inner = reached[1]
+                            kw_flows.update({k: v for k, v in inner.flows.items() if k in inner.keywords})
+                            kw_flows.update(inner.kw_flows)
+                    continue
+                for name in _leaf_names(value):
+                    if name in clean:
+                        flows[name] = reached
+                if reached == OPTIONS and isinstance(value, ast.Dict):
+                    for key, item in zip(value.keys, value.values):
+                        if isinstance(key, ast.Constant) and key.value == "triton.cudagraphs":
+                            for name in _leaf_names(item):
+                                if name in clean:
+                                    flows[name] = CUDAGRAPHS
+                if reached == OPTIONS and isinstance(value, ast.Call):
+                    # options=build(p): the helper's cudagraphs parameter
+                    for inner_value, inner_reached, _ in self._call_targets_of_builder(value):
+                        for name in _leaf_names(inner_value):
+                            if name in clean and inner_reached == CUDAGRAPHS:
+                                flows[name] = CUDAGRAPHS
+        for d in returned_dicts:
+            for key, value in zip(d.keys, d.values):
+                if isinstance(key, ast.Constant) and key.value == "triton.cudagraphs":
+                    for name in _leaf_names(value):
+                        if name in clean:
+                            flows[name] = CUDAGRAPHS
+        if not flows and not kw_flows:
+            return None
+        return FunctionSummary(self.module, node.name, positional, keywords, defaults, has_default,
+                               flows, kw_flows, node.lineno)
+
+    def _call_targets_of_builder(self, call: ast.Call):
+        kind, wrapper = self.callee(call.func)
+        if kind != "wrapper" or wrapper is None:
+            return
+        for position, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            reached = wrapper.target(None, position)
+            if reached:
+                yield arg, reached, False
+        for k in call.keywords:
+            if k.arg is not None:
+                reached = wrapper.target(k.arg, None)
+                if reached:
+                    yield k.value, reached, False
+
+    def partial(self, target: str, call: ast.Call) -> Optional[FunctionSummary]:
+        """``name = functools.partial(torch.compile | wrapper, ...)``: a callable that takes
+        ``mode=`` / ``options=`` (and the wrapper's parameters past those bound)."""
+        kind, _ = self.callee(call.func)
+        if kind != "partial" or not call.args or isinstance(call.args[0], ast.Starred):
+            return None
+        inner_kind, inner = self.callee(call.args[0])
+        bound = {k.arg for k in call.keywords if k.arg}
+        if inner_kind == "compile":
+            flows = {MODE: MODE, OPTIONS: OPTIONS}
+            return FunctionSummary(self.module, target, ("model",), frozenset({"model", MODE, OPTIONS}),
+                                   {}, frozenset(bound), flows, {}, call.lineno, "partial")
+        if inner_kind == "wrapper" and inner is not None:
+            skip = len(call.args) - 1
+            return FunctionSummary(self.module, target, inner.positional[skip:], inner.keywords, inner.defaults,
+                                   inner.has_default | frozenset(bound), dict(inner.flows), dict(inner.kw_flows),
+                                   call.lineno, "partial")
+        return None
+
+
+def _may_carry(call: ast.Call, clean: Set[str], kwarg: Optional[str]) -> bool:
+    """Can a call hand one of ``clean`` (or ``**kwarg``) on, in a shape ``function`` reads:
+    an argument that is the parameter (or a conditional of it), a dict or a call holding it?"""
+    values = [a for a in call.args if type(a) is not ast.Starred] + [k.value for k in call.keywords]
+    for value in values:
+        kind = type(value)
+        if kind is ast.Name or kind is ast.IfExp:
+            if any(name in clean or name == kwarg for name in _leaf_names(value)):
+                return True
+        elif kind is ast.Dict:
+            if any(name in clean for item in value.values if item is not None for name in _leaf_names(item)):
+                return True
+        elif kind is ast.Call:
+            if _may_carry(value, clean, None):
+                return True
+    return False
+
+
+def _leaf_names(value: ast.AST) -> Iterator[str]:
+    """Names that are the value of an expression: ``p``, either arm of ``a if c else b``."""
+    if isinstance(value, ast.Name):
+        yield value.id
+    elif isinstance(value, ast.IfExp):
+        yield from _leaf_names(value.body)
+        yield from _leaf_names(value.orelse)
+

@@ -1,0 +1,100 @@
+"""The fix stage: apply fixes and analyse again until nothing changes; a fix whose result
+would not parse is kept out (ROC002).
+"""
+
+
+from __future__ import annotations
+
+from typing import Dict, List, Set, Tuple
+
+from . import gating, linting, parsing, placement
+from .config import Settings
+from .file_analysis import FileAnalysis
+from .findings import Edit, Finding
+from .reports import not_applied
+from .source import apply_edits
+
+MAX_FIX_PASSES = 8
+
+
+# ------------------------------------------------------------------------------------------
+# Fixing
+# ------------------------------------------------------------------------------------------
+
+def _fix_key(f: Finding) -> Tuple[str, Tuple[Edit, ...]]:
+    return (f.code, f.fix.edits if f.fix else ())
+
+
+def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=None) -> Tuple[str, FileAnalysis, int, List[Finding], Dict[str, bytes]]:
+    """Apply fixes until none applies. Returns (text, last analysis, fixes applied, notes, extra files)."""
+    unsafe = settings.unsafe_fixes
+    failed: Set = set()
+    notes: List[Finding] = []
+    applied = 0
+    extra: Dict[str, bytes] = {}
+    for _ in range(MAX_FIX_PASSES):
+        analysis = linting.analyze(text, path, settings, rules, enabled, index)
+        candidates = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
+        if not candidates or analysis.module is None:
+            parsing.forget_last_parse()
+            return text, analysis, applied, notes, extra
+        chosen: List[Finding] = []
+        taken: List[Edit] = []
+        for f in sorted(candidates, key=lambda f: (f.span, f.code)):
+            own = [e for e in f.fix.edits if e not in taken]
+            if any(e.overlaps(t) for e in own for t in taken):
+                continue
+            chosen.append(f)
+            taken.extend(own)
+
+        def attempt(group: List[Finding]):
+            edits = placement.dedupe([e for f in group for e in f.fix.edits])
+            requires = {r for f in group for r in f.fix.requires} - {"gate"}
+            files: Dict[str, bytes] = {}
+            if requires:
+                pedit, files, problem = gating.prelude_edit(analysis, requires, min(e.start for e in edits), path, settings)
+                if problem is not None:
+                    return None, files, problem
+                if pedit is not None:
+                    # the gate line and a new block at one point: the gate first, then the block
+                    for i, e in enumerate(edits):
+                        if e.start == e.end == pedit.start and gating.binds_gate(e.content, analysis.gate):
+                            newline = analysis.lines.newline()
+                            edits[i] = Edit(e.start, e.end, e.content.rstrip("\r\n") + newline * 2
+                                            + pedit.content.lstrip("\r\n"))
+                            pedit = None
+                            break
+                if pedit is not None:
+                    if any(pedit.overlaps(e) for e in edits):
+                        return None, files, "the generated block would overlap the fix"
+                    edits.append(pedit)
+            new_text = apply_edits(text, edits)
+            error = parsing.parse_error(new_text, (analysis, edits))
+            return (None if error else new_text), files, (f"the result would not parse ({error})" if error else None)
+
+        new_text, files, error = attempt(chosen)
+        if new_text is None:
+            good = []
+            for f in chosen:
+                t, _, reason = attempt([f])
+                if t is None:
+                    failed.add(_fix_key(f))
+                    notes.append(not_applied(f, f"fix for {f.code} not applied: {reason}", enabled))
+                else:
+                    good.append(f)
+            if not good:
+                continue
+            chosen = good
+            new_text, files, error = attempt(chosen)
+            if new_text is None:  # each applies alone, not together: one now, the rest next pass
+                chosen = good[:1]
+                new_text, files, error = attempt(chosen)
+        text = new_text
+        applied += len(chosen)
+        extra.update(files)
+    analysis = linting.analyze(text, path, settings, rules, enabled, index)
+    remaining = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
+    for f in remaining:
+        notes.append(not_applied(f, f"fix for {f.code} did not settle after {MAX_FIX_PASSES} passes; the rest was kept", enabled))
+    parsing.forget_last_parse()
+    return text, analysis, applied, notes, extra

@@ -1,0 +1,290 @@
+"""The gate and placement stage: which ROCm test a file's fixes use (its own, the project's,
+or the generated line), the edits that bind it, the prelude block, and the set-up of entry
+points. It knows no rules.
+"""
+
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import re
+import tokenize
+from pathlib import Path
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from rocmport.analysis import walk as _walk
+from rocmport.analysis.metadata import Metadata
+from rocmport.analysis.resolve import rocm_test_binding
+
+from . import house, parsing, placement, prelude
+from .config import Settings
+from .file_analysis import FileAnalysis
+from .findings import Applicability, Edit, Finding, Position
+from .source import LineIndex, apply_edits, read_regular
+
+# ------------------------------------------------------------------------------------------
+# The gate name
+# ------------------------------------------------------------------------------------------
+
+def code_names(text: str) -> Set[str]:
+    """Every name token of the code (strings and comments do not count)."""
+    names = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.NAME:
+                names.add(tok.string)
+    except (tokenize.TokenError, SyntaxError, IndentationError):  # pragma: no cover - it parsed
+        return {m.group(0) for m in re.finditer(r"\w+", text)}
+    return names
+
+
+def choose_gate(module: cst.Module, text: str, block: Optional[prelude.Block]):
+    """The name fixed code tests: the prelude's, the file's own binding, or a free name."""
+    if block is not None:
+        return block.gate, None
+    own = rocm_test_binding(module, text)
+    if own is not None:
+        return own[0], ("stmt", id(own[1]))
+    name = prelude.DEFAULT_GATE
+    counter = 0
+    taken = code_names(text) if name in text else set()
+    while name in taken:
+        counter += 1
+        name = "_rocmport_is_rocm" if counter == 1 else f"_rocmport_is_rocm_{counter}"
+    return name, None
+
+
+class _FunctionsAround(cst.CSTVisitor):
+    """The function definitions around ``offset`` (a class of the module's, not of a call:
+    a class made in a function would hold its cells, the file's positions among them, in a
+    cycle)."""
+
+    def __init__(self, positions, lines: LineIndex, offset: int):
+        super().__init__()
+        self.positions, self.lines, self.offset = positions, lines, offset
+        self.found: List[cst.FunctionDef] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+        rng = self.positions[node]
+        start = self.lines.offset(rng.start.line, rng.start.column)
+        end = self.lines.offset(rng.end.line, rng.end.column)
+        if start <= self.offset < end:
+            self.found.append(node)
+            return True
+        return False
+
+
+def enclosing_functions(analysis: FileAnalysis, offset: int) -> List[cst.FunctionDef]:
+    """The function definitions around ``offset``, outermost first."""
+    finder = _FunctionsAround(analysis.wrapper.resolve(PositionProvider), analysis.lines, offset)
+    # only the statements around the offset's line can hold it (the others are not generated)
+    for stmt in analysis.wrapper.statements_at(analysis.lines.position(offset).row):
+        _walk.visit(stmt, finder)
+    return finder.found
+
+
+def _gate_bound(analysis: FileAnalysis, before: int) -> bool:
+    """Is the gate name already bound at module level before ``before`` (by the file's own
+    test, a gate line, or a block that defines it)?"""
+    if analysis.gate_at is None:  # found once per file, reading positions of that statement only
+        gate = analysis.gate
+        analysis.gate_at = -1
+        for stmt in analysis.module.body:
+            if ("stmt", id(stmt)) == analysis.gate_binding or (isinstance(stmt, cst.SimpleStatementLine) and any(
+                    isinstance(small, (cst.Assign, cst.AnnAssign)) and gate in _assigned_names(small)
+                    for small in stmt.body)):
+                start = analysis.wrapper.resolve(PositionProvider)[stmt].start
+                analysis.gate_at = analysis.lines.offset(start.line, start.column)
+                break
+    return 0 <= analysis.gate_at < before
+
+
+def _assigned_names(small: cst.BaseSmallStatement) -> Set[str]:
+    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+    return {t.value for t in targets if isinstance(t, cst.Name)}
+
+
+def with_gate_edits(analysis: FileAnalysis, settings: Settings) -> List[Finding]:
+    """Each fix that tests the gate carries the edit that binds it (JSON and SARIF fixes are
+    then complete); identical edits of several fixes are applied once."""
+    needy = [f for f in analysis.findings if f.fix is not None and f.fix.edits and "gate" in f.fix.requires]
+    if not needy:
+        return analysis.findings
+    if analysis.house is not None:  # the project's own test, imported before every fix (analyze)
+        wanted = {id(f) for f in needy}
+        added = (analysis_edit(analysis, analysis.house.edit),) if analysis.house.edit is not None else ()
+        return [dataclasses.replace(f, fix=dataclasses.replace(
+                    f.fix, edits=tuple(f.fix.edits) + added, requires=tuple(r for r in f.fix.requires if r != "gate")))
+                if id(f) in wanted else f for f in analysis.findings]
+    placer = None
+    module_level: List[Tuple[int, Tuple[Edit, ...]]] = []  # (gate line offset, its edits), planned so far
+    fixed: Dict[int, Finding] = {}
+    for f in sorted(needy, key=lambda f: min(e.start for e in f.fix.edits)):
+        before = min(e.start for e in f.fix.edits)
+        requires = tuple(r for r in f.fix.requires if r != "gate")
+        if _gate_bound(analysis, before):
+            fixed[id(f)] = dataclasses.replace(f, fix=dataclasses.replace(f.fix, requires=requires))
+            continue
+        earlier = [edits for at, edits in module_level if at <= before]
+        if earlier:  # a module-level gate line planned for an earlier fix binds it here too
+            fixed[id(f)] = dataclasses.replace(f, fix=dataclasses.replace(
+                f.fix, edits=tuple(f.fix.edits) + earlier[0], requires=requires))
+            continue
+        if placer is None:
+            style = house.style_for(f.filename)
+            placer = placement.Placer(analysis.module, analysis.wrapper, analysis.text, analysis.lines,
+                                      analysis.gate, quote=style.quote, lines_after_imports=style.lines_after_imports)
+        plan = placer.plan(before, enclosing_functions(analysis, before))
+        if plan.edit is None:
+            fix = dataclasses.replace(f.fix, applicability=Applicability.DISPLAY_ONLY,
+                                      message=f"{f.fix.message} (not applied: {plan.problem})")
+            fixed[id(f)] = dataclasses.replace(f, fix=fix)
+            continue
+        added = tuple(analysis_edit(analysis, e) for e in plan.extra + (plan.edit,))
+        if re.search(rf"(?:^|[\r\n]){re.escape(analysis.gate)} = ", plan.edit.content):  # any newline
+            module_level.append((plan.edit.start, added))
+        fixed[id(f)] = dataclasses.replace(f, fix=dataclasses.replace(
+            f.fix, edits=tuple(f.fix.edits) + added, requires=requires))
+    return [fixed.get(id(f), f) for f in analysis.findings]
+
+
+def analysis_edit(analysis: FileAnalysis, edit: Edit) -> Edit:
+    """``edit`` with its 1-based positions filled in, as rules' edits have them."""
+    lines = analysis.lines
+    start, end = lines.position(edit.start), lines.position(edit.end)
+    return Edit(edit.start, edit.end, edit.content, Position(start.row, start.column), Position(end.row, end.column))
+
+
+def _package_of(path: str) -> Optional[Tuple[Path, str]]:
+    """(top package directory, dotted package name) of a file inside a package."""
+    if path in ("", "-"):
+        return None
+    directory = Path(path).resolve().parent
+    if not (directory / "__init__.py").is_file():
+        return None
+    parts = []
+    while (directory / "__init__.py").is_file() and directory.name.isidentifier():
+        parts.append(directory.name)
+        directory = directory.parent
+    if not parts:
+        return None
+    top = directory / parts[-1]
+    return top, ".".join(reversed(parts[-1:]))
+
+
+_MAIN_RE = re.compile(r"""__name__\s*==\s*['"]__main__['"]""")
+
+
+def prelude_style(path: str, text: str, options: prelude.PreludeOptions):
+    """"inline" or ("import", top package directory, package name)."""
+    if options.style != "module":
+        return "inline"  # the default: no new file
+    package = _package_of(path)
+    if package is None:
+        return "inline"
+    return ("import",) + package
+
+
+def _module_torch_name(analysis: FileAnalysis, before: int) -> Optional[str]:
+    """The name a module-level ``import torch`` binds before ``before`` (None: none)."""
+    found = None
+    for stmt, start, _end in parsing.statement_spans(analysis):
+        if start >= before:
+            break
+        name = placement.torch_binding(stmt)
+        if name and (found is None or name == "torch"):
+            found = name
+    return found
+
+
+def prelude_edit(analysis: FileAnalysis, requires: Set[str], before: int, path: str,
+                  settings: Settings, inline: bool = False) -> Tuple[Optional[Edit], Dict[str, bytes], Optional[str]]:
+    """The marker block for the parts in ``requires`` (the graph helper): (edit, generated
+    files, problem). A block whose content rocmport did not write is never replaced."""
+    options = settings.prelude
+    text = analysis.text
+    newline = analysis.lines.newline()
+    block = analysis.block
+    if block is not None and not prelude.is_own_block(text, block, options):
+        if set(requires) <= set(block.parts):
+            return None, {}, None
+        return None, {}, (f"the rocmport block at line {analysis.lines.position(block.start).row} was edited"
+                          " by hand; it is not regenerated")
+    parts = set(requires) | (set(block.parts) if block else set())
+    gate = analysis.gate
+    style = "inline" if inline else prelude_style(path, text, options)
+    if block is not None:
+        style = "inline" if block.style == "inline" else style
+    # the gate is the file's own line (placement): a block only keeps one it had
+    define_gate = block is not None and block.style == "inline" and f"{gate} = _rocmport_hip" in text[block.start:block.end]
+    extra: Dict[str, bytes] = {}
+    if style == "inline":
+        at = block.start if block else placement.Placer(analysis.module, analysis.wrapper, text, analysis.lines,
+                                                        gate).after_imports(before)
+        torch_name = _module_torch_name(analysis, at)
+        rendered = prelude.render_inline(gate, parts, options, define_gate=define_gate, newline=newline,
+                                         torch_name=torch_name)
+    else:
+        _, top, package = style
+        rendered = prelude.render_import(package, gate, parts, options, define_gate=define_gate, newline=newline)
+        module_path = top / f"{options.module_name}.py"
+        wanted = prelude.render_module(options, parts, header=house.license_header(top)).encode("utf-8")
+        try:
+            current = read_regular(str(module_path))
+        except OSError:
+            current = None
+        if current is not None and not prelude.is_generated_module(current):
+            return None, {}, f"{module_path.name} exists and was not written by rocmport"
+        if current is None or not prelude.same_code(current, wanted):
+            extra[str(module_path)] = wanted
+    if block is not None:
+        if prelude.same_code(text[block.start:block.end], rendered):
+            return None, extra, None
+        return Edit(block.start, block.end, rendered), extra, None
+    offset = placement.Placer(analysis.module, analysis.wrapper, text, analysis.lines, gate).after_imports(before)
+    rest = text[offset:]
+    after = "" if rest.startswith(("\n", "\r")) or not rest.strip() else newline
+    return Edit(offset, offset, (newline if offset else "") + rendered + after), extra, None
+
+
+def resolved_prelude(settings: Settings, path: str) -> Settings:
+    """``settings`` with the RNG patch decided: on where the project may run on torch < 2.10
+    (its declared requirement, read by ``house``), unless the configuration says."""
+    options = settings.prelude
+    if options.rng_patch is not None:
+        return settings
+    directory = Path.cwd() if path in ("", "-") else Path(os.path.abspath(path)).parent
+    rng = house.may_run_on_torch_before(directory, (2, 10))
+    return settings.with_overrides(prelude=dataclasses.replace(options, rng_patch=rng))
+
+
+def with_setup(text: str, path: str, settings: Settings, rules, enabled, extra: Dict[str, bytes]):
+    """An entry point's text with the set-up block (gate and process-wide set-up) added or
+    brought up to date; unchanged when the block is there or was edited by hand."""
+    tree, deep = parsing.cpython_parse(text)
+    if tree is None or deep is not None:
+        return text, extra
+    try:
+        module = parsing.parse(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return text, extra
+    block = prelude.find_block(text)
+    gate, binding = choose_gate(module, text, block)
+    analysis = FileAnalysis(text, [], module, Metadata(module), LineIndex(text), gate, binding, block)
+    settings = resolved_prelude(settings, path)
+    pedit, files, problem = prelude_edit(analysis, {"setup"}, len(text), path, settings, inline=True)
+    if problem is not None or pedit is None:
+        return text, extra
+    updated = apply_edits(text, [pedit])
+    if parsing.parse_error(updated) is not None:
+        return text, extra
+    return updated, {**extra, **files}
+
+
+def binds_gate(content: str, gate: str) -> bool:
+    return re.search(rf"(?:^|[\r\n])[ \t]*{re.escape(gate)} = ", content) is not None  # any newline

@@ -1,0 +1,197 @@
+"""The analyse stage: the rules run on one text, once (prefilters, one parse, one batched
+visit), suppression comments applied, and each fix completed with the edits that bind its
+gate.
+"""
+
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
+
+import libcst as cst
+
+from rocmport.analysis import prescan as _prescan
+from rocmport.analysis import walk as _walk
+from rocmport.analysis.metadata import Metadata
+from rocmport.analysis.prescan import PREFILTER
+from rocmport.analysis.resolve import ScopeBindings
+from rocmport.rules.base import Rule, RuleContext, RuleOptions
+
+from . import gating, house, parsing, placement, prelude, suppression
+from .config import Settings
+from .file_analysis import FileAnalysis
+from .findings import Applicability, Finding, Fix
+from .registry import visitor_rules
+from .reports import unreadable
+from .source import LineIndex
+
+
+def select_rules(settings: Settings, path: str) -> Tuple[FrozenSet[str], List[Type[Rule]]]:
+    enabled = settings.enabled_codes(path)
+    return enabled, [rule for rule in visitor_rules() if rule.CODE in enabled]
+
+
+def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]],
+            enabled: FrozenSet[str], index=None, partial: bool = False) -> FileAnalysis:
+    """Lint ``text`` once. Raises nothing for bad input: it becomes an ROC001 finding. With
+    ``partial`` (a lint, whose tree no fix is applied to), the definitions that no rule
+    run on the file reads are left unparsed (:func:`parse_partial`)."""
+    lines = LineIndex(text)
+    if PREFILTER["enabled"]:
+        triggered = text_triggered(rules, text)
+    else:
+        triggered = list(rules)
+    if not triggered:
+        # Nothing can match: only check that the file parses, with CPython's fast parser.
+        error = parsing.quick_syntax_error(text) if "ROC001" in enabled else None
+        findings = [error] if error else []
+        for f in findings:
+            f.filename = path
+        return FileAnalysis(text, findings, lines=lines)
+    tree, deep = parsing.cpython_parse(text)
+    if deep is not None:
+        return FileAnalysis(text, unreadable(path, *deep, enabled), lines=lines)
+    facts = _prescan.Facts.of(tree) if tree is not None else None
+    if facts is not None:
+        facts.index, facts.path = index, path
+    if facts is not None and PREFILTER["enabled"]:
+        triggered = [r for r in triggered if r.may_match(facts)]
+        if not triggered:
+            return FileAnalysis(text, [], lines=lines)  # it parses (CPython): nothing can match
+    try:
+        module = parsing.parse_partial(text, lines, tree, facts, triggered) if partial and PREFILTER["enabled"] else None
+        if module is None:
+            module = parsing.parse(text, tree)
+    except cst.ParserSyntaxError as exc:
+        return FileAnalysis(text, parsing.syntax_findings(path, text, exc, enabled), lines=lines)
+    except RecursionError:
+        return FileAnalysis(text, unreadable(path, "cannot parse: nesting too deep", 1, 1, enabled), lines=lines)
+    lost = parsing.lost_continuation(text, module, lines)
+    if lost is not None:
+        return FileAnalysis(text, unreadable(path, "cannot be checked safely: LibCST drops the backslash continuation"
+                                            f" that begins line {lost}; join it to the next line", lost, 1,
+                                      enabled), lines=lines)
+    wrapper = Metadata(module, tree, text)
+    block = prelude.find_block(text)
+    gate, binding = gating.choose_gate(module, text, block)
+    style = house.style_for(path)
+
+    def run(gate: str) -> Optional[List[Finding]]:
+        context = RuleContext(path=path, text=text, module=module, wrapper=wrapper, lines=lines,
+                              gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes),
+                              facts=facts, index=index)
+        context.quote = style.quote
+        context.scopes = ScopeBindings(module, wrapper.parents.get)
+        try:
+            # Not wrapper.visit_batched: that would resolve every declared provider up front.
+            # Rules resolve metadata lazily through their context (Rule.get_metadata); the
+            # visit records each node's parent on its way (Metadata.enter / leave). LibCST's
+            # calls, in its order, without rebuilding the tree (_walk).
+            _walk.visit_batched(module, [rule(context) for rule in triggered],
+                                before_visit=wrapper.enter, after_leave=wrapper.leave, skip_whitespace=True)
+        except RecursionError:
+            return None
+        finally:
+            context.release()
+        return _unsuppressed(context.findings, text, lines)
+
+    findings = run(gate)
+    own = None
+    needy = [f for f in findings or () if f.fix is not None and f.fix.edits and "gate" in f.fix.requires]
+    if needy and index is not None and binding is None and block is None:
+        # The project's own ROCm test, where the file imports its module and every fix that
+        # tests it comes after that import: the fixes are made again, testing it.
+        own = placement.house_gate(module, wrapper, text, lines, index.module_name(path), index,
+                                   gating.code_names(text), style.line_length, style.force_single_line)
+        if own is not None and all(min(e.start for e in f.fix.edits) >= own.bound_at for f in needy):
+            findings, gate = run(own.text), own.text
+        else:
+            own = None
+    if findings is None:
+        return FileAnalysis(text, unreadable(path, "cannot analyse: nesting too deep", 1, 1, enabled), lines=lines)
+    analysis = FileAnalysis(text, findings, module, wrapper, lines, gate, binding, block, own)
+    analysis.findings = gating.with_gate_edits(analysis, settings)
+    analysis.findings = _graph_tests(analysis, path)
+    return analysis
+
+
+def text_triggered(rules: Sequence[Type[Rule]], text: str) -> List[Type[Rule]]:
+    """The first prefilter: the rules whose ``TRIGGERS`` and ``WORDS`` ``text`` holds."""
+    words: Dict[str, bool] = {}
+    held: Dict[Tuple[str, ...], bool] = {}  # rules of a family share their triggers: one search each
+    out = []
+    for rule in rules:
+        triggers = rule.TRIGGERS
+        if triggers:
+            found = held.get(triggers)
+            if found is None:
+                found = held[triggers] = any(t in text for t in triggers)
+            if not found:
+                continue
+        if all(any(holds_word(text, w, words) for w in group) for group in rule.WORDS):
+            out.append(rule)
+    return out
+
+
+def holds_word(text: str, word: str, seen: Dict[str, bool]) -> bool:
+    """Does ``text`` hold ``word`` as a whole word (``\\bword\\b``: what a name or attribute
+    spelled so is)? ``str.find`` and a look at each side: forty times faster than the regex."""
+    found = seen.get(word)
+    if found is None:
+        found = False
+        size = len(word)
+        at = text.find(word)
+        while at >= 0:
+            before = text[at - 1] if at else " "
+            after = text[at + size] if at + size < len(text) else " "
+            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+                found = True
+                break
+            at = text.find(word, at + 1)
+        seen[word] = found
+    return found
+
+
+# ------------------------------------------------------------------------------------------
+# Suppression: line and file noqa comments, read by rocmport.suppression (the same parser as
+# for shell, YAML and .env files)
+# ------------------------------------------------------------------------------------------
+
+def _unsuppressed(findings: List[Finding], text: str, lines: LineIndex) -> List[Finding]:
+    if not findings:
+        return findings
+    spans = [lines.line_span(row) for row in {f.start.row for f in findings}]
+    return suppression.for_python(text, [text[start:end] for start, end in spans]).filter(findings)
+
+
+_GRAPH_SUBJECT_RE = re.compile(r"(?i)cuda_?graphs?|cudagraphs?|reduce_overhead|graph_capture")
+_TEST_FILE_RE = re.compile(r"(?:^|[\\/])(?:test_[^\\/]*|[^\\/]*_test)\.py$")
+# Fixes that turn CUDA graphs off: in a test of CUDA graphs they would make it test nothing.
+_GRAPH_OFF_PREFIXES = ("ROC1", "ROC2", "ROC6")
+
+
+def _graph_tests(analysis: FileAnalysis, path: str) -> List[Finding]:
+    """In a test whose subject is CUDA graphs (by file or test name), a fix that turns them off
+    on ROCm would leave a test that passes while testing no graph: offer the skip instead."""
+    if not _TEST_FILE_RE.search(path.replace("\\", "/")):
+        return analysis.findings
+    whole_file = _GRAPH_SUBJECT_RE.search(os.path.basename(path)) is not None
+    out = []
+    for f in analysis.findings:
+        if f.fix is None or not f.fix.edits or not f.code.startswith(_GRAPH_OFF_PREFIXES):
+            out.append(f)
+            continue
+        about_graphs = whole_file or any(
+            _GRAPH_SUBJECT_RE.search(func.name.value) for func in gating.enclosing_functions(analysis, f.span[0]))
+        if not about_graphs:
+            out.append(f)
+            continue
+        fix = Fix(Applicability.DISPLAY_ONLY,
+                  "This test is about CUDA graphs: skip it on ROCm instead, e.g."
+                  " `@pytest.mark.skipif(torch.version.hip is not None, reason=\"CUDA graphs are"
+                  " not used on ROCm\")`")
+        out.append(dataclasses.replace(f, fix=fix))
+    return out

@@ -1,0 +1,481 @@
+"""The parse stage: CPython's parse (which refuses what would overflow LibCST's native parser)
+and LibCST's, whole, in pieces, around edits, or without the definitions no rule reads.
+
+A file is parsed once per analysis; the fix loop's check that its result parses and the
+next analysis share one parse (:func:`parse_error`, :func:`parse`).
+"""
+
+
+from __future__ import annotations
+
+import ast
+import bisect
+import gc
+import io
+import re
+import threading
+import tokenize
+from typing import Callable, List, Optional, Sequence, Set, Tuple, Type
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from rocmport.analysis import opaque as _opaque
+from rocmport.analysis import prescan as _prescan
+from rocmport.analysis.metadata import STATS
+from rocmport.rules.base import Rule
+
+from .file_analysis import FileAnalysis
+from .findings import Edit, Finding
+from .reports import unreadable
+from .source import LineIndex
+
+
+def _parser_message(exc: cst.ParserSyntaxError) -> str:
+    message = exc.message.strip().splitlines()[0] if exc.message else "invalid syntax"
+    return message
+
+
+# LibCST's native parser builds ``a and b and c`` as nested nodes where CPython keeps one
+# flat BoolOp; around 7,000 operands it overflows the C stack (a segmentation fault that no
+# ``except`` catches). CPython refuses any other nesting near 3,000 levels, which LibCST
+# survives; the extra depth of boolean chains along one path is capped at this.
+MAX_BOOL_CHAIN = 1000
+_BOOL_WORD_RE = re.compile(r"\b(?:and|or)\b")
+# LibCST's grammar stops at this many implicitly joined string literals ("a" "b" ...).
+MAX_JOINED_STRINGS = 3000
+
+
+def cpython_parse(text: str) -> Tuple[Optional[ast.AST], Optional[Tuple[str, int, int]]]:
+    """CPython's tree of ``text`` (None when it does not parse), and (message, row, column)
+    when it nests deeper than CPython or LibCST accepts.
+
+    LibCST's native parser overflows the C stack on such input (a segmentation fault that
+    no ``except`` catches: about 2,000 nested brackets, 5,000 chained operators, or a flat
+    chain of 7,000 ``and``) or takes minutes, so it must never see it; CPython's parser
+    refuses most of it cheaply first, and :func:`_bool_chain_depth` the rest. The tree feeds
+    the second prefilter (``rocmport.analysis.prescan``)."""
+    tree, exc = _prescan.parse(text)
+    if isinstance(exc, (RecursionError, MemoryError)):  # 3.11's parser: MemoryError on a stack overflow
+        return None, ("cannot parse: nesting too deep", 1, 1)
+    if isinstance(exc, SyntaxError) and exc.msg and "too many nested parentheses" in exc.msg:
+        return None, (f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
+    if tree is not None:
+        deep = _bool_chain_depth(text, tree)
+        if deep is not None:
+            return None, deep
+    return tree, None
+
+
+def _bool_chain_depth(text: str, tree: ast.AST) -> Optional[Tuple[str, int, int]]:
+    """(message, row, column) when boolean chains nest LibCST deeper than it survives."""
+    # each operator adds one level at most, and the words' count is at most the substrings':
+    # cheap, and the usual answer
+    if text.count("and") + text.count("or") <= MAX_BOOL_CHAIN or len(_BOOL_WORD_RE.findall(text)) <= MAX_BOOL_CHAIN:
+        return None
+    stack = [(tree, 0)]
+    while stack:
+        node, extra = stack.pop()
+        if type(node) is ast.BoolOp:
+            extra += len(node.values) - 1
+            if extra > MAX_BOOL_CHAIN:
+                return (f"too complex for the parser: a chain of more than {MAX_BOOL_CHAIN} `and`/`or`"
+                        " operands (LibCST would crash on it); split the expression",
+                        node.lineno, node.col_offset + 1)
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, extra))
+    return None
+
+
+def _joined_strings(text: str) -> Optional[Tuple[int, int, int]]:
+    """(count, row, column) of the longest run of implicitly joined string literals, when
+    it is longer than LibCST's grammar accepts."""
+    f_start = getattr(tokenize, "FSTRING_START", None)  # 3.12+: an f-string is many tokens
+    f_end = getattr(tokenize, "FSTRING_END", None)
+    best = (0, 1, 1)
+    run, start, depth = 0, (1, 0), 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            kind = tok.type
+            if depth:  # inside an f-string
+                depth += (kind == f_start) - (kind == f_end)
+                continue
+            if kind in (tokenize.NL, tokenize.COMMENT):
+                continue
+            if kind == tokenize.STRING or kind == f_start:
+                depth = 1 if kind == f_start else 0
+                if run == 0:
+                    start = tok.start
+                run += 1
+                if run > best[0]:
+                    best = (run, start[0], start[1] + 1)
+            else:
+                run = 0
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return best if best[0] > MAX_JOINED_STRINGS else None
+
+
+def quick_syntax_error(text: str) -> Optional[Finding]:
+    try:
+        tree = compile(text, "<rocmport>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        deep = _bool_chain_depth(text, tree)
+        return None if deep is None else unreadable("-", *deep, frozenset({"ROC001"}))[0]
+    except (RecursionError, MemoryError):  # LibCST would overflow the C stack: see _too_deep
+        return unreadable("-", "cannot parse: nesting too deep", 1, 1, frozenset({"ROC001"}))[0]
+    except SyntaxError as exc:
+        if exc.msg and "too many nested parentheses" in exc.msg:
+            return unreadable("-", f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1,
+                           frozenset({"ROC001"}))[0]
+    except ValueError:
+        pass
+    # CPython's grammar is this interpreter's; LibCST's covers every version: it decides.
+    try:
+        libcst_parse(text)
+        return None
+    except cst.ParserSyntaxError as exc:
+        return syntax_findings("-", text, exc, frozenset({"ROC001"}))[0]
+    except RecursionError:
+        return unreadable("-", "cannot parse: nesting too deep", 1, 1, frozenset({"ROC001"}))[0]
+
+
+def syntax_findings(path: str, text: str, exc: cst.ParserSyntaxError, enabled) -> List[Finding]:
+    """ROC001 for a file LibCST cannot parse, with CPython's clearer message where it has one."""
+    try:
+        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as syntax:
+        if syntax.lineno:
+            return unreadable(path, f"syntax error: {syntax.msg}", syntax.lineno, syntax.offset or 1, enabled)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    else:  # valid Python that LibCST refuses: a limit of its grammar, not a syntax error
+        joined = _joined_strings(text)
+        if joined is not None:
+            count, row, column = joined
+            return unreadable(path, f"too complex for the parser: {count} implicitly joined string literals"
+                                 f" (LibCST accepts {MAX_JOINED_STRINGS}); not analysed", row, column, enabled)
+    return unreadable(path, f"syntax error: {_parser_message(exc)}", exc.raw_line, exc.raw_column + 1, enabled)
+
+
+# A line that is only a backslash continuation (after blanks): before a statement, LibCST's
+# tree leaves it out (``"\\\nx = 1\n"`` comes back as ``"x = 1\n"``), so positions past it
+# are off by a line. Valid Python, rare: where the pattern is seen, the tree's code is compared
+# with the text, and a file that does not come back whole is refused with a finding.
+_CONTINUATION_LINE = re.compile(r"(?:^|[\r\n])[ \t\f]*\\(?:\r\n|\r|\n)")
+
+
+def lost_continuation(text: str, module: cst.Module, lines: LineIndex) -> Optional[int]:
+    """The line of the first continuation-only line, when LibCST's tree drops one."""
+    found = _CONTINUATION_LINE.search(text)
+    if found is None or module.code == text:
+        return None
+    at = found.start() + (1 if text[found.start()] in "\r\n" else 0)
+    return lines.position(at).row
+
+
+# The last text parsed and its tree, per thread: a fix pass checks that its result parses,
+# and the next pass analyses that same text; one parse serves both (on a large file a parse
+# is a good part of the run, and a tree its largest object).
+_LAST_PARSE = threading.local()
+
+
+def forget_last_parse() -> None:
+    """Drop the tree kept for the text parsed last (its text will not be analysed next)."""
+    _LAST_PARSE.value = None
+
+
+def parse(text: str, tree: Optional[ast.AST] = None, before: Optional[Tuple[FileAnalysis, List[Edit]]] = None) -> cst.Module:
+    """LibCST's tree of ``text`` (counted in ``STATS["parse"]``), reused once for the text
+    :func:`parse_error` parsed last; a large text is parsed in pieces (:func:`parse_pieces`),
+    or, when it is the text of an analysis with ``before`` = (that analysis, edits) applied,
+    only where the edits are (:func:`parse_edited`)."""
+    last = getattr(_LAST_PARSE, "value", None)
+    _LAST_PARSE.value = None
+    if last is not None and last[0] is text:
+        return last[1]
+    STATS["parse"] += 1
+    if text.count("\n", 0, PIECE_CHARS * 2) >= PIECE_LINES or len(text) > PIECE_CHARS * 2:
+        module = parse_edited(text, *before) if before is not None else None
+        if module is None:
+            module = parse_pieces(text, tree)
+        if module is not None:
+            return module
+    return libcst_parse(text)
+
+
+def parse_partial(text: str, lines: LineIndex, tree: Optional[ast.AST], facts: Optional[_prescan.Facts],
+                   rules: Sequence[Type[Rule]]) -> Optional[cst.Module]:
+    """LibCST's tree of ``text`` without the functions and classes that none of ``rules``
+    reads (each rule's ``reach``; ``_opaque``), or None: a rule may read any of them, none
+    can go, or LibCST refuses the shortened text (the whole text's parse then says where)."""
+    if tree is None or facts is None:
+        return None
+    words: Set[str] = set()
+    for rule in rules:
+        reach = rule.reach(facts)
+        if reach is None:
+            return None
+        words.update(reach)
+    found = _opaque.holes(text, lines, tree, words, facts.bindings, facts.nodes(*_opaque.BINDS_ELSEWHERE))
+    if not found:
+        return None
+    try:
+        module = _opaque.restore(parse(_opaque.reduce(text, found)), text, found)
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+    if module is not None:
+        STATS["parse:opaque"] += len(found)
+    return module
+
+
+class _WhileHeld:
+    """A process-wide switch that threads share: ``on()`` when the first of them enters,
+    ``off()`` when the last one leaves."""
+
+    def __init__(self, on: Callable[[], None], off: Callable[[], None]):
+        self._on, self._off = on, off
+        self._lock = threading.Lock()
+        self._held = 0
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._held == 0:
+                self._on()
+            self._held += 1
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._held -= 1
+            if self._held == 0:
+                self._off()
+
+
+# LibCST validates every node it builds (``CSTNode.__post_init__``), its parser's too, whose
+# output is valid by construction: a fifth of a parse ("PERF: ... avoid validating the tree
+# when parsing a file", LibCST's own note there). While a parse runs, that check is off, where
+# it is the one LibCST 1.x has (it calls ``_validate`` and nothing else).
+_VALIDATE = cst.CSTNode.__post_init__
+SKIP_VALIDATION = getattr(_VALIDATE, "__code__", None) is not None and \
+    _VALIDATE.__code__.co_names == ("_validate",)
+
+
+def _no_validation(self) -> None:
+    pass
+
+
+_UNVALIDATED = _WhileHeld(lambda: setattr(cst.CSTNode, "__post_init__", _no_validation),
+                          lambda: setattr(cst.CSTNode, "__post_init__", _VALIDATE))
+
+
+def libcst_parse(text: str) -> cst.Module:
+    """``libcst.parse_module(text)``, without validating the nodes the parser builds."""
+    if not SKIP_VALIDATION:
+        return cst.parse_module(text)
+    with _UNVALIDATED:
+        return cst.parse_module(text)
+
+
+# Python's cyclic collector, off while a file is checked. A check allocates trees (the
+# CPython one, LibCST's, the metadata) whose objects hold few cycles and are freed by
+# reference counting; the collector, counting those allocations, runs again and again
+# meanwhile, and each run over the oldest objects walks all of them (12 % of a cold lint of
+# the torch package, 40 % of a 100,000-line fix). What cycles the check leaves are collected
+# in one run once it is on again. Several checks at once (threads) share one pause.
+_COLLECTOR_WAS_ON = [False]
+
+
+def _collector_off() -> None:
+    _COLLECTOR_WAS_ON[0] = gc.isenabled()
+    gc.disable()
+
+
+def _collector_back() -> None:
+    if _COLLECTOR_WAS_ON[0]:
+        gc.enable()
+
+
+collector_paused = _WhileHeld(_collector_off, _collector_back)
+
+
+# LibCST's native parser holds about 100 kB of working memory per line until it returns (a
+# 100,000-line file: 1 GB) and slows down on large inputs. A text of more than about
+# PIECE_LINES lines is parsed in pieces of about that many lines, cut between two top-level
+# statements where nothing of one can belong to the other, and the pieces' statements are
+# put in one Module: the same tree as one parse (tests/test_bigfile.py compares them).
+PIECE_LINES = 4000
+PIECE_CHARS = 200_000
+_COMPOUND = tuple(getattr(ast, name) for name in ("FunctionDef", "AsyncFunctionDef", "ClassDef", "If", "For",
+                                                   "AsyncFor", "While", "With", "AsyncWith", "Try", "TryStar",
+                                                   "Match") if hasattr(ast, name))
+
+
+def _cuts(text: str, tree: Optional[ast.AST]) -> List[int]:
+    """Offsets where ``text`` may be cut into pieces: the start of a top-level statement
+    on the line right after a simple top-level statement (no comment or blank line between,
+    no decorator, no block around), about PIECE_LINES lines apart, none before the first
+    block of several lines."""
+    if tree is None:
+        tree, _ = _prescan.parse(text)
+    if not isinstance(tree, ast.Module):
+        return []
+    lines = LineIndex(text)
+    cuts: List[int] = []
+    last_row = 1
+    body = tree.body
+    block = False  # the first piece must hold the file's first indented block (see parse_pieces)
+    for before, stmt in zip(body, body[1:]):
+        block = block or (isinstance(before, _COMPOUND) and (before.end_lineno or 0) > before.lineno)
+        if stmt.lineno - last_row < PIECE_LINES or not block:
+            continue
+        if isinstance(before, _COMPOUND) or getattr(stmt, "decorator_list", None) or stmt.col_offset != 0:
+            continue
+        if before.end_lineno is None or before.end_lineno + 1 != stmt.lineno:
+            continue
+        cuts.append(lines.offset(stmt.lineno, 0))
+        last_row = stmt.lineno
+    return cuts
+
+
+def parse_pieces(text: str, tree: Optional[ast.AST]) -> Optional[cst.Module]:
+    """One Module from pieces of ``text`` parsed apart, or None (parse it whole). Each piece
+    after the first is parsed behind a two-line block that gives it the first piece's
+    default indentation and newline (which LibCST infers from the first it meets), and that
+    block's statement is dropped."""
+    cuts = _cuts(text, tree)
+    if not cuts:
+        return None
+    bounds = list(zip([0] + cuts, cuts + [len(text)]))
+    try:
+        first = libcst_parse(text[bounds[0][0]:bounds[0][1]])
+        if first.footer or not any(isinstance(getattr(stmt, "body", None), cst.IndentedBlock)
+                                   and stmt.body.indent is None for stmt in first.body):
+            return None  # the file's first indented block is further on: its indentation is unknown here
+        newline, indent = first.default_newline, first.default_indent
+        lead = f"if 1:{newline}{indent}pass{newline}"
+        body = list(first.body)
+        last = first
+        for start, end in bounds[1:]:
+            STATS["parse:piece"] += 1
+            if last.footer:
+                return None  # only the last piece ends the file
+            piece = libcst_parse(lead + text[start:end])
+            if (piece.header or piece.default_indent != indent or piece.default_newline != newline
+                    or len(piece.body) < 2 or piece.body[1].leading_lines):
+                return None
+            body.extend(piece.body[1:])
+            last = piece
+    except (cst.ParserSyntaxError, RecursionError):
+        return None  # the whole text's parse gives the error where it is
+    return first.with_changes(body=body, footer=last.footer, has_trailing_newline=last.has_trailing_newline)
+
+
+def parse_edited(text: str, analysis: FileAnalysis, edits: Sequence[Edit]) -> Optional[cst.Module]:
+    """LibCST's tree of ``text``, which is ``analysis.text`` with ``edits`` applied: the
+    statements no edit touches are the analysis' own nodes, and only the runs of statements
+    the edits touch are parsed, each with the untouched statement on either side. That the
+    pieces fit is checked, not assumed: each neighbour parsed again must equal the one it
+    stands for (so the piece begins and ends where a statement does, and comments and blank
+    lines went where a whole parse puts them), the indentation and newline must be the
+    module's, and the header is never in a piece. None: parse the whole text."""
+    old = analysis.module
+    table = analysis.wrapper.positions._lines() if analysis.wrapper is not None else None
+    if old is None or not table or not edits or len(table) != len(old.body):
+        return None
+    lines = analysis.lines
+    starts = [lines.offset(line, 0) for line in table]
+    count = len(starts)
+    ordered = sorted(edits, key=lambda e: (e.start, e.end))
+    touched: Set[int] = set()
+    for edit in ordered:
+        first = bisect.bisect_right(starts, edit.start) - 1
+        last = bisect.bisect_right(starts, max(edit.start, edit.end - 1)) - 1
+        if first < 0:
+            return None  # in the header
+        touched.update(range(first, last + 1))
+    runs: List[List[int]] = []
+    for k in sorted(touched):
+        a, b = max(k - 1, 0), min(k + 1, count - 1)
+        if runs and a <= runs[-1][1] + 1:
+            runs[-1][1] = max(runs[-1][1], b)
+        else:
+            runs.append([a, b])
+    if runs[0][0] == 0:
+        return None  # the first statement: the header and the module's defaults come with it
+    # LibCST takes the module's indentation from its first indented block: an edit in that
+    # block, or one before it that brings indented lines, could change it
+    block = next((k for k, stmt in enumerate(old.body)
+                  if isinstance(getattr(stmt, "body", None), cst.IndentedBlock)), count)
+    block_end = starts[block + 1] if block + 1 < count else len(analysis.text) + 1
+    for edit in ordered:
+        if edit.start < block_end and (block < count and edit.end > starts[block]
+                                       or re.search(r"[\r\n][ \t]", edit.content)):
+            return None
+    newline, indent = old.default_newline, old.default_indent
+    lead = f"if 1:{newline}{indent}pass{newline}"
+    body: List[cst.BaseStatement] = []
+    footer, trailing = old.footer, old.has_trailing_newline
+    delta, e, kept = 0, 0, 0
+    old_text = analysis.text
+    try:
+        for a, b in runs:
+            old_start = starts[a]
+            old_end = starts[b + 1] if b + 1 < count else len(old_text)
+            if e < len(ordered) and ordered[e].start < old_start:
+                return None  # an edit between the runs: cannot be
+            start = old_start + delta
+            while e < len(ordered) and (ordered[e].start < old_end or b + 1 == count):
+                edit = ordered[e]
+                delta += len(edit.content) - (edit.end - edit.start)
+                e += 1
+            end = old_end + delta if b + 1 < count else len(text)
+            STATS["parse:edited"] += 1
+            piece = libcst_parse(lead + text[start:end])
+            if (piece.header or piece.default_indent != indent or piece.default_newline != newline
+                    or len(piece.body) < 3 or not piece.body[1].deep_equals(old.body[a])):
+                return None
+            if b + 1 < count:
+                if piece.footer or not piece.has_trailing_newline or not piece.body[-1].deep_equals(old.body[b]):
+                    return None
+            else:
+                footer, trailing = piece.footer, piece.has_trailing_newline
+            body.extend(old.body[kept:a])
+            body.append(old.body[a])  # equal to the one parsed again: the analysis' own node
+            body.extend(piece.body[2:-1] if b + 1 < count else piece.body[2:])
+            if b + 1 < count:
+                body.append(old.body[b])
+            kept = b + 1
+        if e != len(ordered):
+            return None
+    except (cst.ParserSyntaxError, RecursionError):
+        return None  # the whole text's parse gives the error where it is
+    body.extend(old.body[kept:])
+    return old.with_changes(body=body, footer=footer, has_trailing_newline=trailing)
+
+
+def parse_error(text: str, before: Optional[Tuple[FileAnalysis, List[Edit]]] = None) -> Optional[str]:
+    try:
+        module = parse(text, before=before)
+    except cst.ParserSyntaxError as exc:
+        return f"{_parser_message(exc)} at line {exc.raw_line}"
+    except RecursionError:
+        return "nesting too deep"
+    _LAST_PARSE.value = (text, module)
+    return None
+
+
+def statement_spans(analysis: FileAnalysis):
+    """(statement, start, end) of the module's statements, computed once per analysis (and
+    only as far as a caller reads: each fix asks for the statements before it)."""
+    spans = analysis.spans
+    positions = analysis.wrapper.resolve(PositionProvider)
+    lines = analysis.lines
+    body = analysis.module.body
+    i = 0
+    while i < len(body):
+        while len(spans) <= i:
+            stmt = body[len(spans)]
+            rng = positions[stmt]
+            spans.append((stmt, lines.offset(rng.start.line, rng.start.column),
+                          lines.offset(rng.end.line, rng.end.column)))
+        yield spans[i]
+        i += 1

@@ -1,0 +1,356 @@
+"""ROC307 capture-stream-warmup: A CUDA-graph capture on a stream its warm-up did not run on, or a stream made or entered in a capture.
+
+The rule's documentation is its class's (`rocmport rule ROC307` prints it).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+import libcst as cst
+
+from rocmport.analysis import regions as _regions
+from rocmport.analysis import walk as _walk
+from rocmport.analysis.events import (
+    RegionEvent,
+    StreamCreated,
+    StreamEntered,
+)
+from rocmport.analysis.syntax import keyword
+from rocmport.findings import Applicability, Fix
+from rocmport.rules.base import Case
+
+from .common import PRE, CaptureRule
+
+_HIPBLASLT = ("from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture"
+              " fails or hangs (pytorch#179053, #179892)")
+# Calls that do no GPU library work: not a warm-up.
+_NOT_WARMUP = frozenset({"wait_stream", "record_stream", "synchronize", "copy_", "fill_", "zero_",
+                         "capture_begin", "CUDAGraph", "empty_cache"})
+_UNSAFE_TEXT = re.compile(r"'''|\"\"\"|\\\r?\n|\\\r|\x0c")
+
+
+class CaptureStreamWarmup(CaptureRule):
+    CODE = "ROC307"
+    NAME = "capture-stream-warmup"
+    SUMMARY = "A CUDA-graph capture on a stream its warm-up did not run on, or a stream made or entered in a capture."
+    WHAT = """
+        - `with torch.cuda.graph(g):` without `stream=` (third positional argument): the
+          capture runs on torch.cuda.graph's own capture stream, which the warm-up never used.
+          `stream=` a stream made inline (`stream=torch.cuda.Stream()`) is reported too.
+        - `g.capture_begin()` outside a `with torch.cuda.stream(s):` block, or inside one where
+          nothing ran on `s` before it (in that block, or an earlier `with torch.cuda.stream(s):`
+          of the same function).
+        - `torch.cuda.make_graphed_callables(...)`: before pytorch#187745 it warms up on one
+          stream and captures on another.
+        - In captured code (and what it calls, as for ROC301): `torch.cuda.Stream()`, a stream
+          made there; and `with torch.cuda.stream(s):` in the capture's own block when `s` was
+          not entered before the capture in the same function. A stream entered in a function
+          the capture calls is not reported: the warm-up calls of that function entered it too.
+
+        Not reported: `stream=s` given (the warm-up is assumed to run on `s`) or possibly given
+        (`**options`), mentions in strings and comments, and `tf.Graph()` or `networkx`
+        look-alikes.
+        """
+    WHY = """
+        From torch 2.12, ROCm's hipBLASLt handles are cached per (device, stream) and created
+        lazily, on the first GEMM of a stream (pytorch#179053). Creating one allocates, which is
+        not permitted while the stream captures: the capture fails with "operation not
+        permitted when stream is capturing" (HIP error 900) or hangs. A warm-up on the current
+        stream does not help when the capture runs on another stream: torch.cuda.graph without
+        `stream=` uses its own. PyTorch pre-creates the handle of the capturing thread's stream
+        in `capture_begin` (pytorch#179892), but not for other threads or auxiliary streams;
+        `make_graphed_callables` was fixed to warm up and capture on one stream in
+        pytorch#187745, and TransformerEngine#643 made the same change to its own copy. The
+        pattern PyTorch's CUDA-graph notes recommend, a warm-up on a side stream that is then
+        passed to `torch.cuda.graph(..., stream=)`, avoids all of it and is neutral on NVIDIA.
+        """
+    EXAMPLE = """
+        for _ in range(3):
+            y = model(static_x)
+        with torch.cuda.graph(g):
+            y = model(static_x)
+        """
+    FIXED_EXAMPLE = """
+        side_stream = torch.cuda.Stream()
+        side_stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side_stream):
+            for _ in range(3):
+                y = model(static_x)
+        torch.cuda.current_stream().wait_stream(side_stream)
+        with torch.cuda.graph(g, stream=side_stream):
+            y = model(static_x)
+        """
+    FIX = """
+        Safe for `with torch.cuda.graph(...)` without `stream=`, in two shapes:
+        - the last compound statement before the capture in its block is
+          `with torch.cuda.stream(s):` (a warm-up on `s`; `s` a name not rebound in between):
+          `stream=s` is added to the graph call;
+        - it is a `for` or `while` loop (the warm-up), and the graph call is spelled
+          `<torch.cuda>.graph(...)`: the loop moves into `with torch.cuda.stream(side_stream):`
+          (re-indented by one level; loops with multi-line strings, backslash continuations,
+          or a `return`, `yield` or `raise`, which would skip the closing wait, are left
+          alone), after `side_stream = torch.cuda.Stream()` and
+          `side_stream.wait_stream(torch.cuda.current_stream())`, followed by
+          `torch.cuda.current_stream().wait_stream(side_stream)`, and `stream=side_stream` is
+          added to the graph call (a free name is chosen when `side_stream` is taken).
+        This is the documented PyTorch pattern: the streams wait for each other, so the warm-up
+        computes the same values in the same order on NVIDIA and ROCm; `stream=` exists since
+        torch 1.10 (none of the keywords added in 2.13 is generated). Checked on an H100
+        (benchmarks/results/capture_fixture.json): the fixture's replays are bitwise equal
+        before and after the fix.
+
+        Everything else is display-only, with the remedy in the message.
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case(PRE + "def f(g, m, x):\n    s = torch.cuda.Stream()\n    with torch.cuda.stream(s):\n        m(x)\n"
+             "    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n"),
+        Case(PRE + "def f(g, m, x):\n    s = torch.cuda.Stream()\n    with torch.cuda.stream(s):\n        m(x)\n"
+             "        g.capture_begin()\n        y = m(x)\n        g.capture_end()\n"),
+        Case(PRE + "# with torch.cuda.graph(g): y = m(x)\ns = 'g.capture_begin()'\n"),
+        Case(PRE + "import tensorflow as tf\ndef f(m, x):\n    with tf.Graph().as_default():\n        y = m(x)\n"),
+        Case(PRE + "def f(s, m, x):\n    with torch.cuda.stream(s):\n        y = m(x)\n    t = torch.cuda.Stream()\n"),
+        Case(PRE + "def f(g, m, x, **options):\n    for _ in range(3):\n        m(x)\n"
+             "    with torch.cuda.graph(g, **options):\n        y = m(x)\n"),
+        Case(PRE + "class M(torch.nn.Module):\n    def forward(self, x):\n        with torch.cuda.stream(self.aux):\n"
+             "            return x @ x\ndef f(g, s, m, x):\n    with torch.cuda.stream(s):\n        m(x)\n"
+             "    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n"),
+    )
+    INVALID = (
+        Case(PRE + "def f(g, m, x):\n    for _ in range(3):\n        y = m(x)\n    with torch.cuda.graph(g):\n"
+             "        y = m(x)\n",
+             PRE + "def f(g, m, x):\n    side_stream = torch.cuda.Stream()\n"
+             "    side_stream.wait_stream(torch.cuda.current_stream())\n    with torch.cuda.stream(side_stream):\n"
+             "        for _ in range(3):\n            y = m(x)\n    torch.cuda.current_stream().wait_stream(side_stream)\n"
+             "    with torch.cuda.graph(g, stream=side_stream):\n        y = m(x)\n"),
+        Case(PRE + "def f(g, s, m, x):\n    with torch.cuda.stream(s):\n        m(x)\n"
+             "    torch.cuda.current_stream().wait_stream(s)\n    with torch.cuda.graph(g):\n        y = m(x)\n",
+             PRE + "def f(g, s, m, x):\n    with torch.cuda.stream(s):\n        m(x)\n"
+             "    torch.cuda.current_stream().wait_stream(s)\n    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n"),
+        Case(PRE + "def f(g, m, x):\n    g.capture_begin()\n    y = m(x)\n    g.capture_end()\n"),
+        Case(PRE + "def f(g, m, x):\n    y = torch.cuda.make_graphed_callables(m, (x,))\n"),
+        Case(PRE + "def f(g, m, x, s):\n    with torch.cuda.graph(g, stream=s):\n        t = torch.cuda.Stream()\n"
+             "        with torch.cuda.stream(t):\n            y = m(x)\n"),
+    )
+
+    def on_event(self, event: RegionEvent) -> None:
+        """In captured code. A stream made there is new at every call, so no warm-up can have
+        run on it. A stream entered in the capture's own block must have been entered (and
+        used) before the capture; one entered in a function the capture calls is not
+        reported: the warm-up calls of that function entered it too."""
+        where, region = self.where(event), event.region
+        if isinstance(event, StreamCreated):
+            self.hazard(event.node, f"`{self.found.short(event.node)}` makes a new stream {where}: no warm-up ran"
+                        f" on it; {_HIPBLASLT}: make the stream before the capture and run the same work on it once")
+        elif (isinstance(event, StreamEntered) and not event.via and region.nodes
+              and not self.found.entered_before(region.scope, region.start, event.stream)):
+            self.hazard(event.node, f"stream `{event.stream}` is entered {where} but no warm-up ran on it before"
+                        f" the capture; {_HIPBLASLT}: run the same work in `with torch.cuda.stream("
+                        f"{event.stream}):` once before the capture")
+
+    def check(self, found: _regions.Analysis) -> None:
+        super().check(found)  # streams made or entered in captured code
+        for scope, node in found.capture_withs:
+            _check_graph_with(self, found, node)
+        for scope, call in found.capture_begins:
+            _check_capture_begin(self, found, scope, call)
+        for _scope, call in found.graphed_calls:
+            line = found.line(call)
+            self.hazard(call, f"`make_graphed_callables` (line {line}) warms up on one stream and captures on"
+                        f" another in torch builds without pytorch#187745; {_HIPBLASLT}: use a torch with that fix,"
+                        " or capture by hand: warm up on a side stream `s` and capture with"
+                        " `torch.cuda.graph(g, stream=s)`")
+
+
+def _graph_call(found, node: cst.With) -> Optional[cst.Call]:
+    for item in node.items:
+        expr = item.item
+        if isinstance(expr, cst.Call) and found.qnames(expr.func) & _regions.GRAPH_CM_NAMES:
+            return expr
+    return None
+
+
+def _stream_arg(call: cst.Call) -> Optional[cst.Arg]:
+    arg = keyword(call, "stream")
+    if arg is not None:
+        return arg
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[2] if len(positional) > 2 else None
+
+
+def _is_stream_cm(found, expr: cst.BaseExpression) -> bool:
+    return (isinstance(expr, cst.Call) and found.ctx.may_resolve(expr.func, _regions.STREAM_CM_NAMES)
+            and bool(found.qnames(expr.func) & _regions.STREAM_CM_NAMES))
+
+
+def _check_graph_with(rule, found, node: cst.With) -> None:
+    call = _graph_call(found, node)
+    if call is None:
+        return
+    line = found.line(call)
+    if any(a.star == "**" for a in call.args):
+        return  # `**options` may hold stream=
+    arg = _stream_arg(call)
+    if arg is not None:
+        value = arg.value
+        if isinstance(value, cst.Call) and found.qnames(value.func) & _regions.STREAM_NEW_NAMES:
+            rule.hazard(value, f"the capture at line {line} runs on a stream made for it, on which no"
+                        f" warm-up ran; {_HIPBLASLT}: make the stream first, warm up on it, then pass it as `stream=`")
+        return
+    # A fix that moves the warm-up reports from the warm-up to the capture: its span holds
+    # every line the fix rewrites.
+    fix, moved = _graph_fix(rule, found, node, call)
+    rule.hazard(call, f"the capture at line {line} runs on torch.cuda.graph's own stream, not the one the"
+                f" warm-up ran on; {_HIPBLASLT}: warm up on a side stream and pass it as `stream=`",
+                fix or Fix(Applicability.DISPLAY_ONLY, "Warm up on a side stream `s`, then capture with"
+                           " `torch.cuda.graph(g, stream=s)`"), start=moved)
+
+
+def _graph_fix(rule, found, node: cst.With, call: cst.Call) -> Tuple[Optional[Fix], Optional[cst.CSTNode]]:
+    """The fix, and the warm-up loop it moves (None when it moves none)."""
+    ctx = rule.context
+    if not call.args:
+        return None, None
+    between: List[cst.CSTNode] = []
+    warmup, stmt = None, node
+    while warmup is None:
+        block = rule.parent(stmt)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            return None, None
+        body = list(block.body)
+        index = next(i for i, s in enumerate(body) if s is stmt)
+        for before in reversed(body[:index]):
+            if isinstance(before, cst.SimpleStatementLine):
+                between.append(before)
+                continue
+            warmup = before
+            break
+        if warmup is None:  # the capture opens a `try:` body: look before the `try`
+            owner = rule.parent(block)
+            if not isinstance(owner, cst.Try) or owner.body is not block:
+                return None, None
+            stmt = owner
+    insert_at = ctx.span(call.args[-1].value)[1]
+    # 1. A warm-up in `with torch.cuda.stream(s):`: capture on s.
+    if isinstance(warmup, cst.With):
+        if len(warmup.items) != 1 or not _is_stream_cm(found, warmup.items[0].item):
+            return None, None
+        cm = warmup.items[0].item
+        if not cm.args or not isinstance(cm.args[0].value, cst.Name) or cm.args[0].keyword is not None:
+            return None, None
+        name = cm.args[0].value.value
+        if any(_binds(stmt, name) for stmt in between):
+            return None, None
+        return Fix(Applicability.SAFE, f"Capture on the warm-up stream: `stream={name}`",
+                   (ctx.edit(insert_at, insert_at, f", stream={name}"),)), None
+    # 2. A warm-up loop: run it on a new side stream, and capture there.
+    if not isinstance(warmup, (cst.For, cst.While)) or warmup.orelse is not None:
+        return None, None
+    if not isinstance(call.func, cst.Attribute) or found.qnames(call.func.value) != {"torch.cuda"}:
+        return None, None
+    if _mentions_stream(found, warmup) or _leaves_early(warmup):
+        return None, None
+    cuda = found.code(call.func.value)
+    start, end = ctx.span(warmup)
+    text, lines = ctx.text, ctx.lines
+    line_start = lines.line_span(lines.position(start).row)[0]
+    indent = text[line_start:start]
+    if indent.strip(" \t") or _UNSAFE_TEXT.search(text[line_start:end]):
+        return None, None
+    row_end = lines.position(end).row
+    if end > lines.line_span(row_end)[0]:
+        if row_end >= len(lines.starts):
+            return None, None  # the loop ends the file without a newline: no capture follows
+        end = lines.starts[row_end]  # through the last line's terminator
+    unit = warmup.body.indent if isinstance(warmup.body, cst.IndentedBlock) and warmup.body.indent else None
+    unit = unit or found.module.default_indent
+    nl = ctx.newline()
+    name = _free_name(text, "side_stream")
+    moved = "".join(unit + line if line.strip() else line for line in text[line_start:end].splitlines(keepends=True))
+    head = (f"{indent}{name} = {cuda}.Stream(){nl}{indent}{name}.wait_stream({cuda}.current_stream()){nl}"
+            f"{indent}with {cuda}.stream({name}):{nl}")
+    tail = f"{indent}{cuda}.current_stream().wait_stream({name}){nl}"
+    return Fix(Applicability.SAFE, "Warm up on a side stream and capture on it (`stream=`)",
+               (ctx.edit(line_start, end, head + moved + tail),
+                ctx.edit(insert_at, insert_at, f", stream={name}"))), warmup
+
+
+def _binds(stmt: cst.CSTNode, name: str) -> bool:
+    """Does a simple statement line (re)bind ``name``?"""
+    hit = False
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal hit
+            hit = hit or node.value == name
+
+    for small in getattr(stmt, "body", ()):
+        if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            for target in targets:
+                _walk.visit(target, _Visitor())
+        elif isinstance(small, (cst.Del, cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)):
+            _walk.visit(small, _Visitor())
+    return hit
+
+
+def _mentions_stream(found, node: cst.CSTNode) -> bool:
+    for call in found.calls_in([node]):
+        if found.qnames(call.func) & (_regions.STREAM_CM_NAMES | _regions.STREAM_NEW_NAMES | _regions.GRAPH_CM_NAMES):
+            return True
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("wait_stream", "capture_begin"):
+            return True
+    return False
+
+
+def _leaves_early(loop: cst.CSTNode) -> bool:
+    """A `return`, `yield` or `raise` in the loop would skip the closing `wait_stream`: the
+    caller could then read the warm-up's results on its stream before they are ready."""
+    stack = [loop]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Return, cst.Yield, cst.Raise, cst.Await)):
+            return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+    return False
+
+
+def _free_name(text: str, base: str) -> str:
+    name, n = base, 1
+    while re.search(rf"\b{name}\b", text):
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
+def _check_capture_begin(rule, found, scope, call: cst.Call) -> None:
+    line = found.line(call)
+    stream_with = None
+    for ancestor in rule.ancestors(call):
+        if isinstance(ancestor, cst.With) and any(_is_stream_cm(found, i.item) for i in ancestor.items):
+            stream_with = ancestor
+            break
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            break
+    if stream_with is None:
+        rule.hazard(call, f"`{found.short(call.func)}()` (line {line}) captures on the current stream,"
+                    f" on which no side-stream warm-up ran; {_HIPBLASLT}: warm up in `with torch.cuda.stream(s):`"
+                    " and capture in the same block")
+        return
+    cm = next(i.item for i in stream_with.items if _is_stream_cm(found, i.item))
+    stream = found.code(cm.args[0].value) if cm.args else ""
+    begin = found.offset(call)
+    block = stream_with.body
+    for other in found.calls_in(block.body if isinstance(block, cst.IndentedBlock) else (block,)):
+        if found.offset(other) >= begin:
+            continue
+        name = other.func.attr.value if isinstance(other.func, cst.Attribute) else found.code(other.func)
+        if name.rsplit(".", 1)[-1] not in _NOT_WARMUP:
+            return  # something ran on the stream before the capture
+    if stream and found.entered_before(scope, found.offset(stream_with), stream):
+        return
+    rule.hazard(call, f"`{found.short(call.func)}()` (line {line}) captures on stream `{stream}`, on"
+                f" which nothing ran before; {_HIPBLASLT}: run the work once on `{stream}` before the capture")

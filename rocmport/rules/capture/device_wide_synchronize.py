@@ -1,0 +1,65 @@
+"""ROC306 device-wide-synchronize: torch.cuda.synchronize() waits for every stream; the current stream may be enough.
+
+The rule's documentation is its class's (`rocmport rule ROC306` prints it).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+from rocmport.analysis import regions as _regions
+from rocmport.analysis.names import qualified_names
+from rocmport.findings import Applicability, Fix
+from rocmport.rules.base import Case, Rule
+
+from .common import PRE
+
+
+class SynchronizeAnywhere(Rule):
+    CODE = "ROC306"
+    NAME = "device-wide-synchronize"
+    SUMMARY = "torch.cuda.synchronize() waits for every stream; the current stream may be enough."
+    DEFAULT_ENABLED = False
+    WHAT = """
+        Every `torch.cuda.synchronize()` (any spelling), outside ROCm-only branches. Off by
+        default: it is a performance hint, not a hazard.
+        """
+    WHY = """
+        `torch.cuda.synchronize()` waits for all streams of the device, which is more
+        expensive on ROCm (HIP) than on CUDA. When only the current stream's work matters,
+        `torch.cuda.current_stream().synchronize()` is cheaper.
+        """
+    EXAMPLE = """
+        torch.cuda.synchronize()
+        elapsed = time.perf_counter() - start
+        """
+    FIX = """
+        Display-only: `torch.cuda.current_stream().synchronize()` waits only for the current
+        stream. The two differ when several streams are in use (timing side streams,
+        NCCL), so rocmport never applies it.
+        """
+    FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
+    TRIGGERS = ("synchronize",)
+    WORDS = (("synchronize",), ("cuda",))  # torch.cuda.synchronize, as ``may_match`` asks
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        return any(facts.calls_to(_regions.SYNC_NAMES))
+    VALID = (
+        Case(PRE + "torch.cuda.current_stream().synchronize()\n"),
+        Case(PRE + "if torch.version.hip:\n    torch.cuda.synchronize()\n"),
+        Case("import threading\nthreading.Event().synchronize()\n"),
+    )
+    INVALID = (
+        Case(PRE + "torch.cuda.synchronize()\n"),
+        Case("from torch.cuda import synchronize\nsynchronize()\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if qualified_names(self, node.func) & _regions.SYNC_NAMES and not self.in_rocm_branch(node):
+            self.report(node, "`torch.cuda.synchronize()` waits for every stream of the device; when only the"
+                        " current stream matters, `torch.cuda.current_stream().synchronize()` is cheaper on ROCm",
+                        fix=Fix(Applicability.DISPLAY_ONLY,
+                                "Use `torch.cuda.current_stream().synchronize()` if only the current stream matters"))

@@ -1,0 +1,48 @@
+"""ROC102 compile-max-autotune: torch.compile(mode="max-autotune") also turns CUDA graphs on.
+
+The rule's documentation is its class's (`rocmport rule ROC102` prints it).
+"""
+
+from __future__ import annotations
+
+from rocmport.findings import Applicability
+from rocmport.rules.base import Case
+
+from .common import LiteralMode
+
+
+class MaxAutotuneMode(LiteralMode):
+    CODE = "ROC102"
+    NAME = "compile-max-autotune"
+    MODE = "max-autotune"
+    SUMMARY = 'torch.compile(mode="max-autotune") also turns CUDA graphs on.'
+    WHAT = """
+        A literal `mode="max-autotune"` handed to `torch.compile`, in every spelling that
+        ROC101 knows.
+        """
+    WHY = """
+        "max-autotune" patches `max_autotune`, `coordinate_descent_tuning` and
+        `triton.cudagraphs=True`: it captures CUDA graphs just like "reduce-overhead". Its
+        twin "max-autotune-no-cudagraphs" keeps the autotuning without the graphs.
+        """
+    EXAMPLE = """
+        self.image_encoder.forward = torch.compile(self.image_encoder.forward, mode="max-autotune", fullgraph=True)
+        """
+    FIXED_EXAMPLE = """
+        self.image_encoder.forward = torch.compile(self.image_encoder.forward, mode="max-autotune-no-cudagraphs" if is_rocm else "max-autotune", fullgraph=True)
+        """
+    FIX = """
+        Safe. `"max-autotune-no-cudagraphs" if is_rocm else "max-autotune"`: unchanged on
+        NVIDIA; on ROCm the same autotuning, without CUDA graphs.
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case('import torch\nf = torch.compile(g, mode="max-autotune-no-cudagraphs")\n'),
+        Case('import torch\nMODES = ["max-autotune", "default"]\n'),
+    )
+    INVALID = (
+        Case('import torch\nf = torch.compile(g,\n    mode="max-autotune",\n)\n',
+             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g,\n    mode="max-autotune-no-cudagraphs" if is_rocm else "max-autotune",\n)\n'),
+        Case('import torch\nf = torch.compile(g, mode="max-autotune" if big else "default")\n',
+             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, mode=("max-autotune-no-cudagraphs" if is_rocm else "max-autotune") if big else "default")\n'),
+    )

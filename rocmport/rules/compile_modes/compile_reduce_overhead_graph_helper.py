@@ -1,0 +1,155 @@
+"""ROC106 compile-reduce-overhead-graph-helper: torch.compile(f, mode="reduce-overhead"): keep CUDA graphs on ROCm with a manual-capture helper (opt-in).
+
+The rule's documentation is its class's (`rocmport rule ROC106` prints it).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from rocmport.analysis.names import (
+    is_torch_compile,
+)
+from rocmport.analysis.syntax import keyword, literal_string, mentions_rocm
+from rocmport.findings import Applicability, Fix
+from rocmport.rules.base import Case
+
+from .common import CompileCalls
+
+GRAPH_HELPER = "rocmport_cudagraph"
+
+
+class ReduceOverheadGraphHelper(CompileCalls):
+    CODE = "ROC106"
+    NAME = "compile-reduce-overhead-graph-helper"
+    SUMMARY = ('torch.compile(f, mode="reduce-overhead"): keep CUDA graphs on ROCm with a manual-capture'
+               " helper (opt-in).")
+    DEFAULT_ENABLED = False
+    WHAT = """
+        A function or module compiled with a literal `mode="reduce-overhead"`:
+        `torch.compile(f, mode="reduce-overhead", ...)` (any alias, `model=` too),
+        `torch.compile(mode="reduce-overhead")(f)` and the decorator
+        `@torch.compile(mode="reduce-overhead")`, also when ROC101 has already gated the mode
+        (`"default" if is_rocm else "reduce-overhead"`). Not flagged: a call already wrapped
+        in `rocmport_cudagraph(...)` (or a decorator already under `@rocmport_cudagraph`),
+        `model.compile(...)` (it compiles in place and returns nothing to wrap),
+        `functools.partial(torch.compile, ...)` and `CompileConfig(...)` (the compiled
+        callable is made elsewhere), and modes given by expressions (ROC104). Off by default:
+        enable it with `--extend-select ROC106` and apply it with `--unsafe-fixes`.
+        """
+    WHY = """
+        ROC101 makes the call safe on ROCm by compiling with "default", which gives up the
+        CUDA graphs that made "reduce-overhead" fast: a launch-bound 12-layer MLP took 460
+        us a call with "default" against 159 with "reduce-overhead" (H200, torch 2.11).
+        Capturing and replaying the "default"-compiled callable by hand (HIP graphs) works on
+        ROCm where inductor's own CUDA graphs do not reliably, and gave 160 us.
+        """
+    EXAMPLE = """
+        decode_one_token = torch.compile(decode_one_token, mode="reduce-overhead", fullgraph=True)
+        """
+    FIXED_EXAMPLE = """
+        decode_one_token = rocmport_cudagraph(torch.compile(decode_one_token, mode="default" if is_rocm else "reduce-overhead", fullgraph=True))
+        """
+    FIX = """
+        Unsafe. The compiled callable is wrapped in the prelude's `rocmport_cudagraph(...)`
+        (`@rocmport_cudagraph` above the decorator) and the mode is gated as ROC101 gates it;
+        with ROC101 selected too, the result is the same. On NVIDIA `rocmport_cudagraph`
+        returns the compiled callable itself, so that path is unchanged. On ROCm it returns a
+        wrapper that warms up, captures one graph per input signature, copies inputs into
+        static buffers and replays, falling back to the plain compiled call where a graph
+        would be wrong (CPU or non-tensor inputs, autograd, in-place updates of inputs, a
+        failed capture, too many signatures); outputs are cloned by default. Why unsafe: on
+        ROCm the result is a wrapper, not the `OptimizedModule` (attributes are forwarded,
+        `isinstance(..., nn.Module)` is False), and a graph freezes the Python state the
+        function reads at capture (globals, flags, module attributes), as inductor's CUDA
+        graphs would not.
+        """
+    FIX_APPLICABILITY = Applicability.UNSAFE
+    VALID = (
+        Case('import torch\nf = rocmport_cudagraph(torch.compile(g, mode="default" if is_rocm else "reduce-overhead"))\n'),
+        Case('import torch\nmodel.compile(mode="reduce-overhead")\n'),
+        Case('import functools\nimport torch\nc = functools.partial(torch.compile, mode="reduce-overhead")\n'),
+        Case('import torch\nf = torch.compile(g, mode="max-autotune")\n'),
+        Case('import torch\nf = torch.compile(g, mode=cfg.mode)\n'),
+        Case('import torch\n\n@rocmport_cudagraph\n@torch.compile(mode="default" if is_rocm else "reduce-overhead")\n'
+             'def f(x):\n    return x\n'),
+        Case('import torch\nif torch.version.hip:\n    f = g\nelse:\n    f = torch.compile(g, mode="reduce-overhead")\n'),
+    )
+    INVALID = (
+        Case('import torch\nf = torch.compile(g, mode="reduce-overhead")\n'),
+        Case('import torch\nf = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")\n'),
+        Case('import torch\n\n@torch.compile(mode="reduce-overhead", fullgraph=True)\ndef f(x):\n    return x\n'),
+        Case('from torch import compile as tc\nf = tc(mode="reduce-overhead")(g)\n'),
+    )
+
+    def check_call(self, call: cst.Call, kind: str) -> None:
+        if not is_torch_compile(self, call.func):
+            return
+        leaves = [leaf for value in self.argument(call, "mode") for leaf in self.mode_leaves(value)
+                  if literal_string(leaf) == "reduce-overhead"]
+        if len(leaves) != 1:
+            return
+        leaf = leaves[0]
+        gated = self.in_rocm_branch(leaf)
+        if gated and not self._gated_by_rocm_fix(leaf):
+            return  # a gated form of the user's own: leave it alone
+        wrapped = self._wrap_edits(call)
+        if wrapped is None:
+            return
+        node, edits = wrapped
+        if not gated:
+            edits.append(self.gated_literal_fix(leaf, "default", "").edits[0])
+        self.report(
+            node,
+            'mode="reduce-overhead" becomes "default" on ROCm, which gives up its CUDA graphs;'
+            f" `{GRAPH_HELPER}(...)` captures and replays them by hand there (opt-in)",
+            fix=Fix(Applicability.UNSAFE, f'Compile with "default" on ROCm and wrap it in `{GRAPH_HELPER}`',
+                    tuple(sorted(edits, key=lambda e: (e.start, e.end))), ("gate", "graph_helper")),
+        )
+
+    def _gated_by_rocm_fix(self, leaf: cst.BaseExpression) -> bool:
+        """``"default" if <ROCm test> else "reduce-overhead"``: ROC101's own output."""
+        parent = self.parent(leaf)
+        return (isinstance(parent, cst.IfExp) and parent.orelse is leaf
+                and literal_string(parent.body) == "default" and mentions_rocm(parent.test, self.context.gate_name))
+
+    @staticmethod
+    def _is_helper(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Call):
+            node = node.func
+        return isinstance(node, cst.Name) and node.value == GRAPH_HELPER
+
+    def _wrap_edits(self, call: cst.Call):
+        """(the node reported, edits that wrap the compiled callable), or None: nothing to
+        wrap, or already wrapped."""
+        has_target = keyword(call, "model") is not None or any(
+            a.keyword is None and a.star == "" for a in call.args)
+        target: cst.CSTNode = call
+        if not has_target:
+            parent = self.parent(call)
+            if isinstance(parent, cst.Decorator):
+                return self._decorator_edits(parent, call)
+            if not (isinstance(parent, cst.Call) and parent.func is call and parent.args):
+                return None  # a decorator factory kept for later: nothing to wrap here
+            target = parent
+        arg = self.parent(target)
+        if isinstance(arg, cst.Arg) and self._is_helper(self.parent(arg)) and self.parent(arg).args[0] is arg:
+            return None
+        start, end = self.context.span(target)
+        return target, [self.context.edit(start, start, f"{GRAPH_HELPER}("), self.context.edit(end, end, ")")]
+
+    def _decorator_edits(self, decorator: cst.Decorator, call: cst.Call):
+        func = self.parent(decorator)
+        if not isinstance(func, cst.FunctionDef):
+            return None
+        index = next(i for i, d in enumerate(func.decorators) if d is decorator)
+        if index > 0 and self._is_helper(func.decorators[index - 1].decorator):
+            return None
+        start, _ = self.context.span(call)
+        text = self.context.text
+        at = text.rfind("@", 0, start)
+        line_start = self.context.lines.line_span(self.context.lines.position(at).row)[0]
+        indent = text[line_start:at]
+        if at < 0 or indent.strip() or text[at + 1:start].strip():
+            return None
+        return call, [self.context.edit(at, at, f"@{GRAPH_HELPER}{self.context.newline()}{indent}")]

@@ -1,0 +1,44 @@
+"""ROC604 env-gemm-backends: TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS including TRITON or CPP.
+
+The rule's documentation is its class's (`rocmport rule ROC604` prints it).
+"""
+
+from __future__ import annotations
+
+from rocmport.findings import Applicability
+from rocmport.rules.base import Case
+
+from .common import GatedValue, what
+
+
+class GemmBackendsEnv(GatedValue):
+    CODE = "ROC604"
+    NAME = "env-gemm-backends"
+    TRIGGERS = ("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS",)
+    SUMMARY = "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS including TRITON or CPP."
+    WHAT = what("`TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS` set to a value that includes TRITON or CPP "
+                 "(inductor upper-cases it) or to a value only known at run time.")
+    WHY = """
+        With max-autotune on, inductor benchmarks Triton and C++ GEMM templates; on ROCm they
+        often fail or lose to hipBLASLt (see ROC204). "ATEN" keeps the vendor GEMMs.
+        """
+    EXAMPLE = """
+        os.environ.update({"TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "TRITON,ATEN"})
+        """
+    FIXED_EXAMPLE = """
+        os.environ.update({"TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "ATEN" if is_rocm else "TRITON,ATEN"})
+        """
+    FIX = """
+        Safe in Python: `"ATEN" if is_rocm else <value>`, unchanged on NVIDIA. Display-only in
+        other files.
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS"] = "ATEN"\n'),
+    )
+    INVALID = (
+        Case('import os\nos.environ.update({"TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "TRITON,ATEN"})\n',
+             'import os\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nos.environ.update({"TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "ATEN" if is_rocm else "TRITON,ATEN"})\n'),
+        Case('import os\nos.environ.update(TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS="cpp")\n',
+             'import os\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nos.environ.update(TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS="ATEN" if is_rocm else "cpp")\n'),
+    )

@@ -1,0 +1,54 @@
+"""ROC601 env-max-autotune: TORCHINDUCTOR_MAX_AUTOTUNE (or _POINTWISE, _GEMM) set to a true value.
+
+The rule's documentation is its class's (`rocmport rule ROC601` prints it).
+"""
+
+from __future__ import annotations
+
+from rocmport.findings import Applicability
+from rocmport.rules.base import Case
+
+from .common import GatedValue, what
+
+
+class MaxAutotuneEnv(GatedValue):
+    CODE = "ROC601"
+    NAME = "env-max-autotune"
+    TRIGGERS = ("TORCHINDUCTOR_MAX_AUTOTUNE",)
+    SUMMARY = "TORCHINDUCTOR_MAX_AUTOTUNE (or _POINTWISE, _GEMM) set to a true value."
+    WHAT = what("`TORCHINDUCTOR_MAX_AUTOTUNE`, `TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE` or "
+                 "`TORCHINDUCTOR_MAX_AUTOTUNE_GEMM` set to \"1\" (inductor compares with \"1\"; \"0\", \"\" and "
+                 "other strings leave it off) or to a value only known at run time.")
+    WHY = """
+        The variable turns on inductor's max-autotune for the whole process and for every
+        child process that inherits the environment. On ROCm many Triton templates fail to
+        compile or time out and compilation takes far longer (see ROC203).
+        """
+    EXAMPLE = """
+        os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"
+        """
+    FIXED_EXAMPLE = """
+        os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0" if is_rocm else "1"
+        """
+    FIX = """
+        Safe in Python: the value becomes `"0" if is_rocm else <value>`, unchanged on NVIDIA.
+        In shell scripts, Dockerfiles, YAML and `.env` files: display-only (rocmport does not
+        rewrite them); leave the variable unset for ROCm images and jobs.
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0"\n'),
+        Case('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = ""\n'),
+        Case('import os\nx = os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"]\n'),
+        Case('import os\nif os.environ.get("TORCHINDUCTOR_MAX_AUTOTUNE") == "1":\n    pass\n'),
+        Case('settings = {}\nsettings["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"\n'),
+        Case('import os\n# os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"\n'),
+        Case('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0" if is_rocm else "1"\n'),
+    )
+    INVALID = (
+        Case('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"\n',
+             'import os\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0" if is_rocm else "1"\n'),
+        Case("from os import environ as env\nenv.setdefault('TORCHINDUCTOR_MAX_AUTOTUNE_GEMM', '1')\n",
+             'from os import environ as env\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nenv.setdefault(\'TORCHINDUCTOR_MAX_AUTOTUNE_GEMM\', \'0\' if is_rocm else \'1\')\n'),
+        Case('import os\nimport subprocess\nsubprocess.run(["python", "t.py"], env={**os.environ, "TORCHINDUCTOR_MAX_AUTOTUNE": "1"})\n'),
+    )

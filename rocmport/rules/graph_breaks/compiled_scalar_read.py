@@ -1,0 +1,63 @@
+"""ROC401 compiled-scalar-read: `.item()`, `.tolist()` or `.numpy()` in compiled code breaks the graph.
+
+The rule's documentation is its class's (`rocmport rule ROC401` prints it).
+"""
+
+from __future__ import annotations
+
+from rocmport.analysis.events import (
+    RegionEvent,
+    ScalarRead,
+)
+from rocmport.rules.base import Case
+
+from .common import PRE, REACH, GraphBreakRule
+
+
+class CompiledScalarRead(GraphBreakRule):
+    CODE = "ROC401"
+    NAME = "compiled-scalar-read"
+    SUMMARY = "`.item()`, `.tolist()` or `.numpy()` in compiled code breaks the graph."
+    WHAT = """
+        `.item()`, `.tolist()` and `.numpy()` in compiled code. `.item()` and `.tolist()` are
+        not reported when the file turns `capture_scalar_outputs` on.
+        """ + REACH
+    WHY = """
+        Dynamo cannot trace a tensor's value into Python: it breaks the graph, runs the rest
+        eagerly and synchronizes with the device. With a CUDA-graph mode a break also splits
+        the captured graphs, which is where ROCm's HIP graphs are slowest and least tested.
+        """
+    EXAMPLE = """
+        @torch.compile
+        def step(x):
+            scale = x.abs().max().item()
+            return x / scale
+        """
+    FIX = """
+        Display-only: keep the value a tensor (`x / x.abs().max()`), move the read out of the
+        compiled function, or set `torch._dynamo.config.capture_scalar_outputs = True` for
+        `.item()`.
+        """
+    VALID = (
+        Case(PRE + "def f(x):\n    return x.item()\n"),
+        Case(PRE + "import torch._dynamo\ntorch._dynamo.config.capture_scalar_outputs = True\n"
+             "@torch.compile\ndef f(x):\n    return x.sum().item()\n"),
+        Case(PRE + "@torch.compile\ndef f(d):\n    return [k for k, v in d.items()]\n"),
+        Case(PRE + "@torch.compiler.disable\ndef f(x):\n    return x.item()\n"),
+        Case(PRE + "@torch.compiler.disable\ndef h(x):\n    return x.item()\n"
+             "@torch.compile\ndef f(x):\n    return h(x)\n"),
+    )
+    INVALID = (
+        Case(PRE + "@torch.compile\ndef f(x):\n    return x.sum().item()\n"),
+        Case(PRE + "def h(x):\n    return x.tolist()\n@torch.compile(fullgraph=True)\ndef f(x):\n    return h(x)\n"),
+        Case(PRE + "class M(torch.nn.Module):\n    def forward(self, x):\n        return x.numpy()\n"
+             "model = torch.compile(M())\n"),
+    )
+
+    def on_event(self, event: RegionEvent) -> None:
+        if isinstance(event, ScalarRead):
+            if event.method in ("item", "tolist") and self.found.capture_scalars:
+                return
+            remedy = ("keep it a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`"
+                      if event.method in ("item", "tolist") else "keep it a tensor, or move it out of the compiled code")
+            self.hazard(event.node, f"`.{event.method}()` breaks the graph {self.where(event)}: {remedy}")

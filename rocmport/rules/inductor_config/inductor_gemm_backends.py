@@ -1,0 +1,59 @@
+"""ROC204 inductor-gemm-backends: max_autotune_gemm_backends that includes TRITON or CPP.
+
+The rule's documentation is its class's (`rocmport rule ROC204` prints it).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from rocmport.analysis.syntax import literal_string
+from rocmport.findings import Applicability
+from rocmport.rules.base import Case
+
+from .common import InductorSetting, falsy, what
+
+
+class GemmBackends(InductorSetting):
+    CODE = "ROC204"
+    NAME = "inductor-gemm-backends"
+    KEYS = ("max_autotune_gemm_backends",)
+    TRIGGERS = ("max_autotune_gemm_backends",)
+    ROCM_TEXT = '"ATEN"'
+    WHAT_IT_DOES = "includes TRITON or CPP GEMM templates, which are slow or fail on ROCm; use \"ATEN\" there"
+    SUMMARY = "max_autotune_gemm_backends that includes TRITON or CPP."
+    WHAT = what("`max_autotune_gemm_backends` set to a string that includes TRITON or CPP (any case, "
+                 "as inductor upper-cases it), or to a value only known at run time.")
+    WHY = """
+        With max-autotune on, inductor benchmarks Triton (and C++) GEMM templates against the
+        vendor library. On ROCm the Triton GEMM templates often fail to compile or lose to
+        hipBLASLt, and tuning them costs minutes per shape. "ATEN" keeps the vendor GEMMs.
+        """
+    EXAMPLE = """
+        torch._inductor.config.max_autotune_gemm_backends = "TRITON,ATEN"
+        """
+    FIXED_EXAMPLE = """
+        torch._inductor.config.max_autotune_gemm_backends = "ATEN" if is_rocm else "TRITON,ATEN"
+        """
+    FIX = """
+        Safe. `"ATEN" if is_rocm else <value>`: unchanged on NVIDIA; on ROCm the vendor GEMMs.
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case("import torch\ntorch._inductor.config.max_autotune_gemm_backends = \"ATEN\"\n"),
+        Case("import torch\nb = torch._inductor.config.max_autotune_gemm_backends\n"),
+        Case("import torch\ntorch._inductor.config.max_autotune_gemm_backends = \"ATEN\" if is_rocm else \"TRITON\"\n"),
+    )
+    INVALID = (
+        Case("import torch\ntorch._inductor.config.max_autotune_gemm_backends = 'triton,aten'\n",
+             "import torch\n\n{PRELUDE}\n\ntorch._inductor.config.max_autotune_gemm_backends = 'ATEN' if is_rocm else 'triton,aten'\n"),
+        Case("from torch._inductor import config\nwith config.patch(\"max_autotune_gemm_backends\", \"ATEN,CPP\"):\n    pass\n",
+             'import torch\nfrom torch._inductor import config\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nwith config.patch("max_autotune_gemm_backends", "ATEN" if is_rocm else "ATEN,CPP"):\n    pass\n'),
+    )
+
+    def hazardous(self, key: str, value: cst.BaseExpression) -> bool:
+        text = literal_string(value)
+        if text is None:
+            return not falsy(value)
+        upper = text.upper()
+        return "TRITON" in upper or "CPP" in upper

@@ -1,0 +1,60 @@
+"""ROC203 inductor-max-autotune: max_autotune, max_autotune_pointwise or max_autotune_gemm turned on.
+
+The rule's documentation is its class's (`rocmport rule ROC203` prints it).
+"""
+
+from __future__ import annotations
+
+from rocmport.findings import Applicability
+from rocmport.rules.base import Case
+
+from .common import InductorSetting, what
+
+
+class MaxAutotune(InductorSetting):
+    CODE = "ROC203"
+    NAME = "inductor-max-autotune"
+    KEYS = ("max_autotune", "max_autotune_pointwise", "max_autotune_gemm")
+    TRIGGERS = ("max_autotune",)
+    WHAT_IT_DOES = "turns on exhaustive autotuning, which is slow and fragile on ROCm"
+    SUMMARY = "max_autotune, max_autotune_pointwise or max_autotune_gemm turned on."
+    WHAT = what("`max_autotune`, `max_autotune_pointwise` or `max_autotune_gemm` set to a value "
+                 "that is not False.")
+    WHY = """
+        Max-autotune benchmarks many Triton templates per kernel. On ROCm many of them fail
+        to compile or time out, compilation takes far longer, and the chosen kernels are often
+        no faster than the default ones; it is the second most common reason that ported code
+        hangs or slows down.
+        """
+    EXAMPLE = """
+        torch_compile_options = {"epilogue_fusion": True, "max_autotune": True}
+        f = torch.compile(f, options=torch_compile_options)
+        """
+    FIXED_EXAMPLE = """
+        torch_compile_options = {"epilogue_fusion": True, "max_autotune": False if is_rocm else True}
+        f = torch.compile(f, options=torch_compile_options)
+        """
+    FIX = """
+        Safe. `False if is_rocm else <value>`: unchanged on NVIDIA; on ROCm the default
+        kernels. Turn the rule off where max-autotune works for you (`ignore = ["ROC203"]`).
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case("import torch\ntorch._inductor.config.max_autotune = False\n"),
+        Case("import torch\nopts = {\"max_autotune\": False}\nf = torch.compile(g, options=opts)\n"),
+        Case("my_config.max_autotune = True\n"),
+        Case("import torch\ntorch._inductor.config.coordinate_descent_tuning = True\n"),
+        Case("import torch\nsettings = {\"max_autotune\": True}\n"),
+        Case("import torch\ntorch._inductor.config.max_autotune = not is_rocm\n"),
+    )
+    INVALID = (
+        Case("import torch\nopts = {\"max_autotune\": True, \"triton.cudagraphs\": False}\n"
+             "f = torch.compile(g, options=opts)\n",
+             "import torch\n\n{PRELUDE}\n\nopts = {\"max_autotune\": False if is_rocm else True, \"triton.cudagraphs\": False}\n"
+             "f = torch.compile(g, options=opts)\n"),
+        Case("import torch\nwith torch._inductor.config.patch(max_autotune=True, max_autotune_gemm=True):\n    pass\n",
+             "import torch\n\n{PRELUDE}\n\nwith torch._inductor.config.patch(max_autotune=False if is_rocm else True,"
+             " max_autotune_gemm=False if is_rocm else True):\n    pass\n"),
+        Case("import torch\ncfg = torch._inductor.config\ncfg.max_autotune_pointwise = True\n",
+             "import torch\n\n{PRELUDE}\n\ncfg = torch._inductor.config\ncfg.max_autotune_pointwise = False if is_rocm else True\n"),
+    )

@@ -1,0 +1,48 @@
+"""ROC205 inductor-memory-planning: torch._inductor.config.memory_planning turned on.
+
+The rule's documentation is its class's (`rocmport rule ROC205` prints it).
+"""
+
+from __future__ import annotations
+
+from rocmport.findings import Applicability
+from rocmport.rules.base import Case
+
+from .common import InductorSetting, what
+
+
+class MemoryPlanning(InductorSetting):
+    CODE = "ROC205"
+    NAME = "inductor-memory-planning"
+    KEYS = ("memory_planning",)
+    TRIGGERS = ("memory_planning",)
+    WHAT_IT_DOES = "turns on inductor's memory planning, which has crashed and corrupted results on ROCm"
+    SUMMARY = "torch._inductor.config.memory_planning turned on."
+    WHAT = what("`memory_planning` set to a value that is not False (the name exists from torch 2.2).")
+    WHY = """
+        Memory planning lays out a compiled graph's buffers in one pool; it is experimental,
+        off by default (2.13), and its pool allocation has crashed and given corrupt results
+        with HIP's allocator. It is mostly used together with CUDA graphs.
+        """
+    EXAMPLE = """
+        from torch._inductor import config
+        config.memory_planning = True
+        """
+    FIXED_EXAMPLE = """
+        from torch._inductor import config
+        config.memory_planning = False if is_rocm else True
+        """
+    FIX = """
+        Safe. `False if is_rocm else <value>`: unchanged on NVIDIA.
+        """
+    FIX_APPLICABILITY = Applicability.SAFE
+    VALID = (
+        Case("from torch._inductor import config\nconfig.memory_planning = False\n"),
+        Case("import torch\n\"\"\"Set torch._inductor.config.memory_planning = True for speed.\"\"\"\n"),
+    )
+    INVALID = (
+        Case("from torch._inductor import config\nconfig.memory_planning = True\n",
+             'import torch\nfrom torch._inductor import config\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nconfig.memory_planning = False if is_rocm else True\n'),
+        Case("import torch\nf = torch.compile(g, options={\"memory_planning\": True, \"triton.cudagraphs\": True})\n",
+             codes=("ROC205", "ROC103")),
+    )

@@ -1,0 +1,287 @@
+"""Shared by the rules of the vendor_checks family."""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterator, List, Optional
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+from rocmport import rocm_facts
+from rocmport.analysis.names import qualified_names
+from rocmport.analysis.syntax import ROCM_WORD, dotted_name, literal_string, mentions_rocm
+from rocmport.analysis.triton import FOREIGN_TEST, KERNEL_DECORATORS, is_foreign_path
+from rocmport.analysis.walk import children as _children
+from rocmport.findings import Applicability, Fix
+from rocmport.rules.base import Rule
+
+PRE = "import torch\n"
+
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and every node under it (``current.children`` rebuilds each node it reads)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(_children(current)))
+
+
+def identifiers(node: cst.CSTNode, strings: bool = True) -> Iterator[str]:
+    """Names, attribute names, import names and (with ``strings``) string literal values
+    under ``node``."""
+    for n in walk(node):
+        if isinstance(n, cst.Name):
+            yield n.value
+        elif strings and isinstance(n, cst.SimpleString):
+            value = literal_string(n)
+            if value is not None:
+                yield value
+        elif strings and isinstance(n, cst.FormattedStringText):
+            yield n.value
+
+
+def mentions(node: cst.CSTNode, pattern: "re.Pattern[str]", strings: bool = True) -> bool:
+    return any(pattern.search(text) for text in identifiers(node, strings))
+
+
+def reads_cuda_version(node: cst.CSTNode) -> bool:
+    """Does ``node`` mention ``<x>.version.cuda`` (torch's CUDA version, by its spelling)?"""
+    for n in walk(node):
+        if isinstance(n, cst.Attribute) and n.attr.value == "cuda":
+            name = dotted_name(n.value)
+            if name is not None and (name == "version" or name.endswith(".version")):
+                return True
+    return False
+
+
+def _cuda_sign(test: cst.CSTNode) -> Optional[bool]:
+    """True when ``test`` being true proves ``torch.version.cuda`` is set (it is read as a
+    truth value or a version), False when ``test`` being false proves it (``cuda is None``,
+    ``not cuda``), None when it says nothing about it."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _cuda_sign(test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _cuda_sign(test.left), _cuda_sign(test.right)
+        wanted = isinstance(test.operator, cst.And)  # and: one true operand proves it
+        return wanted if wanted in (left, right) else None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and reads_cuda_version(test.left) \
+            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
+        return isinstance(test.comparisons[0].operator, (cst.IsNot, cst.NotEqual))
+    return True if reads_cuda_version(test) else None
+
+
+def _vendor_path(path: str) -> bool:
+    """A file whose name says it is for one vendor: ``..._sm90.py``, ``hopper.py``,
+    ``nvidia.py``, ``tensorrt_*.py``, ``test_rocm_support.py``: its vendor code is the point."""
+    stem = re.split(r"[/\\]", path)[-1].rsplit(".", 1)[0]
+    return bool(NVIDIA_ONLY.search(stem) or _VENDOR_FILE.search(stem) or ROCM_WORD.search(stem))
+
+
+_VENDOR_FILE = re.compile(r"(?i)nvidia|tensorrt|(?:^|_)trt(?:_|$)")
+
+
+def statement_of(rule: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """The statement that holds ``node``: a simple statement line, or the compound statement
+    whose header (test, iterable, ...) holds it."""
+    child = node
+    for ancestor in rule.ancestors(node):
+        if isinstance(ancestor, cst.SimpleStatementLine):
+            return ancestor
+        if isinstance(ancestor, cst.BaseCompoundStatement) and child is not getattr(ancestor, "body", None) \
+                and not isinstance(child, (cst.Else, cst.If)):
+            return ancestor
+        if isinstance(ancestor, cst.BaseSuite):
+            return None
+        child = ancestor
+    return None
+
+
+def header_of(statement: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:
+    """The part of a statement that is evaluated with it: a simple statement line, the test
+    of an ``if`` / ``while``; None for other compound statements."""
+    if isinstance(statement, (cst.If, cst.While)):
+        return statement.test
+    return statement if isinstance(statement, cst.SimpleStatementLine) else None
+
+
+class VendorRule(Rule):
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
+
+    def is_name(self, node: cst.CSTNode, names) -> bool:
+        return bool(qualified_names(self, node, names) & names)
+
+    def gated(self, node: cst.CSTNode) -> bool:
+        """Already gated: under a ROCm test (``in_rocm_branch``), or where a test of
+        ``torch.version.cuda`` proves a CUDA build (the body of ``if torch.version.cuda:``,
+        the ``else`` of ``if torch.version.cuda is None:``, the right of ``cuda and ...``)."""
+        if self.in_rocm_branch(node) or is_foreign_path(self.context.path) or _vendor_path(self.context.path):
+            return True
+        if self.earlier_exit(node, lambda test: mentions_rocm(test, self.context.gate_name) and not (
+                isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And))):
+            return True  # `if torch.version.hip is not None or ...: return` before it
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and FOREIGN_TEST.search(ancestor.name.value):
+                return True  # code for another accelerator
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.body and \
+                    mentions(ancestor.test, FOREIGN_TEST, strings=False):
+                return True
+            if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and child is not ancestor.test:
+                sign = _cuda_sign(ancestor.test)
+                if (sign is True and child is ancestor.body) or (sign is False and child is not ancestor.body):
+                    return True
+            elif isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
+                sign = _cuda_sign(ancestor.left)
+                if sign is (not isinstance(ancestor.operator, cst.Or)) and sign is not None:
+                    return True
+            child = ancestor
+        return False
+
+    def earlier_exit(self, node: cst.CSTNode, predicate) -> bool:
+        """Is there, earlier in a block that holds ``node`` (up to its function), an ``if``
+        whose test satisfies ``predicate`` and whose body returns, raises, breaks or continues?"""
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+                for stmt in ancestor.body:
+                    if stmt is child:
+                        break
+                    if isinstance(stmt, cst.If) and exits(stmt.body) and predicate(stmt.test):
+                        return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            child = ancestor
+        return False
+
+    def values(self, name: cst.Name) -> List[cst.BaseExpression]:
+        """What is assigned to ``name`` in the function that reads it (or, when that function
+        assigns nothing to it, at module level): plain assignments, and the value of a tuple
+        unpacking (``major, minor = <value>``). A statement-level walk that does not enter
+        nested functions or classes: cheaper than the scope analysis of a large file, which
+        ROC7xx does not need."""
+        scopes: List[cst.CSTNode] = []
+        for ancestor in self.ancestors(name):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Module)):
+                scopes.append(ancestor)
+        for scope in scopes:
+            found = list(_assignments_in(scope, name.value))
+            if found:
+                return found
+            if isinstance(scope, cst.FunctionDef) and any(
+                    p.name.value == name.value for p in _params(scope.params)):
+                return []  # a parameter: unknown
+        return []
+
+    def in_triton_kernel(self, node: cst.CSTNode) -> bool:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef):
+                for decorator in ancestor.decorators:
+                    if qualified_names(self, decorator.decorator, KERNEL_DECORATORS) & KERNEL_DECORATORS:
+                        return True
+        return False
+
+    def display_only(self, node: cst.CSTNode, message: str, suggestion: str) -> None:
+        self.report(node, message, fix=Fix(Applicability.DISPLAY_ONLY, suggestion))
+
+
+def facts_doc(topic: str) -> str:
+    return "\n".join("        - " + f.claim + " (" + ", ".join(f.sources) + ")"
+                     for f in rocm_facts.FACTS if f.topic == topic)
+
+
+def arch_doc() -> str:
+    return "\n".join("        " + line for line in rocm_facts.arch_table().splitlines())
+
+
+def is_none(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _params(params: cst.Parameters):
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            yield star
+
+
+def _assignments_in(scope: cst.CSTNode, name: str) -> Iterator[cst.BaseExpression]:
+    """Values assigned to ``name`` by statements of ``scope`` (not of nested scopes)."""
+    stack = list(scope.body.body) if isinstance(scope, cst.FunctionDef) and \
+        isinstance(scope.body, cst.IndentedBlock) else list(getattr(scope, "body", ()))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                t = target.target
+                if isinstance(t, cst.Name) and t.value == name:
+                    yield node.value
+                elif isinstance(t, (cst.Tuple, cst.List)) and any(
+                        isinstance(e.value, cst.Name) and e.value.value == name for e in t.elements):
+                    yield node.value
+            continue
+        if isinstance(node, cst.AnnAssign):
+            if isinstance(node.target, cst.Name) and node.target.value == name and node.value is not None:
+                yield node.value
+            continue
+        stack.extend(node.children)
+
+
+def exits(block: cst.BaseSuite) -> bool:
+    if isinstance(block, cst.IndentedBlock):
+        body = block.body
+        last = body[-1] if body else None
+        if isinstance(last, cst.SimpleStatementLine):
+            return isinstance(last.body[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+        return False
+    if isinstance(block, cst.SimpleStatementSuite):
+        return isinstance(block.body[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+    return False
+
+
+
+CAPABILITY = frozenset({"torch.cuda.get_device_capability"})
+PROPERTIES = frozenset({"torch.cuda.get_device_properties"})
+# Features that exist only on NVIDIA: a capability test that guards one is gated off ROCm.
+NVIDIA_ONLY = re.compile(
+    r"(?i)(?:^|[^a-z0-9])(?:fa3|tma|wgmma|hopper|blackwell|tcgen05|sm_?9\d+a?|sm_?1[0-2]\d+a?|"
+    r"flash_attn_interface|flash_attn_3|flash_mla|deep_gemm|cutlass|nvfp4|mxfp4_nv)(?:[^a-z]|$)")
+
+
+
+E4M3FN = frozenset({"torch.float8_e4m3fn"})
+_FNUZ_AWARE = re.compile(r"(?i)fnuz|float8e4b8|fp8e4b8|gfx|gcnarch")
+
+
+class Fp8Rule(VendorRule):
+    def __init__(self, context):
+        super().__init__(context)
+        self._header_aware: Dict[int, bool] = {}  # id(statement) -> does its header know fnuz
+
+    def fnuz_aware(self, node: cst.CSTNode, statement: Optional[cst.CSTNode]) -> bool:
+        """The statement around ``node`` (or a test that decides it) knows the fnuz format or
+        the architecture: the code already chooses per GPU. The statement's answer is kept
+        (a table of dtypes asks it for every entry)."""
+        key = id(statement)
+        known = self._header_aware.get(key)
+        if known is None:
+            header = header_of(statement)
+            known = self._header_aware[key] = header is not None and mentions(header, _FNUZ_AWARE)
+        if known:
+            return True
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and child is not ancestor.test:
+                if mentions(ancestor.test, _FNUZ_AWARE):
+                    return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and _FNUZ_AWARE.search(ancestor.name.value):
+                return True
+            child = ancestor
+        return False
