@@ -58,11 +58,13 @@ def main() -> int:
         for repo in repos:
             checkout = Path(args.repos) / repo.split("/")[1]
             for f in lint(checkout, root):
-                rows_of = found.setdefault((repo, f["filename"]), defaultdict(list))
+                # a file at the top of the checkout is reported as "./name"; labels hold repository paths
+                filename = os.path.normpath(f["filename"]).replace(os.sep, "/")
+                rows_of = found.setdefault((repo, filename), defaultdict(list))
                 for line in range(f["location"]["row"], f["end_location"]["row"] + 1):
                     rows_of[line].append(f["code"])
-                if (repo, f["filename"], f["location"]["row"]) not in labelled:
-                    unlabelled.append(f"{repo}:{f['filename']}:{f['location']['row']}: {f['code']}")
+                if (repo, filename, f["location"]["row"]) not in labelled:
+                    unlabelled.append(f"{repo}:{filename}:{f['location']['row']}: {f['code']}")
         score = defaultdict(lambda: [0, 0, 0, 0])  # hazards, found, clean, false alarms
         for r in rows:
             codes = found.get((r["repo"], r["path"]), {}).get(r["line"], [])
