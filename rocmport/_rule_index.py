@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '32f459a9ea77ebfacffa1bb8f4c8b8e6'
+FINGERPRINT = '787094beaa1c1855e5ca55c31bb782ae'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -36,6 +36,7 @@ from rocmport.source import read_regular
 
 from .bindings import dotted as _dotted
 from .bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names, walk
+from .platforms import Env, Test, module_tests
 
 COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
 PARTIAL = frozenset({"functools.partial"})
@@ -123,6 +124,9 @@ class ProjectIndex:
         self._imported: Dict[str, Set[str]] = {}
         self._head_imported: Dict[str, Set[str]] = {}
         self._no_hip: Set[str] = set()  # files read by the caller that cannot define a ROCm test
+        self._platforms: Dict[str, Dict[str, Test]] = {}  # module -> its platform predicates
+        self._platform_imports: Dict[str, Dict[str, str]] = {}
+        self._platform_deps: Dict[str, Set[str]] = {}  # module -> the modules its predicates read
         self._inputs: Dict[str, str] = {}  # inventory entry -> digest of its input files
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
@@ -395,6 +399,67 @@ class ProjectIndex:
         tests = self.rocm_tests_in(entry[len(_INVENTORY):])
         return hashlib.blake2b(repr(tests).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
+    # -- platform predicates -------------------------------------------------------------
+    def platform_tests(self, name: str) -> Dict[str, Test]:
+        """The platform predicates module ``name`` defines at module level (a flag assigned a
+        test, a function that returns one: ``platforms.module_tests``), computed once. Only a
+        module whose bytes hold a platform word (``PLATFORM_WORDS``) is parsed; the others
+        define none."""
+        found = self._platforms.get(name)
+        if found is None:
+            found = self._platforms[name] = {}  # first: an import cycle reads it empty, not forever
+            self._platform_imports[name] = {}
+            deps = self._platform_deps[name] = set()
+            path = self.path_of(name)
+            blob = self._bytes(path) if path else None
+            if blob and PLATFORM_WORDS.search(blob):
+                try:
+                    tree = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    tree = None
+                if tree is not None:
+                    imports = self._platform_imports[name] = module_imports(
+                        tree.body, lambda module, level: self.absolute(name, module, level))
+
+                    def lookup(dotted: str) -> Optional[Test]:
+                        test, used = self._platform_lookup(dotted, 0)
+                        deps.update(used)
+                        return test
+
+                    module_tests(tree.body, Env(imports, found, lookup))
+        if self._record is not None:
+            self._record.add(_PLATFORMS + name)
+            for dep in self._platform_deps.get(name, ()):
+                self._record.add(_PLATFORMS + dep)
+        return found
+
+    def platform_test(self, dotted: str) -> Optional[Test]:
+        """The test an absolute dotted name of the project is (``pkg.utils.is_hip``), following
+        re-exports; None where it is not a platform predicate of the project."""
+        test, used = self._platform_lookup(dotted, 0)
+        if self._record is not None:
+            self._record.update(_PLATFORMS + name for name in used)
+        return test
+
+    def _platform_lookup(self, dotted: str, depth: int) -> Tuple[Optional[Test], Set[str]]:
+        module, _, attr = dotted.rpartition(".")
+        if not module or depth > _MAX_DEPTH or self.path_of(module) is None:
+            return None, set()
+        tests = self.platform_tests(module)
+        used = {module} | self._platform_deps.get(module, set())
+        if attr in tests:
+            return tests[attr], used
+        target = self._platform_imports.get(module, {}).get(attr)
+        if target is None or target == dotted:
+            return None, used
+        test, more = self._platform_lookup(target, depth + 1)
+        return test, used | more
+
+    def _platform_digest(self, name: str) -> str:
+        tests = self.platform_tests(name)
+        text = repr(sorted((key, sorted(t.true), sorted(t.false)) for key, t in tests.items()))
+        return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
     # -- cache keys: the summaries a file's findings depend on ----------------------------
     def start_recording(self) -> None:
         """Record every module whose summary is asked for from now on (one file's lint)."""
@@ -408,6 +473,11 @@ class ProjectIndex:
         for name in sorted(names):
             if name.startswith(_INVENTORY):
                 out[name] = (self._inventory_inputs(name), self._inventory_digest(name))
+                continue
+            if name.startswith(_PLATFORMS):
+                module = name[len(_PLATFORMS):]
+                path = self.path_of(module)
+                out[name] = (_hash(self._bytes(path) if path else None), self._platform_digest(module))
                 continue
             summary = self.summary(name)
             path = self.path_of(name)
@@ -429,6 +499,12 @@ class ProjectIndex:
                 same = self._inventory_inputs(name) == recorded_hash
                 parts.append(f"{name}:{recorded_digest if same else self._inventory_digest(name)}")
                 continue
+            if name.startswith(_PLATFORMS):
+                module = name[len(_PLATFORMS):]
+                path = self.path_of(module)
+                same = _hash(self._bytes(path) if path else None) == recorded_hash
+                parts.append(f"{name}:{recorded_digest if same else self._platform_digest(module)}")
+                continue
             path = self.path_of(name)
             blob = self._bytes(path) if path else None
             if _hash(blob) == recorded_hash:
@@ -441,6 +517,10 @@ class ProjectIndex:
 
 
 _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
+_PLATFORMS = "<platform-tests>:"  # a recorded dependency on a module's platform predicates
+# Bytes a module must hold to define a platform predicate that ``platforms.module_tests``
+# reads (a test of torch's, or a name whose words decide).
+PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|cpu|is_available|capability")
 # Bytes a module must hold to define a ROCm-build test (``means_rocm_build``) at module level:
 # ``NAME = [(][bool(][getattr(]torch.version`` ... ``hip`` at the start of a line, or a
 # ``return`` of that shape. A function that returns such a constant needs the constant too.

@@ -20,9 +20,12 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedName, QualifiedNameProvider
 from libcst.metadata.base_provider import LazyValue
 
+from rocmport.analysis import gates
 from rocmport.analysis.names import import_names, name_parts, possible_names
+from rocmport.analysis.needs import Need
+from rocmport.analysis.platforms import ROCM
 from rocmport.analysis.prescan import PREFILTER
-from rocmport.analysis.syntax import ROCM_WORD, mentions_rocm
+from rocmport.analysis.syntax import ROCM_WORD
 from rocmport.findings import Applicability, Edit, Finding, Fix
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -263,12 +266,19 @@ class Rule(cst.BatchableCSTVisitor):
     FIX: ClassVar[str] = ""  # the fix and why it is (or is not) safe
     FIX_APPLICABILITY: ClassVar[Optional[Applicability]] = None
     DEFAULT_ENABLED: ClassVar[bool] = True
-    # Prefilter: a file whose text contains none of these cannot hold a finding of this
-    # rule, so the engine need not parse it for this rule. Must be conservative.
+    # What a file must hold for the rule to apply, declared once (``rocmport.analysis.needs``:
+    # ``Call("torch.compile") & String("reduce-overhead")``, ``Import("pynvml") | ...``). The
+    # prefilters below are derived from it: ``TRIGGERS`` and ``WORDS`` (the text), ``may_match``
+    # (CPython's tree) and, for a ``LOCAL`` rule, ``reach`` (what a lint may leave unparsed).
+    NEEDS: ClassVar[Optional[Need]] = None
+    # True when the rule reports at, and reads only around, the nodes ``NEEDS`` names (their
+    # statements and the tests around them) and module-level statements: a lint may then
+    # leave unparsed every function or class that spells none of them.
+    LOCAL: ClassVar[bool] = False
+    # Derived from ``NEEDS`` unless the class sets them. A file whose text holds none of the
+    # ``TRIGGERS`` cannot hold a finding of this rule; ``WORDS``: groups of whole words
+    # (identifiers, as text), one of each group held. Both must be conservative.
     TRIGGERS: ClassVar[Tuple[str, ...]] = ()
-    # Whole words (identifiers, as text) the file must hold, checked after ``TRIGGERS``:
-    # one word of each group (``(("graph", "capture_begin"), ("cuda", "capture_begin"))``:
-    # both groups met). Must be conservative: a word every finding's code spells.
     WORDS: ClassVar[Tuple[Tuple[str, ...], ...]] = ()
     VALID: ClassVar[Sequence[Case]] = ()
     INVALID: ClassVar[Sequence[Case]] = ()
@@ -281,19 +291,37 @@ class Rule(cst.BatchableCSTVisitor):
         super().__init__()
         self.context = context
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        needs = cls.__dict__.get("NEEDS")
+        if needs is None:
+            return
+        if "TRIGGERS" not in cls.__dict__:
+            cls.TRIGGERS = needs.triggers()
+            if not cls.TRIGGERS:
+                raise TypeError(f"{cls.__name__}.NEEDS gives the text prefilter no word ({needs!r}): add a "
+                                "Name, Call, Import, Keyword or Attribute to it with &, or set TRIGGERS")
+        if "WORDS" not in cls.__dict__:
+            cls.WORDS = needs.words()
+
     @classmethod
     def may_match(cls, facts: "Facts") -> bool:
         """Second prefilter, on CPython's parse of a file that passed ``TRIGGERS``: False
-        only when the file provably holds no finding of this rule (see ``_prescan``). The
-        engine then spares the file LibCST when no enabled rule may match."""
-        return True
+        only when the file provably holds no finding of this rule (``NEEDS`` on the
+        ``prescan`` facts). The engine then spares the file LibCST when no enabled rule may
+        match. A rule overrides it only where a derived answer is measurably too slow or too
+        wide (``benchmarks/bench.py``), and tests it against the derived one."""
+        return cls.NEEDS is None or cls.NEEDS.holds(facts)
 
     @classmethod
     def reach(cls, facts: "Facts") -> Optional[FrozenSet[str]]:
         """The words outside which this rule neither reports nor reads anything of a function
         or class: a definition whose code holds none of the words of any rule run on the file
-        is left unparsed by a lint (``_opaque``). None (the default): the rule may read any
-        definition (a call graph, a kernel launched elsewhere, a dict built in a helper)."""
+        is left unparsed by a lint (``opaque``). Derived from ``NEEDS`` for a ``LOCAL`` rule;
+        None otherwise: the rule may read any definition (a call graph, a kernel launched
+        elsewhere, a dict built in a helper)."""
+        if cls.LOCAL and cls.NEEDS is not None:
+            return cls.NEEDS.spelled(facts)
         return None
 
     def get_metadata(self, key, node, default=_UNSET):  # type: ignore[override]
@@ -339,23 +367,21 @@ class Rule(cst.BatchableCSTVisitor):
             current = self.parent(current)
 
     def in_rocm_branch(self, node: cst.CSTNode) -> bool:
-        """True when ``node`` only runs on one side of a ROCm test (``if is_rocm:`` or its
-        ``else``, either arm of ``x if torch.version.hip else y``, ``is_hip() and ...``), or in
-        a function or class whose name says it is ROCm-specific: such code is already gated."""
-        gate = self.context.gate_name
-        child = node
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)):
-                if child is not ancestor.test and mentions_rocm(ancestor.test, gate):
-                    return True
-            elif isinstance(ancestor, cst.BooleanOperation):
-                if child is ancestor.right and mentions_rocm(ancestor.left, gate):
-                    return True
-            elif isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
-                if ROCM_WORD.search(ancestor.name.value):
-                    return True
-            child = ancestor
-        return False
+        """True when ``node`` runs on one side of a ROCm test only: on ROCm alone (``if
+        is_rocm:``, ``x if torch.version.hip else y``, ``is_hip() and ...``) or never on ROCm
+        (their other side, ``if torch.version.cuda:``, ``if is_cpu():``), as the platform
+        analysis reads the conditions around it (``gates``); or in a function or class whose
+        name says it is ROCm-specific. Such code is already gated."""
+        where = gates.of(self.context).where(node)
+        if ROCM not in where or where <= {ROCM}:
+            return True
+        return any(isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and ROCM_WORD.search(ancestor.name.value)
+                   for ancestor in self.ancestors(node))
+
+    def platforms(self, node: cst.CSTNode):
+        """The platforms ``node`` can run on (``rocmport.analysis.platforms``: CUDA, ROCM, CPU,
+        OTHER), from the conditions around it."""
+        return gates.of(self.context).where(node)
 
     @classmethod
     def doc(cls) -> str:

@@ -1,0 +1,320 @@
+"""Which platforms a piece of code runs on, read from the conditions around it.
+
+A platform is what runs the code's GPU work: ``cuda`` (an NVIDIA GPU and a CUDA build of
+torch), ``rocm`` (an AMD GPU, a ROCm build), ``cpu`` (no GPU) and ``other`` (another
+accelerator: NPU, XPU, HPU, MPS, ...). A condition is a :class:`Test`: the platforms on which
+it can be true, and those on which it can be false. ``torch.version.hip is not None`` is true
+on ``rocm`` only; ``torch.cuda.is_available()`` is true on ``cuda`` and ``rocm`` alike (HIP is
+``torch.cuda`` on ROCm), so it lets ROCm through; an unknown condition may be either anywhere.
+
+One classifier reads every condition, on CPython's tree (:func:`classify`): the spellings of
+torch's own tests, the conventions of the projects that port to ROCm (``is_hip()``,
+``_is_cuda = is_cuda()``, ``current_platform.is_rocm()``, ``SYSTEM == "rocm"``, ``"AMD" in
+get_device_name()``, a Triton target's ``backend == "hip"``), and the project's own
+predicates (:func:`module_tests`: module-level flags and functions that return a test; the
+project index holds them for every module, so ``from .utils import is_hip`` reads as the test
+its definition is). Names it does not know are read by their words, and only where a word
+decides (``is_rocm``, ``on_gfx950``, ``is_npu``; ``is_cuda()`` as the NVIDIA platform, as
+vLLM-style projects define it).
+
+It reads CPython's tree and imports no LibCST: the project index uses it for every module's
+predicates. ``gates`` asks it for LibCST's nodes of the file being checked. Facts, never
+findings.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Callable, Dict, FrozenSet, Iterable, Optional
+
+CUDA, ROCM, CPU, OTHER = "cuda", "rocm", "cpu", "other"
+EVERY: FrozenSet[str] = frozenset({CUDA, ROCM, CPU, OTHER})
+GPUS: FrozenSet[str] = frozenset({CUDA, ROCM})
+
+
+@dataclass(frozen=True)
+class Test:
+    """Where a condition can be true, and where it can be false."""
+
+    true: FrozenSet[str] = EVERY
+    false: FrozenSet[str] = EVERY
+
+    def negated(self) -> "Test":
+        return Test(self.false, self.true)
+
+    @property
+    def known(self) -> bool:
+        return self.true != EVERY or self.false != EVERY
+
+    def __and__(self, other: "Test") -> "Test":
+        return Test(self.true & other.true, self.false | other.false)
+
+    def __or__(self, other: "Test") -> "Test":
+        return Test(self.true | other.true, self.false & other.false)
+
+
+def only(*platforms: str) -> Test:
+    """True exactly on ``platforms``."""
+    true = frozenset(platforms)
+    return Test(true, EVERY - true)
+
+
+UNKNOWN = Test()
+IS_ROCM = only(ROCM)
+IS_CUDA = only(CUDA)
+HAS_GPU = only(CUDA, ROCM)  # torch.cuda.is_available(), device.type == "cuda": True on ROCm too
+IS_CPU = only(CPU)
+IS_OTHER = only(OTHER)
+ON_GPU = Test(GPUS, EVERY)  # a question only a GPU answers (a capability, an architecture)
+
+# -- words ------------------------------------------------------------------------------
+_ROCM_WORD = re.compile(r"(?i)(?:^|_)(?:rocm|hip|amd|gfx\d+\w*|mi[23]\d\d\w*|cdna\d*|rdna\d*)(?:_|$|\d)")
+_OTHER_WORD = re.compile(r"(?i)(?:^|_)(?:npu|xpu|hpu|mps|tpu|musa|mlu|neuron|ascend|ipex|gaudi|habana|xla)(?:_|$|\d)")
+_CPU_WORD = re.compile(r"(?i)^_*(?:is|on|use|using|run_on)_cpu$")
+# A name for the NVIDIA platform: ``is_cuda`` (vLLM, SGLang, lmdeploy: the CUDA platform, not
+# ROCm), ``is_nvidia``, ``on_nvidia``; not ``is_cuda_available``, ``use_cuda``, ``has_cuda``,
+# ``is_cuda_alike``, whose projects mean "a GPU".
+_NVIDIA_WORD = re.compile(r"(?i)^_*(?:is|on|running_on)_(?:cuda|nvidia|nv)$|^_*(?:is_)?nvidia(?:_gpu)?$")
+_GPU_WORD = re.compile(r"(?i)^_*(?:(?:has|use|using|with)_?(?:cuda|gpu)(?:_\w+)?|is_gpu(?:_\w+)?"
+                       r"|(?:is_)?cuda_?(?:available|alike|like|enabled|is_available)|gpu_?available)$")
+_ARCH_VALUE = re.compile(r"(?i)^(?:gfx\d+\w*|mi[23]\d\d\w*|cdna\d*|rdna\d*)$")
+_ROCM_VALUE = {"rocm", "hip", "amd"}
+_CUDA_VALUE = {"cuda", "nvidia", "nv"}
+_DEVICE_SUBJECT = re.compile(r"(?i)(?:^|[._])(?:device|dev|type|device_type|accelerator)$")
+_OTHER_VALUE = re.compile(r"(?i)^(?:npu|xpu|hpu|mps|tpu|musa|mlu|neuron|ipex|xla)$")
+
+
+def word_test(name: str, called: bool) -> Test:
+    """What a predicate's name alone says (``is_hip``, ``IS_ROCM``, ``on_gfx950``, ``is_npu``,
+    ``is_cuda()``); UNKNOWN where no word decides."""
+    bare = name.rsplit(".", 1)[-1]
+    if _ROCM_WORD.search(bare):
+        return IS_ROCM
+    if _OTHER_WORD.search(bare):
+        return IS_OTHER
+    if _CPU_WORD.match(bare):
+        return IS_CPU
+    if _NVIDIA_WORD.match(bare):
+        # ``tensor.is_cuda`` (an attribute, not called) is True on ROCm; ``is_cuda()`` and a
+        # flag named so mean the NVIDIA platform
+        return HAS_GPU if not called and "." in name and bare.lower().endswith("cuda") and \
+            not name.startswith(("current_platform", "platform")) else IS_CUDA
+    if _GPU_WORD.match(bare):
+        return HAS_GPU
+    return UNKNOWN
+
+
+# -- the classifier --------------------------------------------------------------------------
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+@dataclass
+class Env:
+    """What the names of one module mean: ``imports`` (local name -> absolute dotted name),
+    ``tests`` (its own module-level predicates), ``lookup`` (an absolute dotted name of the
+    project -> its test, or None), ``extra`` (names known to be ROCm tests: the gate)."""
+
+    imports: Dict[str, str]
+    tests: Dict[str, Test]
+    lookup: Optional[Callable[[str], Optional[Test]]] = None
+
+    def absolute(self, spelled: str) -> Optional[str]:
+        root, _, rest = spelled.partition(".")
+        full = self.imports.get(root)
+        if full is None:
+            return None
+        return f"{full}.{rest}" if rest else full
+
+    def named(self, spelled: str) -> Optional[Test]:
+        """The test a name is where its definition is known (this module's, or the project's)."""
+        if spelled in self.tests:
+            return self.tests[spelled]
+        full = self.absolute(spelled)
+        if full is not None and self.lookup is not None:
+            return self.lookup(full)
+        return None
+
+
+_TORCH_TESTS = {
+    "torch.version.hip": IS_ROCM,
+    "torch.version.cuda": IS_CUDA,
+    "torch.cuda.is_available": HAS_GPU,
+    "torch.cuda.is_initialized": HAS_GPU,
+    "torch.utils.cpp_extension.ROCM_HOME": IS_ROCM,
+    "torch.utils.cpp_extension.IS_HIP_EXTENSION": IS_ROCM,
+    "torch.utils.cpp_extension.CUDA_HOME": Test(EVERY - {ROCM}, EVERY),
+    "torch.cuda.get_device_capability": ON_GPU,
+    "torch.cuda.get_device_properties": ON_GPU,
+    "torch.cuda.device_count": HAS_GPU,
+    "torch.backends.mps.is_available": IS_OTHER,
+    "torch.xpu.is_available": IS_OTHER,
+    "torch.npu.is_available": IS_OTHER,
+}
+
+
+def _spelled_test(spelled: str, env: Env, called: bool) -> Test:
+    full = env.absolute(spelled) or spelled
+    for name, test in _TORCH_TESTS.items():
+        if full == name:
+            return test
+    known = env.named(spelled)
+    if known is not None:
+        return known
+    return word_test(spelled, called)
+
+
+def _string(node: ast.AST) -> Optional[str]:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _value_test(value: str, subject: Optional[str]) -> Test:
+    """``subject == value`` where ``value`` names a platform."""
+    lowered = value.lower()
+    if lowered in _ROCM_VALUE or _ARCH_VALUE.match(lowered):
+        return IS_ROCM
+    if _OTHER_VALUE.match(lowered):
+        return IS_OTHER
+    if lowered == "cpu":
+        return IS_CPU
+    if lowered in _CUDA_VALUE:
+        # ``device.type == "cuda"`` is a GPU of either vendor; ``SYSTEM == "cuda"``,
+        # ``backend == "cuda"`` name the NVIDIA platform
+        if lowered == "cuda" and subject is not None and _DEVICE_SUBJECT.search(subject):
+            return HAS_GPU
+        return IS_CUDA
+    return UNKNOWN
+
+
+def classify(expr: ast.AST, env: Env, depth: int = 0) -> Test:
+    """The test ``expr`` is, as a condition."""
+    if depth > 20:
+        return UNKNOWN
+    kind = type(expr)
+    if kind is ast.BoolOp:
+        tests = [classify(value, env, depth + 1) for value in expr.values]
+        out = tests[0]
+        for test in tests[1:]:
+            out = (out & test) if isinstance(expr.op, ast.And) else (out | test)
+        return out
+    if kind is ast.UnaryOp and isinstance(expr.op, ast.Not):
+        return classify(expr.operand, env, depth + 1).negated()
+    if kind is ast.Compare and len(expr.ops) == 1:
+        return _compare(expr.left, expr.ops[0], expr.comparators[0], env, depth)
+    if kind is ast.Call:
+        func = expr.func
+        spelled = _dotted(func)
+        if spelled is not None:
+            if spelled in ("bool", "builtins.bool") and len(expr.args) == 1:
+                return classify(expr.args[0], env, depth + 1)
+            if spelled == "getattr" and len(expr.args) >= 2 and _string(expr.args[1]) is not None:
+                base = _dotted(expr.args[0])
+                if base is not None:
+                    return _spelled_test(f"{base}.{_string(expr.args[1])}", env, called=False)
+            if spelled in ("hasattr",) and len(expr.args) == 2 and _string(expr.args[1]) in ("hip",):
+                return IS_ROCM
+            return _spelled_test(spelled, env, called=True)
+        if isinstance(func, ast.Attribute):  # ``current_platform().is_rocm()``, ``get_x().is_hip()``
+            return word_test(func.attr, called=True)
+        return UNKNOWN
+    if kind in (ast.Name, ast.Attribute):
+        spelled = _dotted(expr)
+        if spelled is not None:
+            return _spelled_test(spelled, env, called=False)
+        if kind is ast.Attribute:  # ``current_platform().is_amd``
+            return word_test(expr.attr, called=False)
+    return UNKNOWN
+
+
+def _compare(left: ast.AST, op: ast.cmpop, right: ast.AST, env: Env, depth: int) -> Test:
+    none_right = isinstance(right, ast.Constant) and right.value is None
+    if none_right and isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        test = classify(left, env, depth + 1)
+        return test if isinstance(op, (ast.IsNot, ast.NotEq)) else test.negated()
+    if isinstance(op, (ast.Eq, ast.NotEq)):
+        for value, subject in ((_string(right), left), (_string(left), right)):
+            if value is not None:
+                test = _value_test(value, _dotted(subject) or _call_name(subject))
+                return test if isinstance(op, ast.Eq) else test.negated()
+    if isinstance(op, (ast.In, ast.NotIn)):
+        # ``"AMD" in torch.cuda.get_device_name()``, ``"gfx950" in props.gcnArchName``,
+        # ``SYSTEM in ("cuda", "rocm")``
+        value = _string(left)
+        if value is not None:
+            test = _value_test(value, None) if value.lower() != "cuda" else IS_CUDA
+            if not test.known and value.lower().startswith(("gfx", "mi3", "mi2")):
+                test = IS_ROCM
+            return test if isinstance(op, ast.In) else test.negated()
+        if isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            tests = [_value_test(_string(e), _dotted(left)) for e in right.elts if _string(e) is not None]
+            if tests and len(tests) == len(right.elts) and all(t.known for t in tests):
+                out = tests[0]
+                for test in tests[1:]:
+                    out = out | test
+                return out if isinstance(op, ast.In) else out.negated()
+    if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+        for side in (left, right):
+            name = _call_name(side) or _dotted(side) or ""
+            if "capability" in name or name.endswith(("major", "minor")):
+                return ON_GPU
+    return UNKNOWN
+
+
+def _call_name(node: ast.AST) -> Optional[str]:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Call):
+        return _dotted(node.func)
+    return None
+
+
+# -- a module's own predicates ------------------------------------------------------------
+
+def _returned(fn: ast.AST) -> Optional[ast.AST]:
+    """The expression a function returns when its body is one ``return`` (a docstring aside),
+    or ``if <test>: return True / return False`` shapes read as that test."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+        return body[0].value
+    return None
+
+
+def module_tests(body: Iterable[ast.stmt], env: Env) -> Dict[str, Test]:
+    """The predicates a module defines at module level: a name assigned once from a test
+    (``_is_cuda = is_cuda()``, ``IS_HIP = torch.version.hip is not None``) and a function
+    whose body returns one (``def is_hip(): return torch.version.hip is not None``), in
+    order, so a later one may use an earlier one. Fills and returns ``env.tests``."""
+    assigned: Dict[str, int] = {}
+    statements = list(body)
+    for stmt in statements:
+        for node in ast.walk(stmt) if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                             ast.ClassDef)) else ():
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                assigned[node.id] = assigned.get(node.id, 0) + 1
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            assigned[stmt.name] = assigned.get(stmt.name, 0) + 1
+    for stmt in statements:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and assigned.get(targets[0].id) == 1:
+                test = classify(stmt.value, env)
+                if test.known:
+                    env.tests[targets[0].id] = test
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and assigned.get(stmt.name) == 1:
+            value = _returned(stmt)
+            if value is not None:
+                test = classify(value, env)
+                if test.known:
+                    env.tests[stmt.name] = test
+    return env.tests
+

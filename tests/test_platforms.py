@@ -1,0 +1,166 @@
+"""The platform analysis (``rocmport.analysis.platforms`` and ``gates``): which platforms a
+condition is true on, and which platforms a node can run on, in the spellings torch and the
+projects that port to ROCm use, and through the project's own predicates in other modules."""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+import pytest
+
+from rocmport.analysis import gates
+from rocmport.analysis.index import ProjectIndex
+from rocmport.analysis.platforms import Test as Cond
+from rocmport.analysis.platforms import (CPU, CUDA, EVERY, GPUS, HAS_GPU, IS_CPU, IS_CUDA, IS_OTHER, IS_ROCM, OTHER,
+                                         ROCM, UNKNOWN, Env, classify, module_tests, only)
+from rocmport.analysis.prescan import Facts
+from rocmport.rules.base import RuleContext, RuleOptions
+
+IMPORTS = {"torch": "torch", "os": "os"}
+
+
+def read(source: str, tests=None) -> Cond:
+    env = Env(dict(IMPORTS), dict(tests or {}))
+    return classify(ast.parse(source, mode="eval").body, env)
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("torch.version.hip", IS_ROCM),
+    ("torch.version.hip is not None", IS_ROCM),
+    ("torch.version.hip is None", IS_ROCM.negated()),
+    ("getattr(torch.version, 'hip', None) is not None", IS_ROCM),
+    ("bool(torch.version.hip)", IS_ROCM),
+    ("torch.version.cuda is not None", IS_CUDA),
+    ("not torch.version.cuda", IS_CUDA.negated()),
+    ("torch.cuda.is_available()", HAS_GPU),
+    ("torch.cuda.is_available() and torch.version.hip is None", only(CUDA)),
+    ("torch.cuda.is_available() and not is_hip()", only(CUDA)),
+    ("is_hip()", IS_ROCM), ("_is_hip", IS_ROCM), ("IS_ROCM", IS_ROCM), ("on_gfx950()", IS_ROCM),
+    ("current_platform.is_rocm()", IS_ROCM), ("current_platform().is_amd", IS_ROCM),
+    ("is_cuda()", IS_CUDA), ("_is_cuda", IS_CUDA), ("current_platform.is_cuda()", IS_CUDA),
+    ("current_platform().is_nvidia", IS_CUDA),
+    ("x.is_cuda", HAS_GPU),  # a tensor's attribute: True on ROCm too
+    ("is_cuda_alike()", HAS_GPU), ("use_cuda", HAS_GPU), ("torch.cuda.is_available() or is_npu()", only(CUDA, ROCM, OTHER)),
+    ("is_npu()", IS_OTHER), ("_is_xpu", IS_OTHER), ("is_cpu()", IS_CPU),
+    ("SYSTEM == 'rocm'", IS_ROCM), ("SYSTEM != 'rocm'", IS_ROCM.negated()), ("SYSTEM == 'cuda'", IS_CUDA),
+    ("device.type == 'cuda'", HAS_GPU), ("x.device.type == 'cpu'", IS_CPU),
+    ("target.backend == 'hip'", IS_ROCM), ("target.backend == 'cuda'", IS_CUDA),
+    ("'AMD' in torch.cuda.get_device_name()", IS_ROCM), ("'gfx950' in props.gcnArchName", IS_ROCM),
+    ("'nvidia' in name.lower()", IS_CUDA),
+    ("SYSTEM in ('cuda', 'rocm')", only(CUDA, ROCM)),
+    ("not is_cpu() and not is_npu()", Cond(EVERY - {CPU, OTHER}, frozenset({CPU, OTHER}))),
+    ("_is_cuda or _is_hip", only(CUDA, ROCM)),
+    ("torch.cuda.get_device_capability() >= (9, 0)", Cond(GPUS, EVERY)),
+    ("x > 3", UNKNOWN), ("flag", UNKNOWN), ("rocm_enabled_by_user_somewhere.x()", UNKNOWN),
+])
+def test_conditions_read_as_platform_tests(source, expected):
+    assert read(source) == expected
+
+
+def test_the_guards_that_let_hip_through_are_true_on_rocm():
+    for source in ("not is_cpu() and not is_npu()", "_is_cuda or _is_hip", "torch.cuda.is_available()",
+                   "torch.cuda.get_device_capability()[0] >= 8"):
+        assert ROCM in read(source).true, source
+    for source in ("is_cuda()", "torch.version.cuda and not torch.version.hip", "not is_hip()",
+                   "torch.version.hip is None"):
+        assert ROCM not in read(source).true, source
+
+
+def test_a_modules_own_predicates_are_learnt_in_order():
+    tree = ast.parse(
+        "import torch\n"
+        "def is_hip():\n    '''doc'''\n    return torch.version.hip is not None\n"
+        "_is_hip = is_hip()\n"
+        "_is_cuda = torch.cuda.is_available() and not _is_hip\n"
+        "def is_cuda():\n    return triton.runtime.driver.active.get_current_target().backend == 'cuda'\n"
+        "HAS = x\n"
+        "twice = torch.version.hip\ntwice = None\n"
+    )
+    env = Env({"torch": "torch"}, {})
+    tests = module_tests(tree.body, env)
+    assert tests["is_hip"] == IS_ROCM and tests["_is_hip"] == IS_ROCM
+    assert tests["_is_cuda"] == only(CUDA)
+    assert tests["is_cuda"] == IS_CUDA
+    assert "HAS" not in tests and "twice" not in tests
+
+
+def _project(tmp_path, files):
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return ProjectIndex([str(p) for p in tmp_path.rglob("*.py")])
+
+
+def test_predicates_are_followed_into_the_project_through_re_exports(tmp_path):
+    index = _project(tmp_path, {
+        "pkg/__init__.py": "from .utils import on_amd as is_amd_gpu\n",
+        "pkg/utils.py": "import torch\ndef on_amd():\n    return torch.version.hip is not None\n"
+                        "ON_NV = torch.cuda.is_available() and not on_amd()\nPLAIN = 3\n",
+        "pkg/model.py": "from pkg import is_amd_gpu\nfrom .utils import ON_NV\n",
+    })
+    assert index.platform_test("pkg.utils.on_amd") == IS_ROCM
+    assert index.platform_test("pkg.is_amd_gpu") == IS_ROCM
+    assert index.platform_test("pkg.utils.ON_NV") == only(CUDA)
+    assert index.platform_test("pkg.utils.PLAIN") is None
+    index.start_recording()
+    index.platform_test("pkg.is_amd_gpu")
+    record = index.stop_recording()
+    assert {"<platform-tests>:pkg", "<platform-tests>:pkg.utils"} <= set(record)
+    digest = index.dependency_digest(record)
+    (tmp_path / "pkg" / "utils.py").write_text("import torch\ndef on_amd():\n    return torch.version.cuda is not None\n")
+    assert _project(tmp_path, {}).dependency_digest(record) != digest
+
+
+def _where(source: str, marker: str = "HERE", index=None, path="m.py"):
+    module = cst.parse_module(source)
+    from rocmport.analysis.metadata import Metadata
+
+    wrapper = Metadata(module, ast.parse(source), source)
+    wrapper.walk()
+    ctx = RuleContext(path=path, text=source, module=module, wrapper=wrapper, lines=None, gate_name="is_rocm",
+                      options=RuleOptions(), facts=Facts.of(ast.parse(source)), index=index)
+    found = []
+
+    class Find(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == marker:
+                found.append(node)
+
+    module.visit(Find())
+    return gates.of(ctx).where(found[0])
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("HERE()\n", EVERY),
+    ("import torch\nif torch.version.hip:\n    HERE()\n", {ROCM}),
+    ("import torch\nif torch.version.hip:\n    pass\nelse:\n    HERE()\n", EVERY - {ROCM}),
+    ("import torch\nif torch.version.hip:\n    pass\nelif torch.cuda.is_available():\n    HERE()\n", {CUDA}),
+    ("import torch\nif not torch.cuda.is_available():\n    pass\nelse:\n    HERE()\n", {CUDA, ROCM}),
+    ("import torch\nx = HERE() if torch.version.hip else 1\n", {ROCM}),
+    ("import torch\nx = torch.version.hip is None and HERE()\n", EVERY - {ROCM}),
+    ("import torch\nx = torch.version.hip or HERE()\n", EVERY - {ROCM}),
+    ("import torch\ndef f():\n    if torch.version.hip is not None:\n        return\n    HERE()\n", EVERY - {ROCM}),
+    ("import torch\ndef f():\n    assert torch.version.hip\n    HERE()\n", {ROCM}),
+    ("import torch\nif torch.version.hip:\n    def f():\n        HERE()\n", {ROCM}),
+    ("import torch\n_is_hip = torch.version.hip is not None\nif not _is_hip:\n    HERE()\n", EVERY - {ROCM}),
+    ("if is_rocm:\n    HERE()\n", {ROCM}),  # the gate's name
+    ("import torch\nwhile torch.version.hip:\n    HERE()\n", {ROCM}),
+])
+def test_where_a_node_runs(source, expected):
+    assert _where(source) == frozenset(expected)
+
+
+def test_where_reads_the_projects_predicates(tmp_path):
+    index = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/env.py": "import torch\nIS_HIP = torch.version.hip is not None\n",
+        "pkg/run.py": "from .env import IS_HIP\nif IS_HIP:\n    pass\nelse:\n    HERE()\n",
+    })
+    source = (tmp_path / "pkg" / "run.py").read_text()
+    assert _where(source, index=index, path=str(tmp_path / "pkg" / "run.py")) == EVERY - {ROCM}
+
+
+def test_other_and_cpu_are_platforms_too():
+    assert OTHER in read("is_npu()").true and CPU in read("is_cpu()").true
