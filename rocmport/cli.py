@@ -37,7 +37,9 @@ def _split(values: Tuple[str, ...]) -> Tuple[str, ...]:
 
 def _common(func):
     options = [
-        click.argument("paths", nargs=-1, type=click.Path()),
+        # readable=False: a file this user cannot read is an ROC001 finding, not a usage error
+        # that stops the run (pre-commit and editors always name files)
+        click.argument("paths", nargs=-1, type=click.Path(readable=False)),
         click.option("--select", multiple=True,
                      help="Rule codes or prefixes to enable (comma-separated); replaces the configuration's "
                           "selection and its ignores, as ruff's --select does."),
@@ -184,10 +186,17 @@ def _load(run: _Run, unsafe_fixes=None) -> "Settings":
     run.log(f"configuration: {settings.config_file or 'none found (defaults)'}; project root: {settings.root}")
     output_file = kw.get("output_file")
     if output_file:
-        parent = os.path.dirname(os.path.abspath(output_file))
-        if not os.path.isdir(parent):
-            _fail(f"cannot write --output-file {output_file}: no such directory {parent}")
+        _output_folder(output_file)  # before the run: a path that cannot be written fails at once
     return settings
+
+
+def _output_folder(output_file: str) -> None:
+    """Create the folder ``--output-file`` goes into, as ruff does (``reports/x.sarif``)."""
+    parent = os.path.dirname(os.path.abspath(output_file))
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        _fail(f"cannot write --output-file {output_file}: {exc.strerror or exc}")
 
 
 def _fail(message: str) -> "click.exceptions.Exit":
@@ -198,6 +207,7 @@ def _fail(message: str) -> "click.exceptions.Exit":
 
 def _emit(text: str, output_file: Optional[str], color: bool = False) -> None:
     if output_file:
+        _output_folder(output_file)
         try:
             with open(output_file, "w", encoding="utf-8", errors="surrogateescape") as handle:
                 handle.write(text)  # file names that are not UTF-8: their own bytes
@@ -685,6 +695,6 @@ def server():
         from .server import main as serve
     except ImportError as exc:
         if getattr(exc, "name", "") and exc.name.split(".")[0] in ("pygls", "lsprotocol"):
-            _fail("`rocmport server` needs pygls: pip install 'rocmport[server]'")
+            _fail("`rocmport server` needs pygls (the `server` extra): pip install 'pygls>=2,<3'")
         raise
     serve()

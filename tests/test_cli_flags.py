@@ -285,9 +285,16 @@ def test_force_exclude_applies_to_stdin_filename(project):
 
 # -- one-line errors, exit 2 -------------------------------------------------------------------
 
+def test_output_file_into_a_missing_folder_creates_it(project):
+    (project / "a.py").write_text(HAZARD)  # as ruff; the Action's `sarif-file: reports/x.sarif`
+    result = run("lint", "--output-format", "sarif", "--output-file", "reports/ci/out.sarif", "a.py", cwd=project)
+    assert result.exit_code == 1 and result.stderr == ""
+    assert json.loads((project / "reports" / "ci" / "out.sarif").read_text())["runs"][0]["results"]
+
+
 def test_output_file_errors_are_one_line_and_exit_2(project):
     (project / "a.py").write_text(HAZARD)
-    for target in (project / "missing" / "out.txt", Path("/proc/rocmport-nope/out.txt"), Path("/proc/version")):
+    for target in (project / "a.py" / "out.txt", Path("/proc/rocmport-nope/out.txt"), Path("/proc/version")):
         result = run("lint", "--output-file", str(target), "a.py", cwd=project)
         assert result.exit_code == 2, (target, result.output)
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: cannot write --output-file")
@@ -330,7 +337,7 @@ def test_server_without_pygls_says_how_to_install_it(project):
     proc = subprocess.run([sys.executable, "-c", block], cwd=project, env=env, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr == "error: `rocmport server` needs pygls: pip install 'rocmport[server]'\n"
+    assert proc.stderr == "error: `rocmport server` needs pygls (the `server` extra): pip install 'pygls>=2,<3'\n"
 
 
 def test_add_noqa_never_writes_into_a_multi_line_string_or_a_notebook():
