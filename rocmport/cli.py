@@ -124,6 +124,13 @@ def color_enabled(stream) -> bool:
         return False
 
 
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def _stdin_mode(paths: Sequence[str], stdin_filename: Optional[str]) -> bool:
     """ruff's rule: ``--stdin-filename`` always reads stdin (other paths are ignored with a
     warning), and so does a lone ``-``."""
@@ -248,11 +255,15 @@ def _run(paths: Sequence[str], settings: "Settings", *, fix: bool, stdin_filenam
     cache = None
     if not no_cache:
         cache = Cache(Path(cache_dir) if cache_dir else default_cache_dir(settings), settings)
-    if sys.stderr.isatty() and len(files) >= 50 and not (run is not None and run.quiet):
-        with click.progressbar(length=len(files), file=sys.stderr, label="rocmport") as bar:
-            reports = check_files(files, settings, fix=fix, jobs=jobs, cache=cache, progress=bar.update)
-    else:
-        reports = check_files(files, settings, fix=fix, jobs=jobs, cache=cache)
+    progress = None
+    if files and not (run is not None and run.quiet):
+        from .progress import Progress
+
+        progress = Progress(len(files), sys.stderr, tty=_isatty(sys.stderr))
+    reports = check_files(files, settings, fix=fix, jobs=jobs, cache=cache,
+                          progress=progress.update if progress is not None else None)
+    if progress is not None:
+        progress.finish()
     if run is not None:
         engine = "rocmport.engine" in sys.modules
         run.log(f"checked {len(files)} files in {run.elapsed()}"

@@ -1,5 +1,6 @@
 """Checks many files: the cache first, then a process pool for the rest. It never prints;
-``progress`` (a callable taking a count) is how the CLI draws its bar.
+``progress`` (a callable taking each file's report as it is done) is how the CLI shows how
+far it got (``rocmport.progress``).
 
 A worker that dies (a native parser's crash, the out-of-memory killer) never takes the run
 down: the file it held is checked again alone in a fresh worker once the rest are done, and
@@ -197,7 +198,7 @@ class _Workers:
             if done is not None:
                 finished.append(job[0])
             if progress:
-                progress(1)
+                progress(report)
         while finished:
             done(finished.pop())
         return died
@@ -257,13 +258,13 @@ def _in_pool(todo, reports, settings: Settings, jobs: int, progress,
             if workers.run([job], 1, reports, progress):
                 reports[job[0]] = _crashed(job[1][0], settings)
                 if progress:
-                    progress(1)
+                    progress(reports[job[0]])
     finally:
         workers.stop()
 
 
 def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, jobs: Optional[int] = None,
-                cache: Optional[Cache] = None, progress: Optional[Callable[[int], None]] = None) -> List[FileReport]:
+                cache: Optional[Cache] = None, progress: Optional[Callable[[FileReport], None]] = None) -> List[FileReport]:
     """Reports for ``files``, in order. ``lint`` serves unchanged files from the cache;
     ``fix`` never reads or writes it (what it writes depends on more than a file's bytes:
     the generated module, other files of the package). The rest go to ``jobs`` worker
@@ -288,7 +289,7 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
             if cached is not None:
                 reports[index] = FileReport(path=path, findings=cached, original=data)
                 if progress:
-                    progress(1)
+                    progress(reports[index])
                 continue
             keys[index] = data
         todo.append((index, (path, data, fix)))
@@ -315,7 +316,7 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
         for index, item in todo:
             reports[index] = _work(item)
             if progress:
-                progress(1)
+                progress(reports[index])
     for index in list(keys):
         store(index)
     return reports  # type: ignore[return-value]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -190,8 +191,84 @@ def test_progress_bar_on_a_terminal(tmp_path):
         chunks.append(data)
     os.close(master)
     stderr = b"".join(chunks).decode(errors="replace")
-    assert "rocmport" in stderr and "100%" in stderr
+    assert "rocmport" in stderr and "100%" in stderr and "60/60 files, 60 findings" in stderr
+    assert not re.search(r"\d:\d\d|ETA|eta", stderr), stderr  # no time estimate (it was 53 minutes for 75 s)
     assert stdout.count("ROC101") == 60 and "%" not in stdout.replace("100%", "")
+
+
+class FakeClock:
+    def __init__(self, step: float):
+        self.now, self.step = 1000.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_progress_in_a_log_is_a_plain_line_every_few_seconds():
+    import io
+
+    from rocmport.progress import Progress
+    from rocmport.reports import FileReport
+
+    stream = io.StringIO()
+    progress = Progress(40, stream, tty=False, clock=FakeClock(1.0), interval=5.0)  # a file a second
+    for i in range(40):
+        progress.update(FileReport(path=f"m{i}.py", findings=[object()] * (i % 2)))
+    progress.finish()
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "rocmport: 5/40 files checked, 2 findings so far (5 s)"
+    assert lines[1] == "rocmport: 10/40 files checked, 5 findings so far (10 s)"
+    assert len(lines) == 7 and stream.getvalue().endswith("\n")  # 5, 10, ... 35 s; the summary says the end
+    assert "\r" not in stream.getvalue() and "\x1b" not in stream.getvalue()
+    quick = io.StringIO()  # a run that ends within the interval prints nothing
+    progress = Progress(40, quick, tty=False, clock=FakeClock(0.1), interval=5.0)
+    for i in range(40):
+        progress.update(FileReport(path="m.py"))
+    progress.finish()
+    assert quick.getvalue() == ""
+
+
+def test_progress_on_a_terminal_gives_counts_and_no_estimate():
+    import io
+
+    from rocmport.progress import Progress
+    from rocmport.reports import FileReport
+
+    clock = FakeClock(0.0)
+    stream = io.StringIO()
+    progress = Progress(100, stream, tty=True, clock=clock)
+    clock.step = 30.0  # the first, largest files are slow: an estimate from them would be absurd
+    progress.update(FileReport(path="big.py", findings=[object()]))
+    assert stream.getvalue() == "\rrocmport [..............................]   1% 1/100 files, 1 finding\x1b[K"
+    clock.step = 0.01
+    for _ in range(99):
+        progress.update(FileReport(path="m.py"))
+    progress.finish()
+    assert stream.getvalue().endswith("] 100% 100/100 files, 1 finding\x1b[K\n")
+    assert stream.getvalue().count("\r") < 20  # redrawn at most ten times a second
+    assert Progress(49, io.StringIO(), tty=True).enabled is False  # a short run: no bar
+
+
+def test_lint_in_ci_prints_progress_lines_on_stderr(tmp_path, monkeypatch):
+    """stderr not a terminal (a CI log): plain lines every few seconds, stdout the findings."""
+    from click.testing import CliRunner
+
+    from rocmport import progress
+    from rocmport.cli import main
+
+    for i in range(12):
+        (tmp_path / f"m{i:02d}.py").write_text(HAZARD)
+    (tmp_path / "pyproject.toml").write_text("[tool.rocmport]\n")
+    monkeypatch.setattr(progress, "monotonic", FakeClock(2.0))  # two seconds a file
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["lint", "--no-cache", "-j", "1", "."], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[:2] == ["rocmport: 3/12 files checked, 3 findings so far (6 s)",
+                                              "rocmport: 6/12 files checked, 6 findings so far (12 s)"]
+    assert "\r" not in result.stderr and result.stdout.count("ROC101") == 12
+    quiet = CliRunner().invoke(main, ["lint", "-q", "--no-cache", "-j", "1", "."], catch_exceptions=False)
+    assert quiet.stderr == ""
 
 
 _REGIONS_AND_KERNELS = b"""import torch
