@@ -76,6 +76,11 @@ def _common(func):
                      help="Print nothing; the exit status still tells."),
         click.option("-v", "--verbose", is_flag=True, default=False,
                      help="Say on stderr what is happening: configuration, files, timing."),
+        click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default="auto",
+                     help="Colour in the findings: auto (a terminal, unless NO_COLOR is set; FORCE_COLOR "
+                          "turns it on elsewhere), always, never."),
+        click.option("--statistics", is_flag=True, default=False,
+                     help="Count the findings per rule instead of listing them (fix: those that remain)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -95,7 +100,7 @@ class _Run:
         self.quiet = bool(kw.get("quiet")) or self.silent
         self.verbose = bool(kw.get("verbose")) and not self.quiet
         self.started = time.perf_counter()
-        self.color = not kw.get("output_file") and color_enabled(sys.stdout)
+        self.color = not kw.get("output_file") and color_enabled(sys.stdout, kw.get("color") or "auto")
         self.stdin = _stdin_mode(kw.get("paths") or (), kw.get("stdin_filename"))
 
     def log(self, message: str) -> None:
@@ -111,9 +116,12 @@ class _Run:
         return f"{time.perf_counter() - self.started:.2f} s"
 
 
-def color_enabled(stream) -> bool:
-    """Colour on a terminal only; ``NO_COLOR`` (any non-empty value) turns it off and
-    ``FORCE_COLOR`` turns it on elsewhere too (NO_COLOR wins, as with ruff)."""
+def color_enabled(stream, when: str = "auto") -> bool:
+    """``--color always`` / ``never`` decide; ``auto``: colour on a terminal only, ``NO_COLOR``
+    (any non-empty value) turns it off and ``FORCE_COLOR`` turns it on elsewhere too (NO_COLOR
+    wins, as with ruff, whose ``--color`` flag also beats both)."""
+    if when != "auto":
+        return when == "always"
     if os.environ.get("NO_COLOR"):
         return False
     if os.environ.get("FORCE_COLOR"):
@@ -266,7 +274,7 @@ def _run(paths: Sequence[str], settings: "Settings", *, fix: bool, stdin_filenam
         progress.finish()
     if run is not None:
         engine = "rocmport.engine" in sys.modules
-        run.log(f"checked {len(files)} files in {run.elapsed()}"
+        run.log(f"checked {len(files)} file{'s' if len(files) != 1 else ''} in {run.elapsed()}"
                 + ("" if engine or not files else " (all answered from the cache)"))
     return reports, missing
 
@@ -394,8 +402,6 @@ def _format(findings, settings: "Settings", reports, run: _Run, output_format: O
 
 @main.command()
 @_common
-@click.option("--statistics", is_flag=True, default=False,
-              help="Count the findings per rule instead of listing them.")
 @click.option("--add-noqa", is_flag=True, default=False,
               help="Add `# noqa: CODE` comments for every finding (Python files), merging with existing ones.")
 def lint(**kw):
@@ -419,16 +425,20 @@ def lint(**kw):
         sys.exit(EXIT_ERROR if _add_noqa(run, reports) or problems else EXIT_OK)
     if not run.silent:
         if kw["statistics"]:
-            from .output import statistics
-
-            text = statistics(findings, settings.unsafe_fixes, as_json=kw["output_format"] == "json",
-                              summary=not run.quiet)
+            text = _statistics(findings, settings, run)
         else:
             text = _format(findings, settings, reports, run, kw["output_format"], summary=not (missing and not findings))
         _emit(text, kw["output_file"], run.color)
     if problems:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if findings and not kw["exit_zero"] else EXIT_OK)
+
+
+def _statistics(findings, settings: "Settings", run: _Run) -> str:
+    from .output import statistics
+
+    return statistics(findings, settings.unsafe_fixes, as_json=run.kw["output_format"] == "json",
+                      summary=not run.quiet)
 
 
 def _add_noqa(run: _Run, reports: "List[FileReport]") -> bool:
@@ -518,9 +528,11 @@ def fix(**kw):
 
     manual = 0 if fix_only else sum(1 for f in remaining if not f.code.startswith("ROC0"))
     if not write:
-        diff = patch.render(changed)
         if not run.silent:
-            _emit(diff, output_file)
+            if kw["statistics"]:  # what would remain, per rule, instead of the diff (ruff's --statistics)
+                _emit("" if fix_only else _statistics(remaining, settings, run), output_file, run.color)
+            else:
+                _emit(patch.render(changed), output_file)
         files = sum(1 for r in changed if r.fixed is not None)
         for line in patch.summary(fixed_count, files, manual, patch.created(changed), written=False):
             run.note(line)
@@ -540,8 +552,10 @@ def fix(**kw):
             click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
             problems = True
             fixed_count -= r.fixes_applied if r.fixed is not None else 0  # never report lost fixes
-    if not fix_only and not run.silent and (remaining or output_file):
-        _emit(_format(remaining, settings, reports, run, output_format), output_file, run.color)
+    if not fix_only and not run.silent and (remaining or output_file or kw["statistics"]):
+        text = (_statistics(remaining, settings, run) if kw["statistics"]
+                else _format(remaining, settings, reports, run, output_format))
+        _emit(text, output_file, run.color)
     for line in patch.summary(fixed_count, written, manual, new_files, written=True):
         run.note(line)
     sys.exit(status(bool(written or any(r.extra_files for r in changed))))
@@ -670,18 +684,31 @@ def setup_command(entries, write, shell, config_file):
     for path in paths:
         reports.append(check_path(path, only, fix=True))
     changed = [r for r in reports if r.fixed is not None]
+    failed = False
+    for r in reports:  # an entry point that cannot be read or parsed: said, never "has the set-up"
+        for f in r.findings:
+            if f.code == "ROC001":
+                click.echo(f"error: {r.path}: {f.message}", err=True)
+                failed = True
     if not write:
         _emit(patch.render(changed), None)
     else:
         from .writer import write_atomic
 
-        for r in changed:
-            write_atomic(r.path, r.fixed)
+        for r in list(changed):
+            try:
+                write_atomic(r.path, r.fixed, expected=r.original)
+            except OSError as exc:
+                click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
+                changed.remove(r)
+                failed = True
     verb = "Added" if write else "Would add"
     for r in changed:
         click.echo(f"{verb} the ROCm set-up to {r.path}", err=True)
-    if not changed:
+    if not changed and not failed:
         click.echo("The entry points have the set-up already.", err=True)
+    # as `fix`: 2 on an error, 1 when a diff was shown (something would change), else 0
+    sys.exit(EXIT_ERROR if failed else EXIT_FINDINGS if changed and not write else EXIT_OK)
 
 
 @main.command()

@@ -93,6 +93,24 @@ def _pos(p):
     return {"row": p.row, "column": p.column} if p is not None else None
 
 
+def rule_url(code: str) -> Optional[str]:
+    """The rule's section of docs/rules.md in the repository (``rocmport.docs.rule_url``);
+    None for a code that is not a rule."""
+    return _rule_urls().get(code)
+
+
+_URLS: Dict[str, str] = {}
+
+
+def _rule_urls() -> Dict[str, str]:
+    if not _URLS:
+        from .docs import rule_url as url_of
+        from .registry import rule_infos
+
+        _URLS.update({code: url_of(info) for code, info in rule_infos().items()})
+    return _URLS
+
+
 def finding_dict(f: Finding) -> dict:
     fix = None
     if f.fix is not None:
@@ -112,7 +130,7 @@ def finding_dict(f: Finding) -> dict:
         "location": {"row": f.start.row, "column": f.start.column},
         "end_location": {"row": f.end.row, "column": f.end.column},
         "fix": fix,
-        "url": f.url,
+        "url": f.url or rule_url(f.code),
         "cell": f.cell,
     }
 

@@ -35,8 +35,8 @@ def run(*args, cwd):
 
 
 def out_lines(result):
-    """stdout's lines; a walk of "." currently prints "./name" (ruff prints "name"), which
-    these tests do not pin down."""
+    """stdout's lines, with any "./" dropped (a walk of "." prints "name", as ruff does;
+    tests/test_cli_flags.py pins that down)."""
     return [line[2:] if line.startswith("./") else line for line in result.stdout.splitlines()]
 
 
