@@ -23,7 +23,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Type
+from typing import TYPE_CHECKING, AbstractSet, Dict, List, Optional, Tuple, Type
 
 from .findings import Applicability
 
@@ -89,6 +89,10 @@ class RuleInfo:
     DEFAULT_ENABLED: bool
     FIX_APPLICABILITY: Optional[Applicability]
     DOC: str
+    # The engine's first prefilter (``Rule.TRIGGERS``, ``Rule.WORDS``): :func:`may_report`.
+    # None: not known (an index written before they were recorded): the rule may match anything.
+    TRIGGERS: Optional[Tuple[str, ...]] = None
+    WORDS: Tuple[Tuple[str, ...], ...] = ()
 
     def doc(self) -> str:
         return self.DOC
@@ -96,18 +100,23 @@ class RuleInfo:
     @classmethod
     def of(cls, rule) -> "RuleInfo":
         return cls(rule.CODE, rule.NAME, rule.SUMMARY, rule.WHAT, rule.WHY, bool(rule.DEFAULT_ENABLED),
-                   rule.FIX_APPLICABILITY, rule.doc())
+                   rule.FIX_APPLICABILITY, rule.doc(), tuple(rule.TRIGGERS),
+                   tuple(tuple(group) for group in rule.WORDS))
 
     def as_data(self) -> dict:
         return {"code": self.CODE, "name": self.NAME, "summary": self.SUMMARY, "what": self.WHAT,
                 "why": self.WHY, "default_enabled": self.DEFAULT_ENABLED,
-                "fix": self.FIX_APPLICABILITY.value if self.FIX_APPLICABILITY else None, "doc": self.DOC}
+                "fix": self.FIX_APPLICABILITY.value if self.FIX_APPLICABILITY else None, "doc": self.DOC,
+                "triggers": list(self.TRIGGERS or ()), "words": [list(group) for group in self.WORDS]}
 
     @classmethod
     def from_data(cls, data: dict) -> "RuleInfo":
         fix = data["fix"]
+        triggers = data.get("triggers")
         return cls(data["code"], data["name"], data["summary"], data["what"], data["why"],
-                   data["default_enabled"], Applicability(fix) if fix else None, data["doc"])
+                   data["default_enabled"], Applicability(fix) if fix else None, data["doc"],
+                   None if triggers is None else tuple(triggers),
+                   tuple(tuple(group) for group in data.get("words", ())))
 
 
 def sources_fingerprint() -> str:
@@ -141,6 +150,46 @@ def rule_infos() -> Dict[str, RuleInfo]:
     if infos is None:
         infos = {code: RuleInfo.of(rule) for code, rule in all_rules().items()}
     return infos
+
+
+def may_report(text: str, enabled: AbstractSet[str]) -> bool:
+    """False only when no enabled rule that runs on a tree has its ``TRIGGERS`` and ``WORDS``
+    in ``text``: the engine's first prefilter (``rocmport.engine.text_triggered``, the same
+    test on the same data; tests/test_flake8_plugin.py checks they agree), answered from the
+    index without importing a rule or LibCST. Then a lint of ``text`` only checks that the
+    file parses. ROC0xx codes are the engine's own, not a rule's visit: not counted here."""
+    words: Dict[str, bool] = {}
+    held: Dict[Tuple[str, ...], bool] = {}
+    for code, info in rule_infos().items():
+        if code.startswith("ROC0") or code not in enabled:
+            continue
+        triggers = info.TRIGGERS
+        if triggers is None or not triggers:
+            return True  # unknown or none: the rule runs on every file
+        found = held.get(triggers)
+        if found is None:
+            found = held[triggers] = any(t in text for t in triggers)
+        if found and all(any(_holds_word(text, w, words) for w in group) for group in info.WORDS):
+            return True
+    return False
+
+
+def _holds_word(text: str, word: str, seen: Dict[str, bool]) -> bool:
+    """``word`` in ``text`` as a whole word (``\\bword\\b``), as the engine tests it."""
+    found = seen.get(word)
+    if found is None:
+        found = False
+        size = len(word)
+        at = text.find(word)
+        while at >= 0:
+            before = text[at - 1] if at else " "
+            after = text[at + size] if at + size < len(text) else " "
+            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+                found = True
+                break
+            at = text.find(word, at + 1)
+        seen[word] = found
+    return found
 
 
 def render_index() -> str:
