@@ -281,13 +281,16 @@ def _run(paths: Sequence[str], settings: "Settings", *, fix: bool, stdin_filenam
 
 def _report_problems(reports: "List[FileReport]", missing: List[str]) -> bool:
     """Warn on stderr about paths that do not exist and internal errors; True if any."""
+    from .output import visible
+
+    tty = _isatty(sys.stderr)
     bad = False
     for path in missing:
-        click.echo(f"error: {path}: no such file or directory", err=True)
+        click.echo(f"error: {visible(path, tty)}: no such file or directory", err=True)
         bad = True
     for r in reports:
         if r.internal_error:
-            click.echo(f"error: internal error while checking {r.path}: {r.internal_error}", err=True)
+            click.echo(f"error: internal error while checking {visible(r.path, tty)}: {r.internal_error}", err=True)
             bad = True
     return bad
 
@@ -396,7 +399,8 @@ def _format(findings, settings: "Settings", reports, run: _Run, output_format: O
             summary: bool = True) -> str:
     from .output import FORMATTERS
 
-    return FORMATTERS[output_format or "concise"](findings, settings.unsafe_fixes, color=run.color,
+    terminal = not run.kw.get("output_file") and _isatty(sys.stdout)
+    return FORMATTERS[output_format or "concise"](findings, settings.unsafe_fixes, color=run.color, terminal=terminal,
                                                   summary=summary and not run.quiet, **_format_context(reports))
 
 
@@ -521,7 +525,8 @@ def fix(**kw):
         if remaining and not fix_only and not run.silent:
             from .output import FORMATTERS
 
-            click.echo(FORMATTERS["concise"](remaining, settings.unsafe_fixes, summary=not run.quiet), err=True,
+            click.echo(FORMATTERS["concise"](remaining, settings.unsafe_fixes, summary=not run.quiet,
+                                             terminal=_isatty(sys.stderr)), err=True,
                        nl=False)
         sys.exit(status(r.fixed is not None))
     from . import patch
