@@ -286,7 +286,8 @@ def _cheap(path: str, data: bytes, settings: Settings) -> bool:
 
 
 def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, jobs: Optional[int] = None,
-                cache: Optional[Cache] = None, progress: Optional[Callable[[FileReport], None]] = None) -> List[FileReport]:
+                cache: Optional[Cache] = None,
+                progress: Optional[Callable[[FileReport], None]] = None) -> List[FileReport]:
     """Reports for ``files``, in order. ``lint`` serves unchanged files from the cache;
     ``fix`` never reads or writes it (what it writes depends on more than a file's bytes:
     the generated module, other files of the package). The rest go to ``jobs`` worker
