@@ -23,7 +23,7 @@ def main() -> int:
     parser.add_argument("--path", help="corpus directory (default: the installed torch package)")
     parser.add_argument("--top", type=int, default=15, help="how many of the largest files to list")
     args = parser.parse_args()
-    from rocmport import linting, parsing
+    from rocmport import linting, parsing, registry
     from rocmport.analysis import prescan as _prescan
     from rocmport.config import load_settings
 
@@ -45,7 +45,7 @@ def main() -> int:
     for path in files:
         text = path.read_bytes().decode("utf-8", "replace")
         _, rules = linting.select_rules(settings, str(path))
-        rules = linting.text_triggered(rules, text)
+        rules = registry.text_triggered(rules, text)
         if not rules:
             continue
         tree, deep = parsing.cpython_parse(text)

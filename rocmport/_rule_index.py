@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '787094beaa1c1855e5ca55c31bb782ae'
+FINGERPRINT = '9234c9f7ca8a3cfda21d544066e6aa9b'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -47,7 +47,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          '## Fix (none)\n'
          '\n'
-         'None: correct the file, or exclude it in `[tool.rocmport] extend-exclude`.\n'},
+         'None: correct the file, or exclude it in `[tool.rocmport] extend-exclude`.\n',
+  'triggers': [],
+  'words': []},
  {'code': 'ROC002',
   'name': 'fix-not-applied',
   'summary': 'A fix that rocmport computed but did not apply.',
@@ -83,7 +85,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          '## Fix (none)\n'
          '\n'
-         'None. Please report it with the file that triggers it.\n'},
+         'None. Please report it with the file that triggers it.\n',
+  'triggers': [],
+  'words': []},
  {'code': 'ROC101',
   'name': 'compile-reduce-overhead',
   'summary': 'torch.compile(mode="reduce-overhead") uses CUDA graphs.',
@@ -147,7 +151,9 @@ RULES = [{'code': 'ROC001',
          "the generated prelude (or a binding of the file's own that means the same). To keep\n"
          'the speed of CUDA graphs on ROCm, capture the compiled function manually\n'
          '(`torch.cuda.graph`), which HIP graphs support. Turn the rule off on stacks where\n'
-         'inductor\'s CUDA graphs work (`ignore = ["ROC101"]`).\n'},
+         'inductor\'s CUDA graphs work (`ignore = ["ROC101"]`).\n',
+  'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
+  'words': []},
  {'code': 'ROC102',
   'name': 'compile-max-autotune',
   'summary': 'torch.compile(mode="max-autotune") also turns CUDA graphs on.',
@@ -196,7 +202,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (safe)\n'
          '\n'
          'Safe. `"max-autotune-no-cudagraphs" if is_rocm else "max-autotune"`: unchanged on\n'
-         'NVIDIA; on ROCm the same autotuning, without CUDA graphs.\n'},
+         'NVIDIA; on ROCm the same autotuning, without CUDA graphs.\n',
+  'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
+  'words': []},
  {'code': 'ROC103',
   'name': 'compile-options-cudagraphs',
   'summary': 'torch.compile(options={"triton.cudagraphs": True}) turns CUDA graphs on.',
@@ -246,7 +254,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Safe. The value becomes `False if is_rocm else <value>`: unchanged on NVIDIA. The\n'
          'other keys, and the call, stay as they are (rocmport never adds `options=` beside\n'
-         '`mode=`: torch raises when both are given).\n'},
+         '`mode=`: torch raises when both are given).\n',
+  'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
+  'words': []},
  {'code': 'ROC104',
   'name': 'compile-mode-not-literal',
   'summary': 'torch.compile(mode=<expression>) may be a CUDA-graph mode at run time.',
@@ -301,7 +311,9 @@ RULES = [{'code': 'ROC001',
          'unchanged. Safe where reading the expression has no effect (a name, an attribute, a\n'
          'constant subscript), since ROCm reads it twice; unsafe for anything else (a call).\n'
          'Where the repository formats with ruff or black, the statement is wrapped as its\n'
-         'formatter wraps it.\n'},
+         'formatter wraps it.\n',
+  'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
+  'words': []},
  {'code': 'ROC105',
   'name': 'cudagraph-mode-default',
   'summary': 'A CUDA-graph compile mode stored as a default value (a config field, a parameter '
@@ -356,7 +368,9 @@ RULES = [{'code': 'ROC001',
          'Display-only. Changing a default changes saved configurations (they are serialised,\n'
          'e.g. to a model hub), so rocmport does not rewrite it: gate the value where it is\n'
          'handed to `torch.compile` (rocmport fixes such call sites as ROC104), or use a\n'
-         'ROCm-aware default such as `"default" if is_rocm else "reduce-overhead"`.\n'},
+         'ROCm-aware default such as `"default" if is_rocm else "reduce-overhead"`.\n',
+  'triggers': ['reduce-overhead', 'max-autotune'],
+  'words': []},
  {'code': 'ROC106',
   'name': 'compile-reduce-overhead-graph-helper',
   'summary': 'torch.compile(f, mode="reduce-overhead"): keep CUDA graphs on ROCm with a '
@@ -444,7 +458,9 @@ RULES = [{'code': 'ROC001',
          'ROCm the result is a wrapper, not the `OptimizedModule` (attributes are forwarded,\n'
          '`isinstance(..., nn.Module)` is False), and a graph freezes the Python state the\n'
          "function reads at capture (globals, flags, module attributes), as inductor's CUDA\n"
-         'graphs would not.\n'},
+         'graphs would not.\n',
+  'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
+  'words': []},
  {'code': 'ROC201',
   'name': 'inductor-triton-cudagraphs',
   'summary': 'torch._inductor.config.triton.cudagraphs turned on.',
@@ -530,7 +546,9 @@ RULES = [{'code': 'ROC001',
          'the original value; on ROCm CUDA graphs stay off. `is_rocm` comes from the generated\n'
          'prelude. To keep the speed of CUDA graphs on ROCm, capture the compiled function\n'
          "manually (`torch.cuda.graph`). Turn the rule off on stacks where inductor's CUDA\n"
-         'graphs work (`ignore = ["ROC201"]`).\n'},
+         'graphs work (`ignore = ["ROC201"]`).\n',
+  'triggers': ['cudagraphs'],
+  'words': []},
  {'code': 'ROC202',
   'name': 'inductor-cudagraph-trees',
   'summary': 'torch._inductor.config.triton.cudagraph_trees turned on.',
@@ -614,7 +632,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Safe. `False if is_rocm else <value>`: unchanged on NVIDIA. Note that this alone does\n'
          'not turn CUDA graphs off on ROCm: the compile mode (ROC101/ROC102) and\n'
-         '`triton.cudagraphs` (ROC201) decide that.\n'},
+         '`triton.cudagraphs` (ROC201) decide that.\n',
+  'triggers': ['cudagraph_trees'],
+  'words': []},
  {'code': 'ROC203',
   'name': 'inductor-max-autotune',
   'summary': 'max_autotune, max_autotune_pointwise or max_autotune_gemm turned on.',
@@ -696,7 +716,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (safe)\n'
          '\n'
          'Safe. `False if is_rocm else <value>`: unchanged on NVIDIA; on ROCm the default\n'
-         'kernels. Turn the rule off where max-autotune works for you (`ignore = ["ROC203"]`).\n'},
+         'kernels. Turn the rule off where max-autotune works for you (`ignore = ["ROC203"]`).\n',
+  'triggers': ['max_autotune'],
+  'words': []},
  {'code': 'ROC204',
   'name': 'inductor-gemm-backends',
   'summary': 'max_autotune_gemm_backends that includes TRITON or CPP.',
@@ -773,8 +795,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. `"ATEN" if is_rocm else <value>`: unchanged on NVIDIA; on ROCm the vendor '
-         'GEMMs.\n'},
+         'Safe. `"ATEN" if is_rocm else <value>`: unchanged on NVIDIA; on ROCm the vendor GEMMs.\n',
+  'triggers': ['max_autotune_gemm_backends'],
+  'words': []},
  {'code': 'ROC205',
   'name': 'inductor-memory-planning',
   'summary': 'torch._inductor.config.memory_planning turned on.',
@@ -850,7 +873,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. `False if is_rocm else <value>`: unchanged on NVIDIA.\n'},
+         'Safe. `False if is_rocm else <value>`: unchanged on NVIDIA.\n',
+  'triggers': ['memory_planning'],
+  'words': []},
  {'code': 'ROC301',
   'name': 'capture-host-sync',
   'summary': 'A host synchronization inside a CUDA-graph capture (directly or through the calls it '
@@ -950,7 +975,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Everything else is display-only, with the remedy in the message: keep values on the\n'
          'device (`.item()` and friends), read results after the replay, print outside the\n'
-         'captured code, use `torch.where` instead of a Python branch on a tensor.\n'},
+         'captured code, use `torch.where` instead of a Python branch on a tensor.\n',
+  'triggers': ['graph', 'capture_begin'],
+  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
  {'code': 'ROC302',
   'name': 'capture-dynamic-shape',
   'summary': 'An operation with a data-dependent output shape inside a CUDA-graph capture.',
@@ -1004,7 +1031,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: pad to a fixed shape (`torch.where(mask, x, 0)`, `masked_fill`, a fixed\n'
          '`size=`), pass `output_size=` to `repeat_interleave`, or compute the dynamic part\n'
-         'outside the capture.\n'},
+         'outside the capture.\n',
+  'triggers': ['graph', 'capture_begin'],
+  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
  {'code': 'ROC303',
   'name': 'capture-rng-state',
   'summary': 'An RNG state call (get/set_rng_state, manual_seed, seed) inside a CUDA-graph '
@@ -1052,7 +1081,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: seed, save and restore RNG state before the capture. A graph records\n'
          "the default generator's offsets itself; register other generators with\n"
-         '`graph.register_generator_state(gen)`.\n'},
+         '`graph.register_generator_state(gen)`.\n',
+  'triggers': ['graph', 'capture_begin'],
+  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
  {'code': 'ROC304',
   'name': 'capture-compile-without-warmup',
   'summary': "A torch.compile'd callable called inside a capture without being called before it.",
@@ -1103,7 +1134,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (display-only)\n'
          '\n'
          'Display-only: call the compiled callable a few times before the capture (a warm-up\n'
-         'loop, ideally on a side stream as the CUDA-graph docs show); then capture.\n'},
+         'loop, ideally on a side stream as the CUDA-graph docs show); then capture.\n',
+  'triggers': ['graph', 'capture_begin'],
+  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
  {'code': 'ROC305',
   'name': 'capture-host-to-device-copy',
   'summary': 'A pageable host-to-device copy (or a pinned host allocation) inside a CUDA-graph '
@@ -1160,7 +1193,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (display-only)\n'
          '\n'
          'Display-only: pre-allocate the device tensors (and any pinned buffers) before the\n'
-         'capture, and update them in place (`copy_`) between replays.\n'},
+         'capture, and update them in place (`copy_`) between replays.\n',
+  'triggers': ['graph', 'capture_begin'],
+  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
  {'code': 'ROC306',
   'name': 'device-wide-synchronize',
   'summary': 'torch.cuda.synchronize() waits for every stream; the current stream may be enough.',
@@ -1205,7 +1240,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: `torch.cuda.current_stream().synchronize()` waits only for the current\n'
          'stream. The two differ when several streams are in use (timing side streams,\n'
-         'NCCL), so rocmport never applies it.\n'},
+         'NCCL), so rocmport never applies it.\n',
+  'triggers': ['synchronize'],
+  'words': [['synchronize'], ['cuda']]},
  {'code': 'ROC307',
   'name': 'capture-stream-warmup',
   'summary': 'A CUDA-graph capture on a stream its warm-up did not run on, or a stream made or '
@@ -1346,7 +1383,9 @@ RULES = [{'code': 'ROC001',
          "(benchmarks/results/capture_fixture.json): the fixture's replays are bitwise equal\n"
          'before and after the fix.\n'
          '\n'
-         'Everything else is display-only, with the remedy in the message.\n'},
+         'Everything else is display-only, with the remedy in the message.\n',
+  'triggers': ['graph', 'capture_begin'],
+  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
  {'code': 'ROC401',
   'name': 'compiled-scalar-read',
   'summary': '`.item()`, `.tolist()` or `.numpy()` in compiled code breaks the graph.',
@@ -1423,7 +1462,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: keep the value a tensor (`x / x.abs().max()`), move the read out of the\n'
          'compiled function, or set `torch._dynamo.config.capture_scalar_outputs = True` for\n'
-         '`.item()`.\n'},
+         '`.item()`.\n',
+  'triggers': ['compile'],
+  'words': [['compile'], ['torch']]},
  {'code': 'ROC402',
   'name': 'compiled-print-or-log',
   'summary': '`print()` or a logging call in compiled code breaks the graph.',
@@ -1504,7 +1545,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (display-only)\n'
          '\n'
          'Display-only: move the print out of the compiled function, or guard it with\n'
-         '`if not torch.compiler.is_compiling():`.\n'},
+         '`if not torch.compiler.is_compiling():`.\n',
+  'triggers': ['compile'],
+  'words': [['compile'], ['torch']]},
  {'code': 'ROC403',
   'name': 'compiled-tensor-branch',
   'summary': 'Python `if` / `while` on a tensor value in compiled code breaks the graph.',
@@ -1581,7 +1624,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: `torch.where(cond, a, b)` for values, `torch.cond` for branches, or '
          'decide\n'
-         'the branch before the compiled call.\n'},
+         'the branch before the compiled call.\n',
+  'triggers': ['compile'],
+  'words': [['compile'], ['torch']]},
  {'code': 'ROC404',
   'name': 'compiled-dynamic-shape',
   'summary': 'An operation whose output shape depends on the data (`nonzero`, `unique`, ...) in '
@@ -1667,7 +1712,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: keep a fixed shape (`torch.where(mask, x, 0)`, a fixed `size=` for\n'
          '`nonzero_static`/`unique`, `output_size=` for `repeat_interleave`), or move the\n'
-         'operation out of the compiled code.\n'},
+         'operation out of the compiled code.\n',
+  'triggers': ['compile'],
+  'words': [['compile'], ['torch']]},
  {'code': 'ROC501',
   'name': 'triton-block-not-wavefront-multiple',
   'summary': "A 1-D Triton block that is not a multiple of AMD's 64-lane wavefront.",
@@ -1784,7 +1831,9 @@ RULES = [{'code': 'ROC001',
          'atomics. Otherwise the fix is unsafe: applied only with `--unsafe-fixes`, since a\n'
          'larger block can read or write out of range, or change how many programs the grid\n'
          'launches. `tl.constexpr` defaults, configs passed through a helper rocmport cannot\n'
-         'see into, and grids that do not follow the value are unsafe for that reason.\n'},
+         'see into, and grids that do not follow the value are unsafe for that reason.\n',
+  'triggers': ['triton'],
+  'words': []},
  {'code': 'ROC502',
   'name': 'triton-tile-below-wavefront',
   'summary': 'A multi-dimensional Triton tile with fewer than 64 elements.',
@@ -1844,7 +1893,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only. Grow the tile on ROCm (e.g. `BLOCK_M=8 if is_rocm else 4`) where the\n'
          "kernel's masks, grid and shared-memory budget allow it; rocmport cannot check them for\n"
-         'a multi-dimensional tile.\n'},
+         'a multi-dimensional tile.\n',
+  'triggers': ['triton'],
+  'words': []},
  {'code': 'ROC503',
   'name': 'triton-num-warps-above-16',
   'summary': 'num_warps above 16: more than 1024 threads per workgroup on AMD.',
@@ -1892,7 +1943,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Safe: the value becomes `16 if is_rocm else <value>`, unchanged on NVIDIA. The number\n'
          'of warps changes speed, not results. A constant that is used for anything other than\n'
-         '`num_warps=` is rewritten only with `--unsafe-fixes`.\n'},
+         '`num_warps=` is rewritten only with `--unsafe-fixes`.\n',
+  'triggers': ['triton', 'num_warps'],
+  'words': []},
  {'code': 'ROC504',
   'name': 'triton-half-precision-accumulator',
   'summary': 'An fp16/bf16 accumulator in a Triton kernel.',
@@ -1945,7 +1998,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (display-only)\n'
          '\n'
          'Display-only: create the accumulator in `tl.float32` and convert once at the end\n'
-         '(`acc.to(tl.float16)`). This changes numerics, so rocmport never applies it.\n'},
+         '(`acc.to(tl.float16)`). This changes numerics, so rocmport never applies it.\n',
+  'triggers': ['triton'],
+  'words': []},
  {'code': 'ROC505',
   'name': 'triton-unclamped-exp-activation',
   'summary': 'A hand-built tanh (a ratio of tl.exp terms) without a clamp of its input.',
@@ -2004,7 +2059,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: clamp the input to [-10, 10] first (`x = tl.clamp(x, -10.0, 10.0)`;\n'
          "tanh and sigmoid are saturated there), or use `tl.sigmoid` / libdevice's `tanh`.\n"
-         'It changes numerics slightly, so rocmport never applies it.\n'},
+         'It changes numerics slightly, so rocmport never applies it.\n',
+  'triggers': ['triton'],
+  'words': []},
  {'code': 'ROC506',
   'name': 'triton-num-stages-zero',
   'summary': 'num_stages=0 in a Triton config or launch: no longer a pipelining mode on AMD.',
@@ -2064,7 +2121,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Safe: the value becomes `2 if is_rocm else 0`, unchanged on NVIDIA. The number of\n'
          'pipeline stages changes speed and shared-memory use, not results. A constant that is\n'
-         'used for anything other than `num_stages=` is rewritten only with `--unsafe-fixes`.\n'},
+         'used for anything other than `num_stages=` is rewritten only with `--unsafe-fixes`.\n',
+  'triggers': ['num_stages', 'Config'],
+  'words': []},
  {'code': 'ROC507',
   'name': 'triton-cuda-libdevice',
   'summary': "triton.language.extra.cuda.libdevice: NVIDIA's libdevice, absent on ROCm.",
@@ -2127,7 +2186,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: import `from triton.language.extra import libdevice` instead (Triton 3.0\n'
          'or later; older Triton has only the per-backend modules, so rocmport does not rewrite\n'
-         'the import). Functions with no HIP counterpart are reported separately (ROC508).\n'},
+         'the import). Functions with no HIP counterpart are reported separately (ROC508).\n',
+  'triggers': ['libdevice'],
+  'words': []},
  {'code': 'ROC508',
   'name': 'triton-libdevice-without-hip',
   'summary': "A libdevice function that Triton's AMD libdevice does not have.",
@@ -2197,7 +2258,9 @@ RULES = [{'code': 'ROC001',
          '`tl.div_rn`, `tl.fma`, `x.to(tl.int32, bitcast=True)` for `float_as_int`, `tl.clamp`\n'
          'for `saturatef`), or keep the call in a branch on a `tl.constexpr` that is False on\n'
          'ROCm. The replacements round differently in corner cases, so rocmport does not apply\n'
-         'them.\n'},
+         'them.\n',
+  'triggers': ['libdevice'],
+  'words': []},
  {'code': 'ROC509',
   'name': 'triton-inline-ptx',
   'summary': 'tl.inline_asm_elementwise with NVIDIA PTX: does not assemble for AMD GPUs.',
@@ -2250,7 +2313,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: use the `triton.language` operation the assembly implements (often a\n'
          'cast, `tl.fma`, `tl.umulhi`) or put the assembly behind a `tl.constexpr` flag that is\n'
-         'False on ROCm, with a portable branch.\n'},
+         'False on ROCm, with a portable branch.\n',
+  'triggers': ['inline_asm_elementwise'],
+  'words': []},
  {'code': 'ROC510',
   'name': 'triton-dot-tf32',
   'summary': 'tl.dot(..., input_precision="tf32"): a compile error on AMD GPUs other than gfx942.',
@@ -2340,7 +2405,9 @@ RULES = [{'code': 'ROC001',
          'than tf32 on gfx942). On an H100 (Triton 3.6) the kernel reading the constant gave\n'
          'output bit-identical to the kernel with the literal, with the same TTGIR. No fix\n'
          'where the kernel is nested in a function or the file binds no `triton.language` name\n'
-         'at module level.\n'},
+         'at module level.\n',
+  'triggers': ['dot'],
+  'words': []},
  {'code': 'ROC511',
   'name': 'triton-amd-only-options',
   'summary': 'waves_per_eu / matrix_instr_nonkdim / kpack passed on every platform: KeyError on '
@@ -2415,7 +2482,9 @@ RULES = [{'code': 'ROC001',
          '(`**({"waves_per_eu": 2} if is_rocm else {})`), in the config dict or in the launch\'s\n'
          'keywords. On ROCm the kernel gets exactly the original options; on NVIDIA it gets\n'
          'none of them, as if they had never been written. No fix for a launch where a\n'
-         'positional `*args` follows the option (a `**` spread cannot precede it).\n'},
+         'positional `*args` follows the option (a `**` spread cannot precede it).\n',
+  'triggers': ['waves_per_eu', 'matrix_instr_nonkdim', 'kpack'],
+  'words': []},
  {'code': 'ROC512',
   'name': 'triton-warp-size-32',
   'summary': "A warp size of 32 in arithmetic: AMD's CDNA wavefronts have 64 lanes.",
@@ -2476,7 +2545,9 @@ RULES = [{'code': 'ROC001',
          "Display-only: take the device's warp size instead of 32\n"
          '(`torch.cuda.get_device_properties(device).warp_size` on torch 2.x with ROCm and\n'
          'CUDA, or `triton.runtime.driver.active.get_current_target().warp_size`). rocmport\n'
-         'cannot tell which GPU the code runs on, so it does not pick 64.\n'},
+         'cannot tell which GPU the code runs on, so it does not pick 64.\n',
+  'triggers': ['warp', 'WARP', 'Warp'],
+  'words': []},
  {'code': 'ROC601',
   'name': 'env-max-autotune',
   'summary': 'TORCHINDUCTOR_MAX_AUTOTUNE (or _POINTWISE, _GEMM) set to a true value.',
@@ -2545,7 +2616,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Safe in Python: the value becomes `"0" if is_rocm else <value>`, unchanged on NVIDIA.\n'
          'In shell scripts, Dockerfiles, YAML and `.env` files: display-only (rocmport does not\n'
-         'rewrite them); leave the variable unset for ROCm images and jobs.\n'},
+         'rewrite them); leave the variable unset for ROCm images and jobs.\n',
+  'triggers': ['TORCHINDUCTOR_MAX_AUTOTUNE'],
+  'words': []},
  {'code': 'ROC602',
   'name': 'env-cudagraphs',
   'summary': 'TORCHINDUCTOR_CUDAGRAPHS set to a true value.',
@@ -2609,7 +2682,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (safe)\n'
          '\n'
          'Safe in Python: `"0" if is_rocm else <value>`, unchanged on NVIDIA. Display-only in\n'
-         'other files.\n'},
+         'other files.\n',
+  'triggers': ['TORCHINDUCTOR_CUDAGRAPHS'],
+  'words': []},
  {'code': 'ROC603',
   'name': 'env-set-after-inductor-import',
   'summary': 'An inductor environment variable set after torch._inductor was imported: no effect.',
@@ -2670,7 +2745,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: move the assignment above the first import of `torch._inductor` /\n'
          '`torch._dynamo` (or into the launch environment), or set\n'
-         '`torch._inductor.config.<name>` instead (thread-local from torch 2.12).\n'},
+         '`torch._inductor.config.<name>` instead (thread-local from torch 2.12).\n',
+  'triggers': ['TORCHINDUCTOR_', 'TORCH_COMPILE_DEBUG'],
+  'words': []},
  {'code': 'ROC604',
   'name': 'env-gemm-backends',
   'summary': 'TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS including TRITON or CPP.',
@@ -2734,7 +2811,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (safe)\n'
          '\n'
          'Safe in Python: `"ATEN" if is_rocm else <value>`, unchanged on NVIDIA. Display-only in\n'
-         'other files.\n'},
+         'other files.\n',
+  'triggers': ['TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS'],
+  'words': []},
  {'code': 'ROC605',
   'name': 'env-cuda-and-hip-visible-devices',
   'summary': 'CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES both set: torch on ROCm silently uses '
@@ -2810,7 +2889,9 @@ RULES = [{'code': 'ROC001',
          'Display-only: set one variable, `HIP_VISIBLE_DEVICES` on ROCm and\n'
          '`CUDA_VISIBLE_DEVICES` on NVIDIA (`"HIP_VISIBLE_DEVICES" if is_rocm else\n'
          '"CUDA_VISIBLE_DEVICES"`), and leave `ROCR_VISIBLE_DEVICES` unset or a superset. Which\n'
-         'one to drop depends on the deployment, so rocmport does not choose.\n'},
+         'one to drop depends on the deployment, so rocmport does not choose.\n',
+  'triggers': ['HIP_VISIBLE_DEVICES'],
+  'words': []},
  {'code': 'ROC606',
   'name': 'env-cuda-arch-list-without-rocm-arch',
   'summary': 'TORCH_CUDA_ARCH_LIST set for an extension build, PYTORCH_ROCM_ARCH not.',
@@ -2869,7 +2950,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (display-only)\n'
          '\n'
          'Display-only: set `PYTORCH_ROCM_ARCH` next to it with the AMD targets you ship (for\n'
-         'example `gfx90a;gfx942` for MI200 and MI300). rocmport does not know the targets.\n'},
+         'example `gfx90a;gfx942` for MI200 and MI300). rocmport does not know the targets.\n',
+  'triggers': ['TORCH_CUDA_ARCH_LIST'],
+  'words': []},
  {'code': 'ROC701',
   'name': 'cuda-version-on-rocm',
   'summary': '`torch.version.cuda` used as a version or as "a GPU build is present": it is None on '
@@ -2987,7 +3070,9 @@ RULES = [{'code': 'ROC001',
          '  the test is False instead of raising, so the CUDA-version-specific branch is skipped.\n'
          '- Anything else (an assignment such as `HAS_CUDA = torch.version.cuda is not None`,\n'
          '  `x = float(torch.version.cuda)`, a negated version test) is display-only: decide\n'
-         '  whether the code means "CUDA" or "any GPU" and test `torch.version.hip` for ROCm.\n'},
+         '  whether the code means "CUDA" or "any GPU" and test `torch.version.hip` for ROCm.\n',
+  'triggers': ['version'],
+  'words': [['cuda'], ['version']]},
  {'code': 'ROC702',
   'name': 'capability-as-nvidia-generation',
   'summary': 'A compute-capability comparison read as an NVIDIA generation; AMD GPUs report (9, '
@@ -3125,7 +3210,9 @@ RULES = [{'code': 'ROC001',
          'blanket gate lost\n'
          'fp8 on MI300, torchtitan#3760), it is display-only: test the feature\n'
          '(`torch.cuda.is_bf16_supported()`) or the architecture\n'
-         '(`torch.cuda.get_device_properties(0).gcnArchName`) instead.\n'},
+         '(`torch.cuda.get_device_properties(0).gcnArchName`) instead.\n',
+  'triggers': ['capability', 'get_device_properties'],
+  'words': []},
  {'code': 'ROC703',
   'name': 'nvidia-management-tools',
   'summary': '`nvidia-smi` or NVML (`pynvml`) used: they do not exist on ROCm.',
@@ -3185,7 +3272,9 @@ RULES = [{'code': 'ROC001',
          "Display-only: use torch's own queries, which work on both vendors\n"
          '(`torch.cuda.mem_get_info()`, `torch.cuda.memory_allocated()`,\n'
          "`torch.cuda.get_device_name()`, `torch.cuda.device_count()`), or AMD's `amdsmi` /\n"
-         '`amd-smi` on ROCm (gated on `torch.version.hip`).\n'},
+         '`amd-smi` on ROCm (gated on `torch.version.hip`).\n',
+  'triggers': ['nvidia-smi', 'nvml', 'nvidia_smi', 'GPUtil'],
+  'words': []},
  {'code': 'ROC704',
   'name': 'cuda-only-package-import',
   'summary': 'A CUDA-only package imported unconditionally at module level.',
@@ -3268,7 +3357,15 @@ RULES = [{'code': 'ROC001',
          '    try:\n'
          '        from flash_attn_interface import flash_attn_func\n'
          '    except ImportError:\n'
-         '        flash_attn_func = None  # use F.scaled_dot_product_attention instead\n'},
+         '        flash_attn_func = None  # use F.scaled_dot_product_attention instead\n',
+  'triggers': ['flash_attn_interface',
+               'flash_attn_3',
+               'deep_gemm',
+               'flash_mla',
+               'pycuda',
+               'tensorrt',
+               'torch_tensorrt'],
+  'words': []},
  {'code': 'ROC705',
   'name': 'fp8-format-architecture',
   'summary': '`torch.float8_e4m3fn` / `tl.float8e4nv` hard-coded: MI300 uses the fnuz format.',
@@ -3357,7 +3454,9 @@ RULES = [{'code': 'ROC001',
          'Display-only: the right format depends on the GPU, not on ROCm alone. Choose it once,\n'
          'from the architecture, e.g.\n'
          '`torch.float8_e4m3fnuz if "gfx942" in torch.cuda.get_device_properties(0).gcnArchName\n'
-         'else torch.float8_e4m3fn`, and derive maxima from it with `torch.finfo(dtype).max`.\n'},
+         'else torch.float8_e4m3fn`, and derive maxima from it with `torch.finfo(dtype).max`.\n',
+  'triggers': ['float8_e4m3fn', 'float8e4nv'],
+  'words': []},
  {'code': 'ROC706',
   'name': 'fp8-max-constant',
   'summary': "448 hard-coded as the fp8 maximum: it is 240 for MI300's fnuz format.",
@@ -3434,4 +3533,6 @@ RULES = [{'code': 'ROC001',
          '`torch.finfo(dtype).max` and `448` becomes `int(torch.finfo(dtype).max)`: on NVIDIA\n'
          'exactly 448.0 / 448 as before; with an fnuz dtype, 240. Not inside a Triton kernel\n'
          '(`torch.finfo` is not available there). Otherwise display-only: use\n'
-         '`torch.finfo(dtype).max` for the dtype in use.\n'}]
+         '`torch.finfo(dtype).max` for the dtype in use.\n',
+  'triggers': ['448'],
+  'words': []}]

@@ -3,7 +3,20 @@ code of rocmport and its rules, and the settings (with the configuration's root)
 findings. ``fix`` never uses it. Kept like ruff's: ``.rocmport_cache/`` at the project
 root with a ``CACHEDIR.TAG`` (backup tools skip it) and a ``.gitignore``. Each entry is its
 own file, written atomically, so runs that share the cache never see a half-written entry
-and never corrupt one another."""
+and never corrupt one another.
+
+What a clone cannot forge: every key is a keyed digest (BLAKE2b) under a secret of this user
+on this machine, 32 random bytes kept outside any work tree (``$XDG_CACHE_HOME/rocmport/secret``,
+else ``~/.cache/rocmport/secret``, mode 0600). Entries written anywhere else (a
+``.rocmport_cache`` committed to a repository, another machine's cache) never match, so they
+can never hide a finding. Where that secret cannot be kept, each run draws its own: the cache
+then helps within the run only.
+
+Writes never go through a symbolic link: the cache directory and its subdirectories are
+opened with ``O_NOFOLLOW`` and used through their descriptors, files are created with
+``O_CREAT | O_EXCL | O_NOFOLLOW`` and renamed over the entry (a rename replaces a link, it
+does not follow it), so a link planted in the cache makes ``lint`` write nothing elsewhere.
+A write that fails (a full disk) removes its temporary file."""
 
 from __future__ import annotations
 
@@ -12,8 +25,9 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
+import stat
 import sys
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import List, Optional
@@ -28,6 +42,8 @@ CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                 "# For information about cache directory tags see https://bford.info/cachedir/\n")
 FORMAT = 2
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
+MAX_CLEAN_LISTS = 16  # clean lists kept before they are merged into one
+_KEY_RE = re.compile(r"[0-9a-f]{40}")
 
 
 # The package holding the rules, found without importing it (importing costs start-up time).
@@ -99,16 +115,73 @@ def _valid(d) -> bool:
                     and _pair(e[3]) and _pair(e[4]) for e in fix["e"]))
 
 
+SECRET_BYTES = 32
+
+
+def secret_path() -> Path:
+    """Where this user's cache secret is kept: outside any work tree."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rocmport" / "secret"
+
+
+@functools.lru_cache(maxsize=None)
+def _secret(path: str) -> bytes:
+    """This user's secret at ``path``, made on first use; a fresh one for this process alone
+    when it cannot be kept there or the file there is not trustworthy (a link, another
+    owner's, writable by others, the wrong size)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except FileExistsError:
+            pass
+        else:
+            try:
+                _write_all(fd, os.urandom(SECRET_BYTES))
+            finally:
+                os.close(fd)
+        fd = os.open(path, flags)
+        try:
+            info = os.fstat(fd)
+            data = os.read(fd, SECRET_BYTES + 1)
+        finally:
+            os.close(fd)
+        owner_ok = not hasattr(os, "geteuid") or info.st_uid == os.geteuid()
+        if (stat.S_ISREG(info.st_mode) and owner_ok and not info.st_mode & 0o022
+                and len(data) == SECRET_BYTES):
+            return data
+    except OSError:
+        pass
+    return os.urandom(SECRET_BYTES)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# os.replace takes dir_fd where os.rename does (the set lists only rename)
+_AT = os.open in os.supports_dir_fd and os.mkdir in os.supports_dir_fd and os.rename in os.supports_dir_fd
+
+
 class Cache:
     def __init__(self, directory: Path, settings: Settings):
         self.directory = Path(directory)
         self.fingerprint = settings_fingerprint(settings)
+        self.secret = _secret(str(secret_path()))
         self._ready = False
+        self._writable = True
+        self._clean: Optional[set] = None  # keys of the clean lists (loaded on first use)
+        self._new_clean: List[str] = []
 
     def key(self, path: str, data: bytes, dependencies: str = "") -> str:
         """``dependencies``: the digest of the summaries of the project modules the file
         imports (``ProjectIndex.dependency_digest``): a changed wrapper re-lints its callers."""
-        digest = hashlib.blake2b(data, digest_size=20)
+        digest = hashlib.blake2b(data, digest_size=20, key=self.secret)
         if dependencies:
             digest.update(b"\0deps:" + dependencies.encode())
         digest.update(b"\0" + os.path.abspath(path).encode("utf-8", "surrogateescape"))
@@ -147,15 +220,7 @@ class Cache:
             return None
 
     def _write_json(self, entry: Path, value) -> None:
-        try:
-            self._prepare()
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(value, handle, separators=(",", ":"))
-            os.replace(tmp, entry)
-        except OSError:
-            pass
+        self._store(entry, json.dumps(value, separators=(",", ":")).encode("utf-8"))
 
     def _entry(self, key: str) -> Path:
         return self.directory / f"v{FORMAT}" / key[:2] / f"{key}.json"
@@ -174,29 +239,157 @@ class Cache:
             return None
 
     def put(self, key: str, findings: List[Finding]) -> None:
-        entry = self._entry(key)
-        try:
-            self._prepare()
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump([finding_to_data(f) for f in findings], handle, separators=(",", ":"))
-            os.replace(tmp, entry)
-        except OSError:
-            pass  # a read-only or full disk only costs speed
+        data = json.dumps([finding_to_data(f) for f in findings], separators=(",", ":"))
+        self._store(self._entry(key), data.encode("utf-8", "surrogateescape"))
 
-    def _prepare(self) -> None:
-        if self._ready:
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        for name, content in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Created by rocmport\n*\n")):
-            target = self.directory / name
-            if not target.exists():
+    # -- clean lists: files with no finding, one list per run instead of an entry each --------
+
+    def _clean_dir(self) -> Path:
+        return self.directory / f"v{FORMAT}" / "clean"
+
+    def known_clean(self, key: str) -> bool:
+        """Is ``key`` in a clean list (a file with no finding, written by ``add_clean``)?"""
+        if self._clean is None:
+            self._clean = set()
+            for entry in self._clean_lists():
                 try:
-                    target.write_text(content)
+                    text = read_regular(str(entry), MAX_ENTRY_BYTES).decode("ascii")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                self._clean.update(line for line in text.split("\n") if _KEY_RE.fullmatch(line))
+        return key in self._clean
+
+    def _clean_lists(self) -> List[Path]:
+        try:
+            with os.scandir(self._clean_dir()) as entries:
+                return sorted(Path(e.path) for e in entries
+                              if e.name.endswith(".keys") and e.is_file(follow_symlinks=False))
+        except OSError:
+            return []
+
+    def add_clean(self, key: str) -> None:
+        self._new_clean.append(key)
+
+    def flush_clean(self) -> None:
+        """Write this run's clean keys as one list; past :data:`MAX_CLEAN_LISTS` lists, merge
+        them into one (a list another run merges away at the same moment only costs speed)."""
+        if not self._new_clean:
+            return
+        lists = self._clean_lists()
+        keys = list(self._new_clean)
+        self._new_clean = []
+        merge = len(lists) >= MAX_CLEAN_LISTS
+        if merge:
+            self.known_clean("")  # loads every list
+            keys = sorted((self._clean or set()) | set(keys))
+        name = f"{os.getpid()}-{os.urandom(6).hex()}.keys"
+        self._store(self._clean_dir() / name, ("\n".join(keys) + "\n").encode("ascii"))
+        if merge and (self._clean_dir() / name).is_file():
+            for old in lists:
+                try:
+                    os.unlink(old)  # never follows a link: a link is removed, not its target
                 except OSError:
                     pass
-        self._ready = True
+
+    # -- writing: never through a link, nothing left behind ------------------------------------
+
+    def _store(self, entry: Path, data: bytes) -> None:
+        """Write ``data`` as ``entry`` (a path under the cache directory) atomically; a
+        failure (a read-only or full disk, a link where a directory should be) only costs
+        speed."""
+        if not self._writable:
+            return
+        parts = entry.relative_to(self.directory).parts
+        try:
+            top = self._open_top()
+        except OSError:
+            self._writable = False  # no cache directory of our own: no writes this run
+            return
+        try:
+            folder = self._descend(top, parts[:-1])
+        except OSError:
+            os.close(top)
+            return
+        try:
+            self._replace(folder, parts[-1], data)
+        except OSError:
+            pass
+        finally:
+            if folder != top:
+                os.close(folder)
+            os.close(top)
+
+    def _open_top(self) -> int:
+        """The cache directory, opened without following a link (made if missing, with its
+        CACHEDIR.TAG and .gitignore). Raises OSError, and on a platform without ``*at``
+        calls (Windows) ``NotImplementedError`` via OSError: no writes there."""
+        if not _AT:
+            raise OSError("no openat on this platform")
+        try:
+            os.mkdir(self.directory)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            os.makedirs(self.directory.parent, exist_ok=True)
+            os.mkdir(self.directory)
+        fd = os.open(self.directory, _DIR_FLAGS)  # ELOOP when the directory is a link
+        if not self._ready:
+            self._ready = True
+            for name, content in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Created by rocmport\n*\n")):
+                try:
+                    self._create(fd, name, content.encode())
+                except OSError:
+                    pass  # there already, or a link: left alone
+        return fd
+
+    @staticmethod
+    def _descend(fd: int, names) -> int:
+        """The subdirectory ``names`` of ``fd`` (made where missing), each step opened
+        without following a link; the caller closes what it gets (``fd`` when ``names`` is
+        empty)."""
+        current = fd
+        for name in names:
+            try:
+                os.mkdir(name, 0o777, dir_fd=current)
+            except FileExistsError:
+                pass
+            try:
+                following = os.open(name, _DIR_FLAGS, dir_fd=current)
+            finally:
+                if current != fd:
+                    os.close(current)
+            current = following
+        return current
+
+    @staticmethod
+    def _create(folder: int, name: str, data: bytes) -> None:
+        """A new file ``name`` in ``folder`` holding ``data``; never through a link, never
+        over an existing file; removed again when the write fails."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(name, flags, 0o666, dir_fd=folder)
+        try:
+            _write_all(fd, data)
+        except BaseException:
+            os.close(fd)
+            _unlink(name, folder)
+            raise
+        os.close(fd)
+
+    def _replace(self, folder: int, name: str, data: bytes) -> None:
+        temporary = f".tmp-{os.getpid()}-{os.urandom(6).hex()}"
+        self._create(folder, temporary, data)
+        try:
+            os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)  # replaces a link, never follows it
+        except BaseException:
+            _unlink(temporary, folder)
+            raise
+
+
+def _unlink(name: str, folder: int) -> None:
+    try:
+        os.unlink(name, dir_fd=folder)
+    except OSError:
+        pass
 
 
 def default_cache_dir(settings: Settings) -> Path:

@@ -37,7 +37,9 @@ def _split(values: Tuple[str, ...]) -> Tuple[str, ...]:
 
 def _common(func):
     options = [
-        click.argument("paths", nargs=-1, type=click.Path()),
+        # readable=False: a file this user cannot read is an ROC001 finding, not a usage error
+        # that stops the run (pre-commit and editors always name files)
+        click.argument("paths", nargs=-1, type=click.Path(readable=False)),
         click.option("--select", multiple=True,
                      help="Rule codes or prefixes to enable (comma-separated); replaces the configuration's "
                           "selection and its ignores, as ruff's --select does."),
@@ -74,6 +76,11 @@ def _common(func):
                      help="Print nothing; the exit status still tells."),
         click.option("-v", "--verbose", is_flag=True, default=False,
                      help="Say on stderr what is happening: configuration, files, timing."),
+        click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default="auto",
+                     help="Colour in the findings: auto (a terminal, unless NO_COLOR is set; FORCE_COLOR "
+                          "turns it on elsewhere), always, never."),
+        click.option("--statistics", is_flag=True, default=False,
+                     help="Count the findings per rule instead of listing them (fix: those that remain)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -93,7 +100,7 @@ class _Run:
         self.quiet = bool(kw.get("quiet")) or self.silent
         self.verbose = bool(kw.get("verbose")) and not self.quiet
         self.started = time.perf_counter()
-        self.color = not kw.get("output_file") and color_enabled(sys.stdout)
+        self.color = not kw.get("output_file") and color_enabled(sys.stdout, kw.get("color") or "auto")
         self.stdin = _stdin_mode(kw.get("paths") or (), kw.get("stdin_filename"))
 
     def log(self, message: str) -> None:
@@ -109,13 +116,23 @@ class _Run:
         return f"{time.perf_counter() - self.started:.2f} s"
 
 
-def color_enabled(stream) -> bool:
-    """Colour on a terminal only; ``NO_COLOR`` (any non-empty value) turns it off and
-    ``FORCE_COLOR`` turns it on elsewhere too (NO_COLOR wins, as with ruff)."""
+def color_enabled(stream, when: str = "auto") -> bool:
+    """``--color always`` / ``never`` decide; ``auto``: colour on a terminal only, ``NO_COLOR``
+    (any non-empty value) turns it off and ``FORCE_COLOR`` turns it on elsewhere too (NO_COLOR
+    wins, as with ruff, whose ``--color`` flag also beats both)."""
+    if when != "auto":
+        return when == "always"
     if os.environ.get("NO_COLOR"):
         return False
     if os.environ.get("FORCE_COLOR"):
         return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _isatty(stream) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):
@@ -184,10 +201,17 @@ def _load(run: _Run, unsafe_fixes=None) -> "Settings":
     run.log(f"configuration: {settings.config_file or 'none found (defaults)'}; project root: {settings.root}")
     output_file = kw.get("output_file")
     if output_file:
-        parent = os.path.dirname(os.path.abspath(output_file))
-        if not os.path.isdir(parent):
-            _fail(f"cannot write --output-file {output_file}: no such directory {parent}")
+        _output_folder(output_file)  # before the run: a path that cannot be written fails at once
     return settings
+
+
+def _output_folder(output_file: str) -> None:
+    """Create the folder ``--output-file`` goes into, as ruff does (``reports/x.sarif``)."""
+    parent = os.path.dirname(os.path.abspath(output_file))
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        _fail(f"cannot write --output-file {output_file}: {exc.strerror or exc}")
 
 
 def _fail(message: str) -> "click.exceptions.Exit":
@@ -198,6 +222,7 @@ def _fail(message: str) -> "click.exceptions.Exit":
 
 def _emit(text: str, output_file: Optional[str], color: bool = False) -> None:
     if output_file:
+        _output_folder(output_file)
         try:
             with open(output_file, "w", encoding="utf-8", errors="surrogateescape") as handle:
                 handle.write(text)  # file names that are not UTF-8: their own bytes
@@ -238,27 +263,34 @@ def _run(paths: Sequence[str], settings: "Settings", *, fix: bool, stdin_filenam
     cache = None
     if not no_cache:
         cache = Cache(Path(cache_dir) if cache_dir else default_cache_dir(settings), settings)
-    if sys.stderr.isatty() and len(files) >= 50 and not (run is not None and run.quiet):
-        with click.progressbar(length=len(files), file=sys.stderr, label="rocmport") as bar:
-            reports = check_files(files, settings, fix=fix, jobs=jobs, cache=cache, progress=bar.update)
-    else:
-        reports = check_files(files, settings, fix=fix, jobs=jobs, cache=cache)
+    progress = None
+    if files and not (run is not None and run.quiet):
+        from .progress import Progress
+
+        progress = Progress(len(files), sys.stderr, tty=_isatty(sys.stderr))
+    reports = check_files(files, settings, fix=fix, jobs=jobs, cache=cache,
+                          progress=progress.update if progress is not None else None)
+    if progress is not None:
+        progress.finish()
     if run is not None:
         engine = "rocmport.engine" in sys.modules
-        run.log(f"checked {len(files)} files in {run.elapsed()}"
+        run.log(f"checked {len(files)} file{'s' if len(files) != 1 else ''} in {run.elapsed()}"
                 + ("" if engine or not files else " (all answered from the cache)"))
     return reports, missing
 
 
 def _report_problems(reports: "List[FileReport]", missing: List[str]) -> bool:
     """Warn on stderr about paths that do not exist and internal errors; True if any."""
+    from .output import visible
+
+    tty = _isatty(sys.stderr)
     bad = False
     for path in missing:
-        click.echo(f"error: {path}: no such file or directory", err=True)
+        click.echo(f"error: {visible(path, tty)}: no such file or directory", err=True)
         bad = True
     for r in reports:
         if r.internal_error:
-            click.echo(f"error: internal error while checking {r.path}: {r.internal_error}", err=True)
+            click.echo(f"error: internal error while checking {visible(r.path, tty)}: {r.internal_error}", err=True)
             bad = True
     return bad
 
@@ -367,14 +399,13 @@ def _format(findings, settings: "Settings", reports, run: _Run, output_format: O
             summary: bool = True) -> str:
     from .output import FORMATTERS
 
-    return FORMATTERS[output_format or "concise"](findings, settings.unsafe_fixes, color=run.color,
+    terminal = not run.kw.get("output_file") and _isatty(sys.stdout)
+    return FORMATTERS[output_format or "concise"](findings, settings.unsafe_fixes, color=run.color, terminal=terminal,
                                                   summary=summary and not run.quiet, **_format_context(reports))
 
 
 @main.command()
 @_common
-@click.option("--statistics", is_flag=True, default=False,
-              help="Count the findings per rule instead of listing them.")
 @click.option("--add-noqa", is_flag=True, default=False,
               help="Add `# noqa: CODE` comments for every finding (Python files), merging with existing ones.")
 def lint(**kw):
@@ -398,16 +429,20 @@ def lint(**kw):
         sys.exit(EXIT_ERROR if _add_noqa(run, reports) or problems else EXIT_OK)
     if not run.silent:
         if kw["statistics"]:
-            from .output import statistics
-
-            text = statistics(findings, settings.unsafe_fixes, as_json=kw["output_format"] == "json",
-                              summary=not run.quiet)
+            text = _statistics(findings, settings, run)
         else:
             text = _format(findings, settings, reports, run, kw["output_format"], summary=not (missing and not findings))
         _emit(text, kw["output_file"], run.color)
     if problems:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if findings and not kw["exit_zero"] else EXIT_OK)
+
+
+def _statistics(findings, settings: "Settings", run: _Run) -> str:
+    from .output import statistics
+
+    return statistics(findings, settings.unsafe_fixes, as_json=run.kw["output_format"] == "json",
+                      summary=not run.quiet)
 
 
 def _add_noqa(run: _Run, reports: "List[FileReport]") -> bool:
@@ -490,16 +525,19 @@ def fix(**kw):
         if remaining and not fix_only and not run.silent:
             from .output import FORMATTERS
 
-            click.echo(FORMATTERS["concise"](remaining, settings.unsafe_fixes, summary=not run.quiet), err=True,
+            click.echo(FORMATTERS["concise"](remaining, settings.unsafe_fixes, summary=not run.quiet,
+                                             terminal=_isatty(sys.stderr)), err=True,
                        nl=False)
         sys.exit(status(r.fixed is not None))
     from . import patch
 
     manual = 0 if fix_only else sum(1 for f in remaining if not f.code.startswith("ROC0"))
     if not write:
-        diff = patch.render(changed)
         if not run.silent:
-            _emit(diff, output_file)
+            if kw["statistics"]:  # what would remain, per rule, instead of the diff (ruff's --statistics)
+                _emit("" if fix_only else _statistics(remaining, settings, run), output_file, run.color)
+            else:
+                _emit(patch.render(changed), output_file)
         files = sum(1 for r in changed if r.fixed is not None)
         for line in patch.summary(fixed_count, files, manual, patch.created(changed), written=False):
             run.note(line)
@@ -519,8 +557,10 @@ def fix(**kw):
             click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
             problems = True
             fixed_count -= r.fixes_applied if r.fixed is not None else 0  # never report lost fixes
-    if not fix_only and not run.silent and (remaining or output_file):
-        _emit(_format(remaining, settings, reports, run, output_format), output_file, run.color)
+    if not fix_only and not run.silent and (remaining or output_file or kw["statistics"]):
+        text = (_statistics(remaining, settings, run) if kw["statistics"]
+                else _format(remaining, settings, reports, run, output_format))
+        _emit(text, output_file, run.color)
     for line in patch.summary(fixed_count, written, manual, new_files, written=True):
         run.note(line)
     sys.exit(status(bool(written or any(r.extra_files for r in changed))))
@@ -649,18 +689,31 @@ def setup_command(entries, write, shell, config_file):
     for path in paths:
         reports.append(check_path(path, only, fix=True))
     changed = [r for r in reports if r.fixed is not None]
+    failed = False
+    for r in reports:  # an entry point that cannot be read or parsed: said, never "has the set-up"
+        for f in r.findings:
+            if f.code == "ROC001":
+                click.echo(f"error: {r.path}: {f.message}", err=True)
+                failed = True
     if not write:
         _emit(patch.render(changed), None)
     else:
         from .writer import write_atomic
 
-        for r in changed:
-            write_atomic(r.path, r.fixed)
+        for r in list(changed):
+            try:
+                write_atomic(r.path, r.fixed, expected=r.original)
+            except OSError as exc:
+                click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
+                changed.remove(r)
+                failed = True
     verb = "Added" if write else "Would add"
     for r in changed:
         click.echo(f"{verb} the ROCm set-up to {r.path}", err=True)
-    if not changed:
+    if not changed and not failed:
         click.echo("The entry points have the set-up already.", err=True)
+    # as `fix`: 2 on an error, 1 when a diff was shown (something would change), else 0
+    sys.exit(EXIT_ERROR if failed else EXIT_FINDINGS if changed and not write else EXIT_OK)
 
 
 @main.command()
@@ -685,6 +738,6 @@ def server():
         from .server import main as serve
     except ImportError as exc:
         if getattr(exc, "name", "") and exc.name.split(".")[0] in ("pygls", "lsprotocol"):
-            _fail("`rocmport server` needs pygls: pip install 'rocmport[server]'")
+            _fail("`rocmport server` needs pygls (the `server` extra): pip install 'pygls>=2,<3'")
         raise
     serve()

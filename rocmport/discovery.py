@@ -143,6 +143,7 @@ def _walk(root: Path, excluder: Excluder) -> Iterator[str]:
             yield str(directory)
             continue
         subdirs = []
+        here = str(directory) == os.curdir
         for entry in entries:
             try:
                 is_dir = entry.is_dir()  # follows symlinks
@@ -164,7 +165,9 @@ def _walk(root: Path, excluder: Excluder) -> Iterator[str]:
                 if entry.is_symlink() and not _inside(os.path.realpath(entry.path), real_root):
                     continue
             if file_kind(entry.path) and not excluder.excluded(Path(entry.path), False):
-                yield entry.path
+                # a walk of "." names its files "a.py", not "./a.py", as ruff does (pathlib
+                # already drops the "./" below); a name starting with "-" keeps it
+                yield entry.name if here and not entry.name.startswith("-") else entry.path
         stack.extend(reversed(subdirs))
 
 

@@ -120,6 +120,7 @@ class Report:
             "settings": self.settings,
             "environment": [asdict(e) for e in self.environment],
             "red_flags": [e.name for e in self.red_flags],
+            "remedy": remedy(self.red_flags, self.build),
             "rocm": self.rocm,
             "rng_patch": None if self.rng_patch_needed is None else {
                 "needed": self.rng_patch_needed,
@@ -215,8 +216,43 @@ def check_environment(environ: Mapping[str, str]) -> List[EnvFinding]:
                       "TORCHINDUCTOR_SHAPE_PADDING"):
             setting = name[len("TORCHINDUCTOR_"):].lower()
             add(name, False, f"sets {setting} process-wide (rocmport's tuned profile may set it too)")
+    if all(name in environ for name in VISIBILITY_PAIR):  # ROC605's check, on this environment
+        cuda, hip = VISIBILITY_PAIR
+        out.append(EnvFinding(hip, environ[hip], True,
+                              f"set together with {cuda}={environ[cuda]}: on a ROCm build torch counts the GPUs "
+                              f"{hip} names and ignores {cuda} without a word, while the HIP runtime reads both "
+                              f"(the wrong GPUs, or none); set one, {hip} on ROCm, {cuda} on NVIDIA "
+                              "(rocmport ROC605)"))
     out.sort(key=lambda e: (not e.red_flag, e.name))
     return out
+
+
+VISIBILITY_PAIR = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+
+
+def remedy(flags: List[EnvFinding], build: Optional[str]) -> List[str]:
+    """What to do about the red flags, and nothing that is not so: rocmport's prelude sets
+    inductor's variables with ``os.environ.setdefault``, so a value already in the
+    environment stays in force; only unsetting it helps."""
+    lines = []
+    names = [e.name for e in flags if not (e.name == VISIBILITY_PAIR[1] and e.effect.startswith("set together"))]
+    if names:
+        lines.append(f"Unset {_and(names)} before the program starts (`unset {' '.join(names)}`, or take "
+                     f"{'it' if len(names) == 1 else 'them'} out of the launch script, Dockerfile or CI "
+                     "environment). rocmport's prelude does not override "
+                     f"{'it' if len(names) == 1 else 'them'}: it fills in only variables that are not set "
+                     "(os.environ.setdefault), so a value already in the environment stays in force.")
+    if len(names) < len(flags):
+        cuda, hip = VISIBILITY_PAIR
+        drop = {"rocm": cuda, "cuda": hip}.get(build or "")
+        lines.append(f"Keep one of {cuda} and {hip}: {hip} on ROCm, {cuda} on NVIDIA"
+                     + (f" (this is a {'ROCm' if build == 'rocm' else 'CUDA'} build: `unset {drop}`)." if drop
+                        else "."))
+    return lines
+
+
+def _and(names: List[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 # ------------------------------------------------------------------------------------------
@@ -465,7 +501,8 @@ def render_text(report: Report) -> str:
     flags = report.red_flags
     if flags:
         lines.append(f"{len(flags)} red flag{'s' if len(flags) != 1 else ''}: " + ", ".join(e.name for e in flags)
-                     + ". Unset them on ROCm, or let rocmport's prelude set ROCm-safe values.")
+                     + ".")
+        lines += remedy(flags, report.build)
     else:
         lines.append("No red flags.")
     return "\n".join(lines) + "\n"

@@ -13,7 +13,12 @@ silences a whole file. With ``--disable-noqa`` the engine sees the file with its
 comments neutralised (same length, comments only), so every finding is reported.
 
 Loading it costs next to nothing: this module imports nothing heavy, and when flake8's
-selection keeps no ROC code (``flake8 --select E``) the engine is never imported.
+selection keeps no ROC code (``flake8 --select E``) the engine is never imported. Nor is it
+for a Python file that holds none of the enabled rules' trigger words (most files that never
+mention torch or Triton): the rules' ``TRIGGERS`` and ``WORDS`` come from the light rule index
+(``rocmport.registry.may_report``), and such a file could only get ROC001, for a syntax that
+CPython accepts (flake8 has parsed it) and LibCST does not; ``rocmport lint`` still says so.
+``benchmarks/flake8_cost.py`` measures it.
 """
 
 from __future__ import annotations
@@ -95,6 +100,23 @@ def _inputs():
     return sys.modules["rocmport.inputs"]
 
 
+def _nothing_to_find(lines: Sequence[str], path: str, settings) -> bool:
+    """True for a Python file in which no enabled rule can match (the engine's first
+    prefilter, from the light index): flake8 parsed it, so the engine would only parse it
+    again. Notebooks and the shell/YAML/Dockerfile kinds go to the engine as before."""
+    from .filekinds import HEAD_BYTES, file_kind
+    from .registry import may_report
+
+    if "rocmport.analysis.prescan" in sys.modules:  # the prefilter switched off (tests): no shortcut
+        if not sys.modules["rocmport.analysis.prescan"].PREFILTER["enabled"]:
+            return False
+    text = "".join(lines)
+    kind = file_kind(path, text[:HEAD_BYTES].encode("utf-8", "surrogateescape"))
+    if kind not in (None, "python"):
+        return False
+    return not may_report(text, settings.enabled_codes(path))
+
+
 class Plugin:
     """flake8 ``tree``-less checker: yields ``(row, column0, "ROCnnn message", type)``."""
 
@@ -115,12 +137,15 @@ class Plugin:
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         if not self.selected:
             return  # `flake8 --select E` and friends: the engine is never imported
-        check_bytes = _inputs().check_bytes
 
         path = self.filename if self.filename not in ("stdin", "-", None) else "-"
         directory = os.path.dirname(os.path.abspath(path)) if path != "-" else os.getcwd()
+        settings = _settings_for(directory)
+        if _nothing_to_find(self.lines, path, settings):
+            return  # the engine (and LibCST) is not imported for it
+        check_bytes = _inputs().check_bytes
         lines = _without_noqa(self.lines) if self.disable_noqa else self.lines
-        report = check_bytes(encode_lines(lines), path, _settings_for(directory))
+        report = check_bytes(encode_lines(lines), path, settings)
         if report.internal_error:
             first = report.internal_error.splitlines()[0]
             yield 1, 0, f"ROC002 rocmport internal error: {first}", type(self)

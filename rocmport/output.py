@@ -22,12 +22,38 @@ from .findings import Finding, Position
 from .source import SourceError, SourceText, apply_edits, read_regular
 
 
-def _location(f: Finding, color: bool = False) -> str:
+# C0 controls (ESC above all), DEL and C1 controls (CSI is 0x9b): in a file name, a message or
+# a source line they would reach the terminal as commands. Tab is kept (the underline uses it).
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def visible(text: str, terminal: bool = False) -> str:
+    """``text`` as concise and full print it: each control character as ``\\xNN``. For a
+    terminal (``terminal``), also the bytes of a file name that are not UTF-8 (kept as
+    ``surrogateescape`` code points: a raw 0x9b is CSI to an 8-bit terminal); elsewhere (a
+    file, a pipe) those are written as the name's own bytes."""
+    if _CONTROL_RE.search(text) is not None:
+        text = _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+    if terminal and _has_surrogate(text):
+        text = "".join(f"\\x{ord(ch) - 0xDC00:02x}" if 0xDC80 <= ord(ch) <= 0xDCFF else ch for ch in text)
+    return text
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def _location(f: Finding, color: bool = False, terminal: bool = False) -> str:
     cell = f"cell {f.cell}:" if f.cell is not None else ""
+    name = visible(f.filename, terminal)
     if color:
         sep = _paint(":", CYAN)
-        return f"{_paint(f.filename, BOLD)}{sep}{cell.replace(':', sep)}{f.start.row}{sep}{f.start.column}"
-    return f"{f.filename}:{cell}{f.start.row}:{f.start.column}"
+        return f"{_paint(name, BOLD)}{sep}{cell.replace(':', sep)}{f.start.row}{sep}{f.start.column}"
+    return f"{name}:{cell}{f.start.row}:{f.start.column}"
 
 
 # ANSI styles, as ruff colours its concise output (the CLI decides whether colour is on).
@@ -38,17 +64,19 @@ def _paint(text: str, style: str) -> str:
     return f"\x1b[{style}m{text}\x1b[0m"
 
 
-def _headline(f: Finding, unsafe_fixes: bool, color: bool) -> str:
+def _headline(f: Finding, unsafe_fixes: bool, color: bool, terminal: bool = False) -> str:
+    message = visible(f.message, terminal)
     if not color:
         marker = " [*]" if f.applies(unsafe_fixes) else ""
-        return f"{_location(f)}: {f.code}{marker} {f.message}"
+        return f"{_location(f, False, terminal)}: {f.code}{marker} {message}"
     marker = f" [{_paint('*', CYAN)}]" if f.applies(unsafe_fixes) else ""
-    return f"{_location(f, True)}{_paint(':', CYAN)} {_paint(f.code, RED)}{marker} {f.message}"
+    return f"{_location(f, True, terminal)}{_paint(':', CYAN)} {_paint(f.code, RED)}{marker} {message}"
 
 
 def concise(findings: Sequence[Finding], unsafe_fixes: bool, *, color: bool = False, summary: bool = True,
-            **_) -> str:
-    lines = [_headline(f, unsafe_fixes, color) for f in findings]
+            terminal: bool = False, **_) -> str:
+    """``terminal``: the text goes to a terminal (:func:`visible`)."""
+    lines = [_headline(f, unsafe_fixes, color, terminal) for f in findings]
     return "\n".join(lines) + ("\n" if lines else "") + (_summary(findings, unsafe_fixes) if summary else "")
 
 
@@ -93,6 +121,24 @@ def _pos(p):
     return {"row": p.row, "column": p.column} if p is not None else None
 
 
+def rule_url(code: str) -> Optional[str]:
+    """The rule's section of docs/rules.md in the repository (``rocmport.docs.rule_url``);
+    None for a code that is not a rule."""
+    return _rule_urls().get(code)
+
+
+_URLS: Dict[str, str] = {}
+
+
+def _rule_urls() -> Dict[str, str]:
+    if not _URLS:
+        from .docs import rule_url as url_of
+        from .registry import rule_infos
+
+        _URLS.update({code: url_of(info) for code, info in rule_infos().items()})
+    return _URLS
+
+
 def finding_dict(f: Finding) -> dict:
     fix = None
     if f.fix is not None:
@@ -112,7 +158,7 @@ def finding_dict(f: Finding) -> dict:
         "location": {"row": f.start.row, "column": f.start.column},
         "end_location": {"row": f.end.row, "column": f.end.column},
         "fix": fix,
-        "url": f.url,
+        "url": f.url or rule_url(f.code),
         "cell": f.cell,
     }
 
@@ -190,9 +236,10 @@ MAX_SNIPPET_LINES = 8
 
 
 def _underline(line: str, start: int, end: int) -> str:
-    """Carets under ``line[start:end]`` (0-based code points), keeping the tabs before it."""
-    pad = "".join("\t" if ch == "\t" else " " for ch in line[:start])
-    return pad + "^" * max(end - start, 1)
+    """Carets under ``line[start:end]`` (0-based code points) as :func:`visible` shows the
+    line, keeping the tabs before it."""
+    pad = "".join("\t" if ch == "\t" else " " * len(visible(ch)) for ch in line[:start])
+    return pad + "^" * max(sum(len(visible(ch)) for ch in line[start:end]), 1)
 
 
 def _snippet(f: Finding, lines: List[str]) -> List[str]:
@@ -216,7 +263,7 @@ def _snippet(f: Finding, lines: List[str]) -> List[str]:
         start = f.start.column - 1 if row == f.start.row else len(line) - len(line.lstrip())
         end = f.end.column - 1 if row == f.end.row else len(line)
         start, end = min(start, len(line)), min(max(end, start), len(line))
-        out.append(f"{row:>{width}} | {line}".rstrip())
+        out.append(f"{row:>{width}} | {visible(line)}".rstrip())
         out.append(f"{' ' * width} | {_underline(line, start, end)}")
     out.append(f"{' ' * width} |")
     return out
@@ -242,18 +289,18 @@ def _fix_diff(f: Finding, text: str) -> List[str]:
             if out:
                 out.append("...")
             continue
-        out.append(f"{line[0]} {line[1:]}".rstrip())
+        out.append(f"{line[0]} {visible(line[1:])}".rstrip())
     return out
 
 
 def full(findings: Sequence[Finding], unsafe_fixes: bool, *, read_source: Optional[SourceReader] = None,
-         color: bool = False, summary: bool = True, **_) -> str:
+         color: bool = False, summary: bool = True, terminal: bool = False, **_) -> str:
     """Each finding as in ``concise``, then its source with the span underlined, then its fix."""
     reader = read_source or read_from_disk
     texts: Dict[str, Optional[str]] = {}
     blocks = []
     for f in findings:
-        block = [_headline(f, unsafe_fixes, color)]
+        block = [_headline(f, unsafe_fixes, color, terminal)]
         text = None
         if f.cell is None:  # a notebook cell's rows are not the file's rows
             if f.filename not in texts:
@@ -263,7 +310,7 @@ def full(findings: Sequence[Finding], unsafe_fixes: bool, *, read_source: Option
             block += ["  " + line if line else line for line in _snippet(f, _lines(text))]
         if f.fix is not None:
             applicability = f.fix.applicability.value
-            block.append(f"  = fix ({applicability}): {f.fix.message}".rstrip())
+            block.append(f"  = fix ({applicability}): {visible(f.fix.message or '')}".rstrip())
             diff = _fix_diff(f, text) if text is not None else []
             block += ["    " + line for line in diff]
             if diff and f.fix.requires:
@@ -355,10 +402,7 @@ def sarif_document(findings: Sequence[Finding], unsafe_fixes: bool, *, root: Opt
     base = Path(os.path.abspath(root)) if root is not None else find_root()
     results = []
     for f in findings:
-        uri = relative_path(f.filename, base)
-        artifact = {"uri": uri}
-        if not Path(uri).is_absolute():
-            artifact["uriBaseId"] = "%SRCROOT%"
+        artifact = artifact_location(relative_path(f.filename, base))
         location: dict = {"artifactLocation": artifact}
         message = f.message
         if f.cell is None:
@@ -407,8 +451,39 @@ def sarif_document(findings: Sequence[Finding], unsafe_fixes: bool, *, root: Opt
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
 
 
+def artifact_location(path: str) -> dict:
+    """A SARIF ``artifactLocation`` for ``path`` (relative to %SRCROOT%, or absolute): its
+    ``uri`` percent-encoded per RFC 3986 from the name's own bytes (``os.fsencode``: a name
+    that is not UTF-8 keeps its bytes, as %XX), so a space, ``#``, ``%``, ``?`` or a
+    non-ASCII letter is never taken for URI syntax; an absolute path is a ``file:`` URI."""
+    from urllib.parse import quote
+
+    encoded = quote(os.fsencode(path), safe="/")  # unreserved characters and "/" stay as they are
+    if os.path.isabs(path):
+        return {"uri": "file://" + encoded}
+    return {"uri": encoded, "uriBaseId": "%SRCROOT%"}
+
+
+def _valid_text(value):
+    """Strings of the document as valid Unicode: a message that carries a non-UTF-8 file
+    name's bytes (surrogates) gets U+FFFD there, never raw bytes in the JSON."""
+    if isinstance(value, str):
+        if not _has_surrogate(value):
+            return value
+        try:  # a file name's bytes: one U+FFFD for each byte that is not UTF-8
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:  # any other lone surrogate
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {k: _valid_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid_text(v) for v in value]
+    return value
+
+
 def sarif(findings: Sequence[Finding], unsafe_fixes: bool, *, root: Optional[Path] = None, **_) -> str:
-    return json.dumps(sarif_document(findings, unsafe_fixes, root=root), indent=2, ensure_ascii=False) + "\n"
+    document = _valid_text(sarif_document(findings, unsafe_fixes, root=root))
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 FORMATTERS: Dict[str, Callable[..., str]] = {

@@ -35,8 +35,8 @@ def run(*args, cwd):
 
 
 def out_lines(result):
-    """stdout's lines; a walk of "." currently prints "./name" (ruff prints "name"), which
-    these tests do not pin down."""
+    """stdout's lines, with any "./" dropped (a walk of "." prints "name", as ruff does;
+    tests/test_cli_flags.py pins that down)."""
     return [line[2:] if line.startswith("./") else line for line in result.stdout.splitlines()]
 
 
@@ -304,6 +304,23 @@ def test_unreadable_file(open_project):
     assert result.returncode == 1, result.stderr
     assert out_lines(result)[0] == "secret.py:1:1: ROC001 cannot read: Permission denied"
     assert_other_file_fixed(open_project)
+
+
+@pytest.mark.parametrize("command", [("lint",), ("fix", "--write")])
+def test_unreadable_file_named_on_the_command_line(open_project, command):
+    """pre-commit and editors always name files: one the user cannot read is ROC001 and the
+    others are still checked (click's Path type used to stop the run with a usage error)."""
+    path = open_project / "secret.py"
+    path.write_text(HAZARD)
+    os.chmod(path, 0)
+    result = as_nobody(*command, "--no-cache", "secret.py", "ok.py", cwd=open_project)
+    assert result.returncode == 1, result.stderr
+    assert "Usage:" not in result.stderr and "not readable" not in result.stderr
+    assert "secret.py:1:1: ROC001 cannot read: Permission denied" in result.stdout.splitlines()
+    if command == ("lint",):
+        assert f"ok.py:2:27: {ROC101}" in result.stdout.splitlines()
+    else:
+        assert_other_file_fixed(open_project)
 
 
 def test_read_only_file_with_a_fix_pending(open_project):

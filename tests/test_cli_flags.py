@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -69,6 +70,42 @@ def test_statistics_marks_display_only_rules_unfixable(project):
         "from dataclasses import dataclass\n\n@dataclass\nclass C:\n    compile_mode: str = \"reduce-overhead\"\n")
     result = run("lint", "--statistics", "--select", "ROC105", "a.py", cwd=project)
     assert result.stdout.splitlines()[0] == "1\tROC105\t[ ] cudagraph-mode-default"
+
+
+def test_fix_statistics_counts_what_remains(project):
+    """`fix --statistics` (documented, once rejected) counts per rule what the fixes leave, as
+    ruff's does with --fix; the diff or the listing gives way to the table."""
+    display_only = 'class C:\n    compile_mode = "reduce-overhead"\n'
+    (project / "a.py").write_text(TWO + display_only)
+    diff = run("fix", "--statistics", "a.py", cwd=project)
+    assert diff.exit_code == 1, diff.output  # something would change
+    assert diff.stdout.splitlines() == ["1\tROC105\t[ ] cudagraph-mode-default",
+                                        "Found 1 finding (0 fixable with `rocmport fix --write`)."]
+    assert "Would fix 3 findings" in diff.stderr and "+++" not in diff.stdout
+    assert (project / "a.py").read_text() == TWO + display_only
+    written = run("fix", "--write", "--statistics", "a.py", cwd=project)
+    assert written.exit_code == 1 and written.stdout == diff.stdout  # ROC105 remains
+    assert "is_rocm else" in (project / "a.py").read_text()
+    (project / "b.py").write_text(HAZARD)
+    clean = run("fix", "--write", "--statistics", "b.py", cwd=project)
+    assert clean.exit_code == 0 and clean.stdout == "All checks passed!\n"
+
+
+def test_json_url_is_the_rules_section_in_the_repository(project):
+    from rocmport import docs
+
+    (project / "a.py").write_text(TWO + "def f(:\n")  # ROC001 has a section too
+    (project / "b.py").write_text(TWO)
+    items = json.loads(run("lint", "--output-format", "json", "a.py", "b.py", cwd=project).stdout)
+    rules_md = (Path(__file__).resolve().parents[1] / "docs" / "rules.md").read_text(encoding="utf-8")
+    anchors = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+               for h in re.findall(r"^#+ (.+)$", rules_md, re.M)}
+    assert {item["code"] for item in items} == {"ROC001", "ROC101", "ROC102"}
+    for item in items:
+        prefix = f"{docs.HOMEPAGE}/blob/main/docs/rules.md#"
+        assert item["url"].startswith(prefix), item
+        anchor = item["url"][len(prefix):]
+        assert anchor in anchors and anchor.startswith(item["code"].lower() + "-")
 
 
 # -- --add-noqa --------------------------------------------------------------------------------
@@ -169,6 +206,7 @@ def test_quiet_silent_verbose(project):
     verbose = run("lint", "-v", "--no-cache", "a.py", cwd=project)
     assert verbose.exit_code == 1
     assert "[rocmport] configuration: " in verbose.stderr and "[rocmport] 1 file to check" in verbose.stderr
+    assert "[rocmport] checked 1 file in " in verbose.stderr and "1 files" not in verbose.stderr
     assert MESSAGE_101 in verbose.stdout and "[rocmport]" not in verbose.stdout
     fix_quiet = run("fix", "--write", "-q", "a.py", cwd=project)
     assert fix_quiet.output == "" and fix_quiet.exit_code == 0
@@ -234,6 +272,19 @@ def test_colour_only_on_a_terminal_and_as_the_environment_says(project):
     assert into_file.returncode == 1 and "\x1b[" not in (project / "out.txt").read_text()
 
 
+@pytest.mark.parametrize("when, environment, coloured", [
+    ("always", {}, True), ("always", {"NO_COLOR": "1"}, True), ("never", {"FORCE_COLOR": "1"}, False),
+    ("auto", {"FORCE_COLOR": "1"}, True), ("auto", {}, False), ("auto", {"NO_COLOR": "1", "FORCE_COLOR": "1"}, False),
+])
+def test_color_flag_beats_the_environment_as_ruffs_does(project, when, environment, coloured):
+    (project / "a.py").write_text(HAZARD)
+    env = {"NO_COLOR": None, "FORCE_COLOR": None, **environment}
+    result = run("lint", "--no-cache", "--color", when, "a.py", cwd=project, env=env)
+    assert result.exit_code == 1 and ("\x1b[1;91mROC101\x1b[0m" in result.stdout) == coloured
+    assert MESSAGE_101 in re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
+    assert run("lint", "--color", "sometimes", "a.py", cwd=project).exit_code == 2
+
+
 # -- selection: the command line beats the configuration --------------------------------------
 
 def test_command_line_select_beats_configured_ignore(project):
@@ -283,11 +334,47 @@ def test_force_exclude_applies_to_stdin_filename(project):
                input=HAZARD).exit_code == 1
 
 
+# -- paths as ruff prints them; setup's exit status as fix's -------------------------------------
+
+def test_a_walk_of_the_working_directory_prints_plain_names(project):
+    (project / "a.py").write_text(HAZARD)
+    (project / "sub").mkdir()
+    (project / "sub" / "b.py").write_text(HAZARD)
+    result = run("lint", "--no-cache", ".", cwd=project)
+    assert [line.split(":")[0] for line in result.stdout.splitlines()[:2]] == ["a.py", "sub/b.py"]
+    assert run("lint", "--no-cache", "--show-files", ".", cwd=project).stdout.splitlines() == [
+        str(project / "a.py"), str(project / "sub" / "b.py")]
+
+
+def test_setup_without_write_exits_1_when_it_would_change_a_file(project):
+    script = project / "train.py"
+    script.write_text("import torch\n\n\ndef main():\n    print(torch)\n\n\n"
+                      "if __name__ == \"__main__\":\n    main()\n")
+    before = script.read_text()
+    shown = run("setup", "train.py", cwd=project)
+    assert shown.exit_code == 1 and "+++ b/train.py" in shown.stdout
+    assert "Would add the ROCm set-up to train.py" in shown.stderr and script.read_text() == before
+    written = run("setup", "--write", "train.py", cwd=project)
+    assert written.exit_code == 0 and "def _rocmport_setup" in script.read_text()
+    again = run("setup", "train.py", cwd=project)
+    assert again.exit_code == 0 and again.stdout == "" and "have the set-up already" in again.stderr
+    (project / "broken.py").write_text("def f(:\n")
+    broken = run("setup", "broken.py", cwd=project)
+    assert broken.exit_code == 2 and "error: broken.py: " in broken.stderr and "already" not in broken.stderr
+
+
 # -- one-line errors, exit 2 -------------------------------------------------------------------
+
+def test_output_file_into_a_missing_folder_creates_it(project):
+    (project / "a.py").write_text(HAZARD)  # as ruff; the Action's `sarif-file: reports/x.sarif`
+    result = run("lint", "--output-format", "sarif", "--output-file", "reports/ci/out.sarif", "a.py", cwd=project)
+    assert result.exit_code == 1 and result.stderr == ""
+    assert json.loads((project / "reports" / "ci" / "out.sarif").read_text())["runs"][0]["results"]
+
 
 def test_output_file_errors_are_one_line_and_exit_2(project):
     (project / "a.py").write_text(HAZARD)
-    for target in (project / "missing" / "out.txt", Path("/proc/rocmport-nope/out.txt"), Path("/proc/version")):
+    for target in (project / "a.py" / "out.txt", Path("/proc/rocmport-nope/out.txt"), Path("/proc/version")):
         result = run("lint", "--output-file", str(target), "a.py", cwd=project)
         assert result.exit_code == 2, (target, result.output)
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: cannot write --output-file")
@@ -330,7 +417,7 @@ def test_server_without_pygls_says_how_to_install_it(project):
     proc = subprocess.run([sys.executable, "-c", block], cwd=project, env=env, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr == "error: `rocmport server` needs pygls: pip install 'rocmport[server]'\n"
+    assert proc.stderr == "error: `rocmport server` needs pygls (the `server` extra): pip install 'pygls>=2,<3'\n"
 
 
 def test_add_noqa_never_writes_into_a_multi_line_string_or_a_notebook():

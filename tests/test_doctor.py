@@ -322,3 +322,61 @@ def test_rocm_facts_page_is_generated_from_the_table():
     page = rocm_facts.DOC_PATH.read_text(encoding="utf-8")
     for issue in rocm_facts.RUNTIME_ISSUES:
         assert issue.effect in page and all(source in page for source in issue.sources)
+
+
+def _faked_rocm(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.version, "hip", "7.2.53211-dd7f95766")
+    monkeypatch.setattr(torch.version, "cuda", None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+def test_remedy_is_unset_because_the_prelude_keeps_what_the_environment_says(monkeypatch, tmp_path):
+    """The prelude sets inductor's variables with os.environ.setdefault: it cannot turn off a
+    TORCHINDUCTOR_CUDAGRAPHS=1 already in the environment, so doctor must not say it does."""
+    _faked_rocm(monkeypatch)
+    environ = clean_env(TORCHINDUCTOR_CUDAGRAPHS="1", ROCM_PATH=str(tmp_path))
+    text, status = doctor_module.run("text", environ)
+    assert status == 1 and "build: ROCm (HIP 7.2.53211-dd7f95766)" in text
+    assert "let rocmport's prelude set ROCm-safe values" not in text
+    assert text.rstrip().splitlines()[-2:] == [
+        "1 red flag: TORCHINDUCTOR_CUDAGRAPHS.",
+        "Unset TORCHINDUCTOR_CUDAGRAPHS before the program starts (`unset TORCHINDUCTOR_CUDAGRAPHS`, or take it "
+        "out of the launch script, Dockerfile or CI environment). rocmport's prelude does not override it: it "
+        "fills in only variables that are not set (os.environ.setdefault), so a value already in the environment "
+        "stays in force."]
+    assert json.loads(doctor_module.run("json", environ)[0])["remedy"][0].startswith("Unset TORCHINDUCTOR_CUDAGRAPHS")
+
+
+@pytest.mark.slow
+def test_what_the_remedy_says_of_the_prelude_is_so(tmp_path):
+    """The claim itself, on a simulated ROCm build with real torch: after the prelude ran,
+    triton.cudagraphs is still on when TORCHINDUCTOR_CUDAGRAPHS=1 was in the environment."""
+    from rocmport import prelude
+
+    from .torch_runner import run_file
+
+    path = tmp_path / "entry.py"
+    path.write_text(prelude.render_inline("is_rocm", prelude.PARTS, prelude.PreludeOptions()))
+    kept = run_file(path, rocm=True, env={"TORCHINDUCTOR_CUDAGRAPHS": "1"})
+    assert kept["config"]["triton.cudagraphs"] is True and kept["env"]["TORCHINDUCTOR_CUDAGRAPHS"] == "1"
+    unset = run_file(path, rocm=True)
+    assert unset["config"]["triton.cudagraphs"] is False  # what unsetting it gives
+
+
+@pytest.mark.parametrize("build, advice", [
+    ("rocm", "(this is a ROCm build: `unset CUDA_VISIBLE_DEVICES`)."), ("cuda", "`unset HIP_VISIBLE_DEVICES`"),
+])
+def test_cuda_and_hip_visible_devices_together_are_a_red_flag(build, advice):
+    environ = {"CUDA_VISIBLE_DEVICES": "0,1", "HIP_VISIBLE_DEVICES": "1"}
+    (found,) = check_environment(environ)
+    assert found.red_flag and found.name == "HIP_VISIBLE_DEVICES" and "CUDA_VISIBLE_DEVICES=0,1" in found.effect
+    assert "ROC605" in found.effect
+    report = doctor_module.Report(python="3", executable="python", torch="2.13.0", build=build, environment=[found])
+    text = doctor_module.render_text(report)
+    assert "RED FLAG HIP_VISIBLE_DEVICES=1: set together with CUDA_VISIBLE_DEVICES=0,1" in text
+    assert text.rstrip().splitlines()[-1].startswith("Keep one of CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES")
+    assert advice in text and "Unset" not in text
+    for alone in ({"CUDA_VISIBLE_DEVICES": "0"}, {"HIP_VISIBLE_DEVICES": "0"}):
+        assert check_environment(alone) == []

@@ -42,7 +42,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("faces", ("rocmport.cli", "rocmport.__main__", "rocmport.output", "rocmport.docs",
                "rocmport.doctor", "rocmport.flake8_plugin", "rocmport.libcst_commands",
                "rocmport.server", "rocmport.lsp", "rocmport.patch", "rocmport.entrypoints",
-               "rocmport.noqa")),
+               "rocmport.noqa", "rocmport.progress")),
 ]
 
 # Arrows that are known to point up, each with the reason and what removes it. The test

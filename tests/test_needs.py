@@ -14,7 +14,7 @@ from libcst.metadata.base_provider import LazyValue
 
 from rocmport.analysis.needs import AllOf, AnyOf, Attribute, Call, Decorator, Import, Keyword, Name, String
 from rocmport.analysis.prescan import Facts
-from rocmport.linting import holds_word
+from rocmport.registry import holds_word
 from rocmport.rules.base import Rule
 
 

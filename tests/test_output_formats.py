@@ -241,6 +241,75 @@ def test_sarif_insertion_fix_has_an_empty_deleted_region(sarif_validator):
     assert fix["properties"] == {"applicability": "unsafe", "appliedByDefault": False}
 
 
+NAMES = {b"caf\xe9.py": "caf%E9.py",  # latin-1: not UTF-8
+         b"a b#c%d?.py": "a%20b%23c%25d%3F.py",
+         "\u00fcn\u00ef.py".encode(): "%C3%BCn%C3%AF.py",
+         b"esc\x1b[31mred.py": "esc%1B%5B31mred.py"}
+
+
+def test_sarif_uris_are_percent_encoded_from_the_names_bytes(project, sarif_validator):
+    """RFC 3986: a space, #, %, ? or a non-ASCII letter is encoded; a name that is not UTF-8
+    keeps its bytes as %XX, and the document is UTF-8 (it held the raw bytes before)."""
+    from urllib.parse import unquote_to_bytes
+
+    (project / "sub dir").mkdir()
+    for raw in NAMES:
+        (project / os.fsdecode(raw)).write_text(HAZARD)
+    (project / "sub dir" / "x.py").write_text(HAZARD)
+    result = run("lint", "--no-cache", "--output-format", "sarif", "--output-file", "out.sarif", ".", cwd=project)
+    assert result.exit_code == 1, result.output
+    document = json.loads((project / "out.sarif").read_bytes().decode("utf-8"))  # strict: valid UTF-8
+    assert_valid(sarif_validator, document)
+    uris = {}
+    for found in document["runs"][0]["results"]:
+        artifact = found["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert artifact["uriBaseId"] == "%SRCROOT%"
+        assert found["fixes"][0]["artifactChanges"][0]["artifactLocation"]["uri"] == artifact["uri"]
+        uris[unquote_to_bytes(artifact["uri"])] = artifact["uri"]
+    assert uris == {**NAMES, b"sub dir/x.py": "sub%20dir/x.py"}
+    outside = Finding("ROC101", "n", "m", Position(1, 1), Position(1, 2), filename="/tmp/far away/t.py")
+    doc = sarif_document([outside], False, root=project)
+    assert doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"] == {
+        "uri": "file:///tmp/far%20away/t.py"}
+    assert_valid(sarif_validator, doc)
+
+
+def test_terminal_escapes_in_file_names_never_reach_a_terminal(project):
+    """ESC and the other controls in a file name (or a source line) are shown as \\xNN by
+    concise and full; on a terminal, so are bytes that are not UTF-8."""
+    import pty
+    import sys
+
+    name = os.fsdecode(b"esc\x1b]0;owned\x07\x1b[2Jcaf\xe9.py")
+    (project / name).write_text(HAZARD.replace('")\n', '")  # \x1b[31m\n'))
+    escaped = "esc\\x1b]0;owned\\x07\\x1b[2Jcaf"
+    for fmt in ("concise", "full"):
+        piped = run("lint", "--no-cache", "--output-format", fmt, ".", cwd=project)
+        assert piped.exit_code == 1 and "\x1b" not in piped.stdout and "\x07" not in piped.stdout
+        assert piped.stdout_bytes.startswith(escaped.encode() + b"\xe9.py:")  # a pipe: the name's own bytes
+    full_text = run("lint", "--no-cache", "--output-format", "full", ".", cwd=project).stdout
+    assert "# \\x1b[31m" in full_text  # the source line too
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]), NO_COLOR="1")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "rocmport", "lint", "--no-cache", "."], cwd=project, env=env,
+                            stdout=slave, stderr=subprocess.DEVNULL)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=120)
+    os.close(master)
+    screen = b"".join(chunks)
+    assert b"\x1b" not in screen and b"\x07" not in screen and b"\xe9" not in screen
+    assert (escaped + "\\xe9.py:2:27: ROC101").encode() in screen
+
+
 def test_the_vendored_schema_is_sarif_2_1_0_and_rejects_bad_documents(sarif_validator):
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     assert schema["id"].endswith("/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json")

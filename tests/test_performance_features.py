@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -190,8 +191,84 @@ def test_progress_bar_on_a_terminal(tmp_path):
         chunks.append(data)
     os.close(master)
     stderr = b"".join(chunks).decode(errors="replace")
-    assert "rocmport" in stderr and "100%" in stderr
+    assert "rocmport" in stderr and "100%" in stderr and "60/60 files, 60 findings" in stderr
+    assert not re.search(r"\d:\d\d|ETA|eta", stderr), stderr  # no time estimate (it was 53 minutes for 75 s)
     assert stdout.count("ROC101") == 60 and "%" not in stdout.replace("100%", "")
+
+
+class FakeClock:
+    def __init__(self, step: float):
+        self.now, self.step = 1000.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_progress_in_a_log_is_a_plain_line_every_few_seconds():
+    import io
+
+    from rocmport.progress import Progress
+    from rocmport.reports import FileReport
+
+    stream = io.StringIO()
+    progress = Progress(40, stream, tty=False, clock=FakeClock(1.0), interval=5.0)  # a file a second
+    for i in range(40):
+        progress.update(FileReport(path=f"m{i}.py", findings=[object()] * (i % 2)))
+    progress.finish()
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "rocmport: 5/40 files checked, 2 findings so far (5 s)"
+    assert lines[1] == "rocmport: 10/40 files checked, 5 findings so far (10 s)"
+    assert len(lines) == 7 and stream.getvalue().endswith("\n")  # 5, 10, ... 35 s; the summary says the end
+    assert "\r" not in stream.getvalue() and "\x1b" not in stream.getvalue()
+    quick = io.StringIO()  # a run that ends within the interval prints nothing
+    progress = Progress(40, quick, tty=False, clock=FakeClock(0.1), interval=5.0)
+    for i in range(40):
+        progress.update(FileReport(path="m.py"))
+    progress.finish()
+    assert quick.getvalue() == ""
+
+
+def test_progress_on_a_terminal_gives_counts_and_no_estimate():
+    import io
+
+    from rocmport.progress import Progress
+    from rocmport.reports import FileReport
+
+    clock = FakeClock(0.0)
+    stream = io.StringIO()
+    progress = Progress(100, stream, tty=True, clock=clock)
+    clock.step = 30.0  # the first, largest files are slow: an estimate from them would be absurd
+    progress.update(FileReport(path="big.py", findings=[object()]))
+    assert stream.getvalue() == "\rrocmport [..............................]   1% 1/100 files, 1 finding\x1b[K"
+    clock.step = 0.01
+    for _ in range(99):
+        progress.update(FileReport(path="m.py"))
+    progress.finish()
+    assert stream.getvalue().endswith("] 100% 100/100 files, 1 finding\x1b[K\n")
+    assert stream.getvalue().count("\r") < 20  # redrawn at most ten times a second
+    assert Progress(49, io.StringIO(), tty=True).enabled is False  # a short run: no bar
+
+
+def test_lint_in_ci_prints_progress_lines_on_stderr(tmp_path, monkeypatch):
+    """stderr not a terminal (a CI log): plain lines every few seconds, stdout the findings."""
+    from click.testing import CliRunner
+
+    from rocmport import progress
+    from rocmport.cli import main
+
+    for i in range(12):
+        (tmp_path / f"m{i:02d}.py").write_text(HAZARD)
+    (tmp_path / "pyproject.toml").write_text("[tool.rocmport]\n")
+    monkeypatch.setattr(progress, "monotonic", FakeClock(2.0))  # two seconds a file
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["lint", "--no-cache", "-j", "1", "."], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[:2] == ["rocmport: 3/12 files checked, 3 findings so far (6 s)",
+                                              "rocmport: 6/12 files checked, 6 findings so far (12 s)"]
+    assert "\r" not in result.stderr and result.stdout.count("ROC101") == 12
+    quiet = CliRunner().invoke(main, ["lint", "-q", "--no-cache", "-j", "1", "."], catch_exceptions=False)
+    assert quiet.stderr == ""
 
 
 _REGIONS_AND_KERNELS = b"""import torch
@@ -352,3 +429,145 @@ def test_a_workers_report_holds_the_files_bytes_without_sending_them_back(tmp_pa
     assert sent == [None, None, None]  # what came through the pipes
     assert [r.original for r in reports] == [open(p, "rb").read() for p in paths]
     assert all(r.findings for r in reports)
+
+
+# -- the cache: what a clone cannot forge, no write through a link, nothing left on a full disk --
+
+FORGE = """
+import sys
+from rocmport.cache import Cache
+from rocmport.config import load_settings
+from pathlib import Path
+root = Path(sys.argv[1])
+cache = Cache(root / ".rocmport_cache", load_settings(root))
+data = (root / "bad.py").read_bytes()
+cache.put(cache.key(str(root / "bad.py"), data), [])  # "no findings", under the key this machine computes
+"""
+
+
+def test_a_cache_from_another_machine_or_a_commit_never_hides_findings(tmp_path):
+    """A `.rocmport_cache` committed to a repository (or copied from another machine) holds
+    entries keyed without this user's secret: a fresh clone's lint finds what is there."""
+    project = tmp_path / "clone"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.rocmport]\n")
+    (project / "bad.py").write_text(HAZARD)
+    other = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "committer-home"))
+    subprocess.run([sys.executable, "-c", FORGE, str(project)], env=other, check=True)
+    assert list((project / ".rocmport_cache").rglob("*.json"))  # the forged entry is there
+    mine = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "my-home"))
+    first = subprocess.run([sys.executable, "-m", "rocmport", "lint", "-v", "."], cwd=project, env=mine,
+                           capture_output=True, text=True)
+    assert first.returncode == 1 and "bad.py:2:27: ROC101" in first.stdout, first.stdout + first.stderr
+    again = subprocess.run([sys.executable, "-m", "rocmport", "lint", "-v", "."], cwd=project, env=mine,
+                           capture_output=True, text=True)
+    assert again.returncode == 1 and "all answered from the cache" in again.stderr  # my own entries do hit
+    secret = tmp_path / "my-home" / "rocmport" / "secret"
+    assert secret.stat().st_size == 32 and secret.stat().st_mode & 0o077 == 0
+
+
+def test_the_cache_never_writes_through_a_link(tmp_path, monkeypatch):
+    """Links planted in the cache directory (committed, or left by someone else) make lint
+    create nothing where they point."""
+    from click.testing import CliRunner
+
+    from rocmport.cli import main
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home"))
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (project / "pyproject.toml").write_text("[tool.rocmport]\n")
+    (project / "bad.py").write_text(HAZARD)
+    cache = project / ".rocmport_cache"
+    cache.mkdir()
+    for name in ("CACHEDIR.TAG", ".gitignore", "v2"):
+        os.symlink(outside / f"made-by-{name}", cache / name)  # dangling
+    monkeypatch.chdir(project)
+    for _ in range(2):
+        result = CliRunner().invoke(main, ["lint", "-j", "1", "."], catch_exceptions=False)
+        assert result.exit_code == 1 and "ROC101" in result.stdout
+    assert list(outside.iterdir()) == []
+    assert all(os.path.islink(cache / name) for name in ("CACHEDIR.TAG", ".gitignore", "v2"))
+    # the cache directory itself a link (a committed one): nothing written where it points
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", project / "linked_cache")
+    result = CliRunner().invoke(main, ["lint", "-j", "1", "--cache-dir", "linked_cache", "."], catch_exceptions=False)
+    assert result.exit_code == 1 and list((tmp_path / "elsewhere").iterdir()) == []
+
+
+FULL_DISK = """
+import errno, os, sys
+from pathlib import Path
+from rocmport.cache import Cache
+from rocmport.config import Settings
+from rocmport.findings import Finding, Position
+folder = Path(sys.argv[1])
+cache = Cache(folder / "cache", Settings())
+cache.put(cache.key("small.py", b"x"), [])  # fits: the folders and the tags are made
+big = [Finding("ROC101", "n", "m" * 200_000, Position(1, 1), Position(1, 2), filename="big.py")]
+cache.put(cache.key("big.py", b"y"), big)  # does not fit
+left = sorted(p.name for p in (folder / "cache").rglob("*") if p.is_file())
+print(" ".join(left))
+"""
+
+
+def test_a_full_disk_leaves_no_temporary_file(tmp_path):
+    """ENOSPC in the middle of an entry (a 64 KiB tmpfs, in a mount namespace of its own);
+    where mounts are not allowed, a file-size limit fails the write the same way (EFBIG)."""
+    import shutil
+
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "home"))
+    script = f"mount -t tmpfs -o size=64k tmpfs {folder} && exec {sys.executable} -c \"$0\" {folder}"
+    proc = None
+    if shutil.which("unshare") and os.geteuid() == 0:
+        proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, FULL_DISK],
+                              env=env, capture_output=True, text=True)
+        if proc.returncode != 0 and "mount" in proc.stderr:
+            proc = None  # no mount namespace here (an unprivileged container)
+    if proc is None:
+        limit = ("import resource, signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+                 "resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))\n")
+        proc = subprocess.run([sys.executable, "-c", limit + FULL_DISK, str(folder)], env=env,
+                              capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    names = proc.stdout.split()
+    assert not [n for n in names if n.startswith(".tmp")], names
+    assert "CACHEDIR.TAG" in names and len([n for n in names if n.endswith(".json")]) == 1
+
+
+def test_files_with_nothing_to_find_share_one_clean_list(tmp_path, monkeypatch):
+    """A cold cached run on many empty files was 2.2 times --no-cache (benchmarks/cache_cost.py):
+    a file entry each. A tiny file with no trigger word and no finding now goes into the run's
+    one list of clean files; the next run answers it from there, without checking it."""
+    from rocmport import runner
+
+    paths = []
+    for name, text in (("empty.py", ""), ("tiny.py", "x = 1\n"), ("bad.py", HAZARD),
+                       ("long.py", "x = 1\n" * 300), ("run.sh", "echo hi\n"), ("broken.py", "def f(:\n")):
+        (tmp_path / name).write_text(text)
+        paths.append(str(tmp_path / name))
+    cache = Cache(tmp_path / "cache", Settings())
+    reports = runner.check_files(paths, Settings(), jobs=1, cache=cache)
+    expected = [[], [], ["ROC101"], [], [], ["ROC001"]]
+    assert [[f.code for f in r.findings] for r in reports] == expected
+    entries = sorted((tmp_path / "cache").rglob("*.json"))
+    assert len(entries) == 3  # bad.py, long.py (over 1 KiB), the shell script
+    (clean,) = (tmp_path / "cache").rglob("*.keys")
+    assert len(clean.read_text().split()) == 2
+    checked = []
+    work = runner._work
+    monkeypatch.setattr(runner, "_work", lambda item: checked.append(item[0]) or work(item))
+    again = runner.check_files(paths, Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
+    assert [[f.code for f in r.findings] for r in again] == expected
+    assert checked == [paths[5]]  # the tiny file with a syntax error is simply checked again
+    (tmp_path / "tiny.py").write_text("x = 2\n")
+    checked.clear()
+    runner.check_files(paths, Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
+    assert checked == [paths[1], paths[5]]  # a changed file is checked again
+    for _ in range(20):  # the lists are merged before they pile up
+        (tmp_path / "tiny.py").write_text(f"x = {_}\n")
+        runner.check_files(paths, Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
+    assert len(list((tmp_path / "cache").rglob("*.keys"))) <= 16

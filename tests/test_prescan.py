@@ -231,7 +231,7 @@ EVERY_RULE = Settings(extend_select=tuple(r.CODE for r in visitor_rules()))
 @pytest.mark.parametrize("text", ["graph", "a.graph(", "graphs", "_graph", "x graph_", "\u00e9graph graph2", "xgraph",
                                   "graph\u00e9", "(graph)", "graph\n", "g.\\\n    graph", "# graph", "graph\u0301"])
 def test_a_whole_word_is_what_the_regex_calls_one(text):
-    from rocmport.linting import holds_word as _holds_word
+    from rocmport.registry import holds_word as _holds_word
 
     assert _holds_word(text, "graph", {}) == bool(re.search(r"\bgraph\b", text))
 

@@ -90,6 +90,27 @@ def test_readme_is_short_and_keeps_the_two_commands():
     assert '.venv/bin/pip install -q -e ".[test]"' in ci and ".venv/bin/python -m pytest -q" in ci
 
 
+def test_install_and_pinning_name_only_what_exists():
+    """No release on a package index and no tag exist: the pages show installs from the
+    repository at a commit, and one repository address (rocmport.docs.HOMEPAGE) everywhere."""
+    texts = {p.name: p.read_text(encoding="utf-8") for p in PAGES}
+    for extra in ("action.yml", ".pre-commit-hooks.yaml", "rocmport/cli.py"):
+        texts[extra] = (REPO / extra).read_text(encoding="utf-8")
+    for name, text in texts.items():
+        for url in re.findall(r"https://github\.com/[\w.-]+/rocmport\b", text):
+            assert url == docs.HOMEPAGE, (name, url)
+        assert "github.com/<owner>" not in text, name
+        assert not re.search(r"pip install ['\"]?rocmport(\[\w+\])?['\"]?(?!\s*@)(\s|$|`)", text), name  # from an index
+        assert not re.search(r"rocmport@v\d|rocmport/rocmport\s+rev: v\d|==0\.\d", text), name  # a tag, a release
+    readme = texts["README.md"]
+    assert f'pip install "rocmport @ git+{docs.HOMEPAGE}@<commit>"' in readme
+    for command in main.commands:
+        assert f"| `rocmport {command}" in readme, command
+    license_text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert license_text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "END OF TERMS AND CONDITIONS" in license_text and len(license_text.splitlines()) > 170
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_links_stay_inside_the_repository_and_resolve(page):
     text = page.read_text(encoding="utf-8")

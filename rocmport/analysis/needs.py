@@ -23,7 +23,7 @@ qualified names are those of LibCST's ``QualifiedNameProvider`` (``torch.compile
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, FrozenSet, Iterable, Optional, Tuple
+from typing import TYPE_CHECKING, FrozenSet, Optional, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from .prescan import Facts
