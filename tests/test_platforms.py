@@ -164,3 +164,53 @@ def test_where_reads_the_projects_predicates(tmp_path):
 
 def test_other_and_cpu_are_platforms_too():
     assert OTHER in read("is_npu()").true and CPU in read("is_cpu()").true
+
+
+def test_flags_set_to_literals_in_the_arms_of_a_platform_test():
+    tree = ast.parse(
+        "import torch\n"
+        "if is_cuda():\n    from .ops import f\n    HAS_F = True\nelse:\n    HAS_F = False\n"
+        "BACKEND = 'triton'\nif torch.version.cuda:\n    BACKEND = 'marlin'\n"
+        "if torch.cuda.is_available():\n    try:\n        import x\n        OK = True\n    except ImportError:\n"
+        "        OK = False\nelse:\n    OK = False\n"
+        "LATER = True\nif torch.version.hip:\n    LATER = False\n"
+        "SAME = 1\nif flag:\n    SAME = 2\n"  # no platform test: nothing learnt
+        "BOUND = True\nif is_cuda():\n    BOUND = False\ndef g():\n    global BOUND\n    BOUND = True\n"
+        "PLAIN = True\nif is_cuda():\n    PLAIN = False\nfor PLAIN in range(3):\n    pass\n"
+    )
+    env = Env({"torch": "torch"}, {})
+    tests = module_tests(tree.body, env)
+    assert tests["HAS_F"] == Cond(frozenset({CUDA}), EVERY - {CUDA})
+    assert tests["OK"] == Cond(frozenset({CUDA, ROCM}), EVERY)  # the import may fail
+    assert tests["LATER"] == Cond(EVERY - {ROCM}, frozenset({ROCM}))  # a later assignment wins
+    assert "BACKEND" not in tests  # a non-empty string everywhere: true everywhere
+    assert env.values["BACKEND"][CUDA] == {"marlin"} and env.values["BACKEND"][ROCM] == {"triton"}
+    assert classify(ast.parse("BACKEND == 'marlin'", mode="eval").body, env) == Cond(frozenset({CUDA}), EVERY - {CUDA})
+    assert classify(ast.parse("BACKEND != 'marlin'", mode="eval").body, env).true == EVERY - {CUDA}
+    assert "SAME" not in tests and "SAME" not in env.values
+    assert "BOUND" not in tests and "PLAIN" not in tests  # rebound elsewhere: unknown
+
+
+def test_conditions_innermost_first_with_the_side_taken():
+    source = ("import torch\nif torch.cuda.is_available():\n    if flag:\n        HERE()\n"
+              "else:\n    pass\n")
+    module = cst.parse_module(source)
+    from rocmport.analysis.metadata import Metadata
+
+    wrapper = Metadata(module, ast.parse(source), source)
+    wrapper.walk()
+    ctx = RuleContext(path="m.py", text=source, module=module, wrapper=wrapper, lines=None, gate_name="is_rocm",
+                      options=RuleOptions(), facts=Facts.of(ast.parse(source)), index=None)
+    found = []
+
+    class Find(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == "HERE":
+                found.append(node)
+
+    module.visit(Find())
+    platforms = gates.of(ctx)
+    conditions = list(platforms.conditions(found[0]))
+    assert [module.code_for_node(test) for test, _ in conditions] == ["flag", "torch.cuda.is_available()"]
+    assert [arm for _, arm in conditions] == [EVERY, GPUS]
+    assert platforms.where(found[0]) == GPUS

@@ -14,7 +14,7 @@ under ``if torch.cuda.is_available():``, which lets ROCm through. Facts, never f
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet
+from typing import Dict, FrozenSet, Iterator, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
@@ -76,31 +76,42 @@ class FilePlatforms:
         earlier in a block around it, ``assert <test>`` and ``if <test>:`` whose body leaves
         (``return``, ``raise``, ``continue``, ``break``). Through functions and classes too: a
         definition under ``if torch.version.hip:`` exists on ROCm only."""
-        parents = self.ctx.metadata(ParentNodeProvider)
         platforms = EVERY
+        for _, arm in self.conditions(node, exits=True):
+            platforms &= arm
+        return platforms
+
+    def conditions(self, node, exits: bool = False) -> Iterator[Tuple[object, FrozenSet[str]]]:
+        """The conditions around ``node``, innermost first: (the LibCST test expression, the
+        platforms on which the side of it that holds ``node`` is taken) for each ``if`` /
+        ``elif`` / ``else`` arm, ``while`` body, conditional expression and ``and`` / ``or``
+        operand; with ``exits``, also the earlier ``assert``s and ``if``s that leave the block
+        (their statement's test, and the platforms that get past them)."""
+        parents = self.ctx.metadata(ParentNodeProvider)
         child = node
         current = parents.get(node)
         while current is not None:
             if isinstance(current, (cst.If, cst.While)):
                 if child is current.body:
-                    platforms &= self.test(current.test).true
+                    yield current.test, self.test(current.test).true
                 elif child is getattr(current, "orelse", None):
-                    platforms &= self.test(current.test).false
+                    yield current.test, self.test(current.test).false
             elif isinstance(current, cst.IfExp):
                 if child is current.body:
-                    platforms &= self.test(current.test).true
+                    yield current.test, self.test(current.test).true
                 elif child is current.orelse:
-                    platforms &= self.test(current.test).false
+                    yield current.test, self.test(current.test).false
             elif isinstance(current, cst.BooleanOperation) and child is current.right:
                 left = self.test(current.left)
-                platforms &= left.true if isinstance(current.operator, cst.And) else left.false
-            elif isinstance(current, (cst.IndentedBlock, cst.Module)):
+                yield current.left, (left.true if isinstance(current.operator, cst.And) else left.false)
+            elif exits and isinstance(current, (cst.IndentedBlock, cst.Module)):
                 for stmt in current.body:
                     if stmt is child:
                         break
-                    platforms &= self._after(stmt)
+                    after = self._after(stmt)
+                    if after != EVERY:
+                        yield stmt, after
             child, current = current, parents.get(current)
-        return platforms
 
     def _after(self, stmt) -> FrozenSet[str]:
         """The platforms on which code after ``stmt`` in its block runs (``stmt`` may leave)."""

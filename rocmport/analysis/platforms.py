@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, Optional
+from dataclasses import dataclass, field
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 CUDA, ROCM, CPU, OTHER = "cuda", "rocm", "cpu", "other"
 EVERY: FrozenSet[str] = frozenset({CUDA, ROCM, CPU, OTHER})
@@ -128,6 +128,9 @@ class Env:
     imports: Dict[str, str]
     tests: Dict[str, Test]
     lookup: Optional[Callable[[str], Optional[Test]]] = None
+    # name -> platform -> the literal values a module-level name may hold there (a flag or a
+    # backend name set in the arms of a platform test: :func:`module_tests`)
+    values: Dict[str, Dict[str, FrozenSet[object]]] = field(default_factory=dict)
 
     def absolute(self, spelled: str) -> Optional[str]:
         root, _, rest = spelled.partition(".")
@@ -242,6 +245,9 @@ def _compare(left: ast.AST, op: ast.cmpop, right: ast.AST, env: Env, depth: int)
         test = classify(left, env, depth + 1)
         return test if isinstance(op, (ast.IsNot, ast.NotEq)) else test.negated()
     if isinstance(op, (ast.Eq, ast.NotEq)):
+        known = _value_compare(left, right, env) or _value_compare(right, left, env)
+        if known is not None:
+            return known if isinstance(op, ast.Eq) else known.negated()
         for value, subject in ((_string(right), left), (_string(left), right)):
             if value is not None:
                 test = _value_test(value, _dotted(subject) or _call_name(subject))
@@ -268,6 +274,19 @@ def _compare(left: ast.AST, op: ast.cmpop, right: ast.AST, env: Env, depth: int)
             if "capability" in name or name.endswith(("major", "minor")):
                 return ON_GPU
     return UNKNOWN
+
+
+def _value_compare(subject: ast.AST, other: ast.AST, env: Env) -> Optional[Test]:
+    """``NAME == <literal>`` where the module sets NAME to literals in the arms of platform
+    tests (``env.values``): true where it may hold that literal, false where it may hold another."""
+    if not isinstance(subject, ast.Name) or subject.id not in env.values or not isinstance(other, ast.Constant):
+        return None
+    per = env.values[subject.id]
+    wanted = other.value
+    true = frozenset(p for p, held in per.items() if any(v == wanted and type(v) is type(wanted) for v in held))
+    false = frozenset(p for p, held in per.items() if any(not (v == wanted and type(v) is type(wanted))
+                                                         for v in held))
+    return Test(true, false)
 
 
 def _call_name(node: ast.AST) -> Optional[str]:
@@ -316,5 +335,119 @@ def module_tests(body: Iterable[ast.stmt], env: Env) -> Dict[str, Test]:
                 test = classify(value, env)
                 if test.known:
                     env.tests[stmt.name] = test
+    _literal_flags(statements, env)
     return env.tests
+
+
+# -- names set to literals in the arms of platform tests --------------------------------------
+
+_UNBOUND = object()
+_MAYBE = "maybe"  # a block that may or may not run (a loop, the body of ``try``)
+_LITERALS = (bool, int, float, str, type(None))
+
+
+def _module_blocks(body: Iterable[ast.stmt], conds: Tuple, env: Env) -> Iterator[Tuple[ast.stmt, Tuple]]:
+    """Each statement that runs at module level, in order, with the conditions it runs under:
+    ``(test, True)`` in an ``if``'s body, ``(test, False)`` in its ``else``, ``_MAYBE`` in a
+    loop or a ``try``. Definitions are statements; their bodies are not walked."""
+    for stmt in body:
+        yield stmt, conds
+        if isinstance(stmt, ast.If):
+            test = classify(stmt.test, env)
+            yield from _module_blocks(stmt.body, conds + ((test, True),), env)
+            yield from _module_blocks(stmt.orelse, conds + ((test, False),), env)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            yield from _module_blocks(stmt.body, conds, env)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            yield from _module_blocks(stmt.body, conds + (_MAYBE,), env)
+            yield from _module_blocks(stmt.orelse, conds + (_MAYBE,), env)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            yield from _module_blocks(stmt.body, conds + (_MAYBE,), env)
+            for handler in stmt.handlers:
+                yield from _module_blocks(handler.body, conds + (_MAYBE,), env)
+            yield from _module_blocks(stmt.orelse, conds + (_MAYBE,), env)
+            yield from _module_blocks(stmt.finalbody, conds, env)
+
+
+def _runs(conds: Tuple, platform: str) -> Optional[bool]:
+    """True: the statement surely runs on ``platform``; None: it may; False: it cannot."""
+    sure = True
+    for cond in conds:
+        if cond == _MAYBE:
+            sure = False
+            continue
+        test, arm = cond
+        taken, other = (test.true, test.false) if arm else (test.false, test.true)
+        if platform not in taken:
+            return False
+        if platform in other:
+            sure = False
+    return True if sure else None
+
+
+def _literal_flags(statements: List[ast.stmt], env: Env) -> None:
+    """Names that the module sets only to literals, some of them in the arms of platform tests
+    (``if is_cuda(): from .ops import f; HAS_F = True`` / ``else: HAS_F = False``, or
+    ``BACKEND = "cutlass"`` / ``"triton"``): the literal each may hold on each platform, in
+    ``env.values``, and, where it decides, the test ``if NAME:`` is, in ``env.tests``. Read in
+    the module's order, as Python runs it (a later assignment on a platform replaces an earlier one)."""
+    if not any(isinstance(stmt, (ast.If, ast.Try)) for stmt in statements):
+        return  # no arm to set a name in
+    blocks = list(_module_blocks(statements, (), env))
+    assignments: Dict[str, List[Tuple[object, Tuple]]] = {}
+    other: set = set()
+    for stmt, conds in blocks:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            literal = isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, _LITERALS)
+            for target in targets:
+                if isinstance(target, ast.Name) and literal:
+                    assignments.setdefault(target.id, []).append((stmt.value.value, conds))
+                else:
+                    other.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            other.add(stmt.name)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            other.update((a.asname or a.name).split(".", 1)[0] for a in stmt.names)
+        else:  # loops, with, augmented assignments, walruses: any other binding of a name
+            if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                heads = [stmt.target, stmt.iter]
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                heads = list(stmt.items)
+            elif isinstance(stmt, (ast.If, ast.While)):
+                heads = [stmt.test]
+            elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+                heads = [h.type for h in stmt.handlers if h.type is not None]
+                other.update(h.name for h in stmt.handlers if h.name)
+            else:
+                heads = [stmt]
+            for head in heads:
+                other.update(n.id for n in ast.walk(head) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+    candidates = {name: sets for name, sets in assignments.items()
+                  if name not in other and name not in env.tests
+                  and any(cond != _MAYBE and cond[0].known for _, conds in sets for cond in conds)}
+    if not candidates:
+        return  # none is set in the arm of a platform test
+    # a function that rebinds one (``global NAME``) may set it to anything
+    for stmt, _ in blocks:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for node in ast.walk(stmt):
+                if isinstance(node, (ast.Global, ast.Nonlocal)):
+                    for n in node.names:
+                        candidates.pop(n, None)
+    platforms = (CUDA, ROCM, CPU, OTHER)
+    for name, sets in candidates.items():
+        held: Dict[str, set] = {p: {_UNBOUND} for p in platforms}
+        for value, conds in sets:
+            for p in platforms:
+                runs = _runs(conds, p)
+                if runs is True:
+                    held[p] = {value}
+                elif runs is None:
+                    held[p].add(value)
+        env.values[name] = {p: frozenset(v for v in values if v is not _UNBOUND) for p, values in held.items()}
+        true = frozenset(p for p, values in held.items() if any(v is not _UNBOUND and v for v in values))
+        false = frozenset(p for p, values in held.items() if any(v is not _UNBOUND and not v for v in values))
+        if 0 < len(true) < len(platforms) or 0 < len(false) < len(platforms):  # it tells platforms apart
+            env.tests[name] = Test(true, false)
 
