@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '9234c9f7ca8a3cfda21d544066e6aa9b'
+FINGERPRINT = '244258c0148021d0a38f63110e78d954'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -3225,7 +3225,11 @@ RULES = [{'code': 'ROC001',
           'runs\n'
           '        nvidia-smi). Not reported: the words in strings, comments or docstrings that '
           'are not\n'
-          '        a command, and code under a ROCm or `torch.version.cuda` test.\n'
+          '        a command, and code under a ROCm or `torch.version.cuda` test. An NVML import '
+          'under a\n'
+          '        platform test that is true on ROCm too (`if torch.cuda.is_available():`) is '
+          "ROC708's,\n"
+          '        reported once on that test.\n'
           '        ',
   'why': '\n'
          '        ROCm has neither `nvidia-smi` nor NVML: the call fails, or the tool is missing '
@@ -3248,7 +3252,9 @@ RULES = [{'code': 'ROC001',
          'whose command (a string, a list, or a name assigned one in the same scope) runs\n'
          '`nvidia-smi`; an import of `pynvml`, `py3nvml`, `nvidia_smi` or `GPUtil` (which runs\n'
          'nvidia-smi). Not reported: the words in strings, comments or docstrings that are not\n'
-         'a command, and code under a ROCm or `torch.version.cuda` test.\n'
+         'a command, and code under a ROCm or `torch.version.cuda` test. An NVML import under a\n'
+         "platform test that is true on ROCm too (`if torch.cuda.is_available():`) is ROC708's,\n"
+         'reported once on that test.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -3535,4 +3541,250 @@ RULES = [{'code': 'ROC001',
          '(`torch.finfo` is not available there). Otherwise display-only: use\n'
          '`torch.finfo(dtype).max` for the dtype in use.\n',
   'triggers': ['448'],
+  'words': []},
+ {'code': 'ROC707',
+  'name': 'cuda-only-module-reached',
+  'summary': 'A module that is not CUDA-only imports, at module level, a project module whose '
+             'import runs CUDA-only code.',
+  'what': '\n'
+          '        An import that runs when a module is imported (module level, not inside `try`, '
+          'an `if`\n'
+          '        or a function), in a module that is not CUDA-only itself, of a module of the '
+          'same\n'
+          '        project whose own module-level code is CUDA-only:\n'
+          '\n'
+          '        - an import of a package that has no ROCm build (`cuda` / `cuda.bindings` of\n'
+          '          cuda-python, the CUTLASS / CuTe DSL `cutlass`, `flash_attn.cute`, `quack`,\n'
+          '          `deep_gemm`, `flash_mla`, `tensorrt_llm`, `pycuda`, `cudnn`, `nvmath`, '
+          '`numba.cuda`,\n'
+          '          FlashAttention 3), or\n'
+          '        - a call that raises on a ROCm build '
+          '(`torch.utils.cpp_extension._get_cuda_arch_flags()`,\n'
+          '          `ctypes.CDLL("libcudart.so")`),\n'
+          '\n'
+          "        or a module whose name says it is NVIDIA's (`kernels/cutlass/`, "
+          '`flashinfer_backend.py`,\n'
+          '        `sm90_ops.py`) and which imports such a module. The finding is on the import '
+          'where code\n'
+          '        that every platform imports enters that closure, with the chain in the message; '
+          'not\n'
+          '        on every importer above it, and not in the CUDA-only modules themselves.\n'
+          '\n'
+          '        Not reported: the import inside `try` (the caller copes), under a test that '
+          'excludes\n'
+          '        ROCm (`if torch.version.hip is None:`, `if is_cuda():`), under a test rocmport '
+          'cannot\n'
+          '        read (`if HAS_CUTLASS:`), under a test that lets ROCm through (ROC708 reports '
+          'that\n'
+          '        guard), inside a function (imported when the CUDA path is taken), and imports '
+          'of\n'
+          '        packages that ship ROCm builds (`flash_attn`, `triton`, `flashinfer`, '
+          '`xformers`).\n'
+          "        Only the linted files are followed: lint the project's folder.\n"
+          '        ',
+  'why': '\n'
+         '        The import fails on ROCm for every user of the package, not only those that use '
+         'the\n'
+         '        CUDA kernel: `import yunchang` failed on AMD GPUs because '
+         '`yunchang/ring/__init__.py`\n'
+         '        imported `ring_flashinfer_attn`, whose module level called\n'
+         '        `torch.utils.cpp_extension._get_cuda_arch_flags()` '
+         '(feifeibear/long-context-attention#148,\n'
+         "        fixed in #150). `_get_cuda_arch_flags` derives the flags from the GPUs' "
+         'capabilities\n'
+         '        and the `sm_` entries of `torch.cuda.get_arch_list()`, which a ROCm build does '
+         'not\n'
+         '        have, so it raises there (torch/utils/cpp_extension.py). Packages such as '
+         'cuda-python\n'
+         '        and the CUTLASS DSL have no ROCm wheels at all, so importing them raises\n'
+         "        ModuleNotFoundError (flashinfer-ai/flashinfer#1678 for FlashInfer's NVIDIA-only "
+         'scope).\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC707 cuda-only-module-reached\n'
+         '\n'
+         'A module that is not CUDA-only imports, at module level, a project module whose import '
+         'runs CUDA-only code.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'An import that runs when a module is imported (module level, not inside `try`, an `if`\n'
+         'or a function), in a module that is not CUDA-only itself, of a module of the same\n'
+         'project whose own module-level code is CUDA-only:\n'
+         '\n'
+         '- an import of a package that has no ROCm build (`cuda` / `cuda.bindings` of\n'
+         '  cuda-python, the CUTLASS / CuTe DSL `cutlass`, `flash_attn.cute`, `quack`,\n'
+         '  `deep_gemm`, `flash_mla`, `tensorrt_llm`, `pycuda`, `cudnn`, `nvmath`, `numba.cuda`,\n'
+         '  FlashAttention 3), or\n'
+         '- a call that raises on a ROCm build '
+         '(`torch.utils.cpp_extension._get_cuda_arch_flags()`,\n'
+         '  `ctypes.CDLL("libcudart.so")`),\n'
+         '\n'
+         "or a module whose name says it is NVIDIA's (`kernels/cutlass/`, "
+         '`flashinfer_backend.py`,\n'
+         '`sm90_ops.py`) and which imports such a module. The finding is on the import where code\n'
+         'that every platform imports enters that closure, with the chain in the message; not\n'
+         'on every importer above it, and not in the CUDA-only modules themselves.\n'
+         '\n'
+         'Not reported: the import inside `try` (the caller copes), under a test that excludes\n'
+         'ROCm (`if torch.version.hip is None:`, `if is_cuda():`), under a test rocmport cannot\n'
+         'read (`if HAS_CUTLASS:`), under a test that lets ROCm through (ROC708 reports that\n'
+         'guard), inside a function (imported when the CUDA path is taken), and imports of\n'
+         'packages that ship ROCm builds (`flash_attn`, `triton`, `flashinfer`, `xformers`).\n'
+         "Only the linted files are followed: lint the project's folder.\n"
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         'The import fails on ROCm for every user of the package, not only those that use the\n'
+         'CUDA kernel: `import yunchang` failed on AMD GPUs because `yunchang/ring/__init__.py`\n'
+         'imported `ring_flashinfer_attn`, whose module level called\n'
+         '`torch.utils.cpp_extension._get_cuda_arch_flags()` '
+         '(feifeibear/long-context-attention#148,\n'
+         "fixed in #150). `_get_cuda_arch_flags` derives the flags from the GPUs' capabilities\n"
+         'and the `sm_` entries of `torch.cuda.get_arch_list()`, which a ROCm build does not\n'
+         'have, so it raises there (torch/utils/cpp_extension.py). Packages such as cuda-python\n'
+         'and the CUTLASS DSL have no ROCm wheels at all, so importing them raises\n'
+         "ModuleNotFoundError (flashinfer-ai/flashinfer#1678 for FlashInfer's NVIDIA-only scope).\n"
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         '# pkg/kernels/__init__.py\n'
+         '\n'
+         '\n'
+         '# pkg/kernels/cute_gemm.py\n'
+         'import cutlass\n'
+         'import cutlass.cute as cute\n'
+         '\n'
+         '@cute.jit\n'
+         'def gemm(a, b, c):\n'
+         '    ...\n'
+         '\n'
+         '# pkg/__init__.py\n'
+         'from .kernels.cute_gemm import gemm\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only: import the CUDA-only module where its CUDA path is taken (inside the\n'
+         'function that dispatches to it, under a CUDA test), or guard the import:\n'
+         '\n'
+         '    if torch.version.hip is None:\n'
+         '        from .kernels.cute_gemm import gemm\n'
+         '\n'
+         "or move the CUDA-only call out of the module's top level (into the function that\n"
+         'builds the extension).\n',
+  'triggers': ['import'],
+  'words': []},
+ {'code': 'ROC708',
+  'name': 'guard-lets-hip-through',
+  'summary': 'A platform test that is true on ROCm guards CUDA-only code.',
+  'what': '\n'
+          '        An `if` / `elif` / `else`, `while` or conditional expression whose test is a '
+          'platform\n'
+          '        test that is true on ROCm too, around CUDA-only code:\n'
+          '\n'
+          '        - the tests: `torch.cuda.is_available()`, `device_count() > 0`, `device.type == '
+          '"cuda"`,\n'
+          '          `not is_cpu() and not is_npu()`, `_is_cuda or _is_hip`, a capability '
+          'threshold\n'
+          "          (`get_device_capability()[0] >= 8`: MI300 is (9, 4)), and the project's own\n"
+          '          predicates that mean one of these;\n'
+          "        - the code: an import of a package with no ROCm build (ROC707's list), of NVML\n"
+          '          (`pynvml`, `py3nvml`, `nvidia_smi`, `GPUtil`), of a project module whose '
+          'import runs\n'
+          "          CUDA-only code (ROC707's chain), a call of "
+          '`torch.utils.cpp_extension._get_cuda_arch_flags()`\n'
+          '          or `ctypes.CDLL("libcudart.so")` and its spellings.\n'
+          '\n'
+          '        The finding is on the test, once per guard, naming the first CUDA-only '
+          'statement it\n'
+          '        lets ROCm reach. For NVML the finding is here, on the decision, and ROC703 '
+          'leaves\n'
+          '        the import under such a guard alone (one finding per decision).\n'
+          '\n'
+          '        Not reported: the same code under a test that excludes ROCm (`if '
+          'torch.version.hip is\n'
+          '        None:`, `if is_cuda():`, the `else` of `if is_rocm_available():`), after an '
+          'earlier\n'
+          '        `if torch.version.hip: return`, inside `try` (the code copes with the failure), '
+          'under\n'
+          '        a test rocmport cannot read (`if use_nvml:`) nearer than the platform test.\n'
+          '        ',
+  'why': '\n'
+         '        On a ROCm build `torch.cuda` is HIP: `torch.cuda.is_available()` is True on AMD '
+         'GPUs,\n'
+         '        and an AMD GPU reports capability (9, 4) (MI300) or (9, 5) (MI350), which meets\n'
+         '        NVIDIA thresholds. The branch meant for NVIDIA GPUs runs there and fails:\n'
+         "        accelerate's NUMA affinity tested `torch.cuda.is_available()` and then called "
+         'NVML\n'
+         '        (`nvmlInit`, `nvmlDeviceGetCpuAffinity`), which fails on ROCm\n'
+         "        (huggingface/accelerate#4025, which adds the amdsmi branch for ROCm); sglang's\n"
+         '        fall-through to CUDA-only kernels on HIP is the same decision (the guard tested\n'
+         '        "GPU", not "NVIDIA").\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC708 guard-lets-hip-through\n'
+         '\n'
+         'A platform test that is true on ROCm guards CUDA-only code.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'An `if` / `elif` / `else`, `while` or conditional expression whose test is a platform\n'
+         'test that is true on ROCm too, around CUDA-only code:\n'
+         '\n'
+         '- the tests: `torch.cuda.is_available()`, `device_count() > 0`, `device.type == '
+         '"cuda"`,\n'
+         '  `not is_cpu() and not is_npu()`, `_is_cuda or _is_hip`, a capability threshold\n'
+         "  (`get_device_capability()[0] >= 8`: MI300 is (9, 4)), and the project's own\n"
+         '  predicates that mean one of these;\n'
+         "- the code: an import of a package with no ROCm build (ROC707's list), of NVML\n"
+         '  (`pynvml`, `py3nvml`, `nvidia_smi`, `GPUtil`), of a project module whose import runs\n'
+         "  CUDA-only code (ROC707's chain), a call of "
+         '`torch.utils.cpp_extension._get_cuda_arch_flags()`\n'
+         '  or `ctypes.CDLL("libcudart.so")` and its spellings.\n'
+         '\n'
+         'The finding is on the test, once per guard, naming the first CUDA-only statement it\n'
+         'lets ROCm reach. For NVML the finding is here, on the decision, and ROC703 leaves\n'
+         'the import under such a guard alone (one finding per decision).\n'
+         '\n'
+         'Not reported: the same code under a test that excludes ROCm (`if torch.version.hip is\n'
+         'None:`, `if is_cuda():`, the `else` of `if is_rocm_available():`), after an earlier\n'
+         '`if torch.version.hip: return`, inside `try` (the code copes with the failure), under\n'
+         'a test rocmport cannot read (`if use_nvml:`) nearer than the platform test.\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         'On a ROCm build `torch.cuda` is HIP: `torch.cuda.is_available()` is True on AMD GPUs,\n'
+         'and an AMD GPU reports capability (9, 4) (MI300) or (9, 5) (MI350), which meets\n'
+         'NVIDIA thresholds. The branch meant for NVIDIA GPUs runs there and fails:\n'
+         "accelerate's NUMA affinity tested `torch.cuda.is_available()` and then called NVML\n"
+         '(`nvmlInit`, `nvmlDeviceGetCpuAffinity`), which fails on ROCm\n'
+         "(huggingface/accelerate#4025, which adds the amdsmi branch for ROCm); sglang's\n"
+         'fall-through to CUDA-only kernels on HIP is the same decision (the guard tested\n'
+         '"GPU", not "NVIDIA").\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'def set_affinity(index):\n'
+         '    if torch.cuda.is_available():\n'
+         '        import pynvml\n'
+         '        pynvml.nvmlInit()\n'
+         '        handle = pynvml.nvmlDeviceGetHandleByIndex(index)\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only: test the vendor, and give ROCm its own branch (or none):\n'
+         '\n'
+         '    if torch.cuda.is_available() and torch.version.hip is not None:\n'
+         "        import amdsmi  # ROCm: amdsmi / torch's own queries\n"
+         '        ...\n'
+         '    elif torch.cuda.is_available():\n'
+         '        import pynvml\n'
+         '        ...\n',
+  'triggers': ['import', '_get_cuda_arch_flags', 'CDLL', 'LoadLibrary', 'PyDLL', 'WinDLL'],
   'words': []}]

@@ -138,7 +138,10 @@ def check_case(code: str, case, kind: str) -> None:
     """One Fixit-style case of rule ``code``: a valid case gives no finding of the rule; an
     invalid one gives one (at ``case.line``/``case.column`` with ``case.message`` where the
     case says), fixes to ``case.expected`` where given, and keeps the fix properties."""
-    found = [f for f in lint(case.code, select=[code]) if f.code == code]
+    if case.files:
+        found = [f for f in lint_project(case.code, case.path, case.files, select=[code]) if f.code == code]
+    else:
+        found = [f for f in lint(case.code, select=[code]) if f.code == code]
     if kind == "valid":
         assert not found, f"{code} should not fire on:\n{case.code}\n{found}"
         return
@@ -150,9 +153,35 @@ def check_case(code: str, case, kind: str) -> None:
         assert first.start.column == case.column, f"{code}: column {first.start.column}, the case says {case.column}"
     if case.message is not None:
         assert first.message == case.message, f"{code}: message {first.message!r}, the case says {case.message!r}"
+    if case.files:
+        assert case.expected is None, "a case about several modules is display-only"
+        return
     if case.expected is not None:
         assert fixed_text(case.code, select=[code]) == expand_prelude(case.expected)
     assert_fix_properties(case.code.encode(), select=[code])
+
+
+def lint_project(code: str, path: str, files, select=None) -> List[Finding]:
+    """Lint ``code`` as module ``path`` of a project that also holds ``files`` ((path, code)),
+    with the project index, as ``rocmport lint`` of the project's folder does; its findings."""
+    import tempfile
+    import textwrap
+
+    from rocmport.runner import check_files
+
+    with tempfile.TemporaryDirectory() as root:
+        written = []
+        for name, text in list(files) + [(path, code)]:
+            target = Path(root, name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(textwrap.dedent(text).lstrip("\n"))
+            written.append(str(target))
+        reports = check_files(sorted(written), settings(select), jobs=1)
+        own = str(Path(root, path))
+        found = [f for r in reports if r.path == own for f in r.findings]
+        for r in reports:
+            assert r.internal_error is None, r.internal_error
+    return found
 
 
 # The imports a rule's documentation example takes for granted.

@@ -333,3 +333,72 @@ def test_a_cudagraph_keyword_is_followed_only_into_a_callee_the_index_may_know(t
         assert not [f for f in _found(tmp_path) if f[0] == "pkg/method.py"]
     finally:
         PREFILTER["enabled"] = True
+
+
+# -- CUDA-only code run at import (ROC707, ROC708) --------------------------------------------
+
+CUDA_REACH_FINDINGS = [
+    ("layers.py", 4, "ROC707"),  # enters kernels/cute_gemm (import cutlass)
+    ("ring/__init__.py", 2, "ROC707"),  # enters ring/flash_ring (_get_cuda_arch_flags() at import)
+    ("utils.py", 11, "ROC708"),  # torch.cuda.is_available() around NVML
+]
+
+
+def test_cuda_only_code_is_reported_where_neutral_code_enters_it_once():
+    """One finding per entry: not at the package __init__ that imports the entering module,
+    not in the CUDA-only modules themselves, not at the imports under try, under a test that
+    excludes ROCm or inside a function; a package named cuda_* is the project's, not NVIDIA's."""
+    found = [row for row in _found(PROJECT / "cuda_reach") if row[2] in ("ROC707", "ROC708", "ROC703", "ROC704")]
+    assert found == sorted(CUDA_REACH_FINDINGS)
+
+
+def test_cuda_facts_read_only_modules_that_can_hold_them(tmp_path, monkeypatch):
+    _write(tmp_path, {"p/__init__.py": "from .a import f\nfrom .cutlass_ops import g\n",
+                      "p/a.py": "import torch\ndef f():\n    return torch.cuda.is_available()\n",
+                      "p/cutlass_ops.py": "from .b import g\n",
+                      "p/b.py": "import cuda.bindings.driver as driver\ndef g():\n    return driver\n"})
+    index = ProjectIndex(_files(tmp_path))
+    parsed = []
+    import rocmport.analysis.index as module
+
+    real = module.module_facts
+    monkeypatch.setattr(module, "module_facts", lambda body, absolute, name: (parsed.append(name),
+                                                                             real(body, absolute, name))[1])
+    assert index.cuda_chain("p.a") is None
+    chain = index.cuda_chain("p.cutlass_ops")
+    assert [step[:3] for step in chain] == [("p.cutlass_ops", 1, "import p.b"), ("p.b", 1, "import cuda.bindings.driver")]
+    assert index.cuda_chain("p.cutlass_ops") == chain
+    assert sorted(parsed) == ["p.b", "p.cutlass_ops"]  # p.a holds no such word; each parsed once
+    index.start_recording()
+    index.cuda_chain("p.cutlass_ops")
+    record = index.stop_recording()
+    assert set(record) == {"<cuda-only>:p.cutlass_ops", "<cuda-only>:p.b"}
+    digest = index.dependency_digest(record)
+    (tmp_path / "p" / "b.py").write_text("import torch\ndef g():\n    return torch\n")
+    assert ProjectIndex(_files(tmp_path)).dependency_digest(record) != digest
+    (tmp_path / "p" / "b.py").write_text("import cuda.bindings.driver as driver\ndef g():\n    return driver\n# c\n")
+    assert ProjectIndex(_files(tmp_path)).dependency_digest(record) == digest  # a comment changes no fact
+
+
+def test_a_change_in_the_imported_module_reaches_the_importers_findings_through_the_cache(tmp_path, monkeypatch):
+    import rocmport.runner as runner
+
+    root = _copy(tmp_path, "cuda_reach")
+    cache = Cache(tmp_path / "cache", Settings())
+    linted = []
+    work = runner._work
+    monkeypatch.setattr(runner, "_work", lambda item: (linted.append(Path(item[0]).name), work(item))[1])
+
+    def run():
+        linted.clear()
+        reports = check_files(_files(root), Settings(), jobs=1, cache=cache)
+        return sorted((Path(r.path).relative_to(root / "cuda_reach").as_posix(), f.start.row, f.code)
+                      for r in reports for f in r.findings if f.code in ("ROC707", "ROC708"))
+
+    assert run() == sorted(CUDA_REACH_FINDINGS)
+    assert run() == sorted(CUDA_REACH_FINDINGS) and linted == []  # warm
+    kernel = root / "cuda_reach" / "kernels" / "cute_gemm.py"
+    kernel.write_text(kernel.read_text().replace("import cutlass\nimport cutlass.cute as cute\n", "import torch\n")
+                      .replace("@cute.jit\n", ""))
+    assert run() == sorted(set(CUDA_REACH_FINDINGS) - {("layers.py", 4, "ROC707")})
+    assert "layers.py" in linted and "utils.py" not in linted

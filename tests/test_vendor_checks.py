@@ -201,3 +201,15 @@ def test_rocm_path_takes_the_ported_branches(executed):
         "major_version": False, "no_gpu_build": False, "quantize": [-240.0, -3.0, 0.5, 240.0],
         "quantize_int_max": [240.0], "tma": False, "version_prefix": "other",
     }
+
+
+def test_roc707s_cuda_only_packages_hold_roc704s_and_leave_out_those_with_rocm_builds():
+    from rocmport.analysis.cuda_only import PACKAGES, package_of
+    from rocmport.rules.vendor_checks.cuda_only_package_import import CUDA_ONLY_PACKAGES
+
+    assert set(CUDA_ONLY_PACKAGES) <= set(PACKAGES)
+    for name in ("flash_attn", "flash_attn.flash_attn_interface", "triton", "flashinfer", "xformers", "apex",
+                 "transformer_engine", "bitsandbytes", "cupy", "sgl_kernel", "numba", "cudaq_like"):
+        assert package_of(name) is None, name
+    for name in ("cuda.bindings.driver", "cutlass.cute", "flash_attn.cute.interface", "numba.cuda", "cuda"):
+        assert package_of(name) is not None, name

@@ -36,6 +36,8 @@ from rocmport.source import read_regular
 
 from .bindings import dotted as _dotted
 from .bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names, walk
+from .cuda_only import BYTES as _CUDA_BYTES
+from .cuda_only import module_facts, nvidia_named
 from .platforms import Env, Test, module_tests
 
 COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
@@ -107,6 +109,26 @@ class ModuleSummary:
         return hashlib.blake2b("\0".join(parts).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
 
+@dataclass(frozen=True)
+class CudaFacts:
+    """What importing one module runs that is CUDA-only (``cuda_only.module_facts``): ``own``,
+    its statements that surely run at import and fail on ROCm, as (line, code, why); and,
+    for a module whose name says it is NVIDIA's (``nvidia_named``), ``entries``, the project
+    modules its statements that surely run at import import, as (line, module)."""
+
+    own: Tuple[Tuple[int, str, str], ...] = ()
+    entries: Tuple[Tuple[int, str], ...] = ()
+    nvidia_named: bool = False
+
+    def digest(self) -> str:
+        return hashlib.blake2b(repr((self.own, self.entries, self.nvidia_named)).encode("utf-8", "surrogateescape"),
+                               digest_size=12).hexdigest()
+
+
+# (module, line, code, why): one step of the way from an imported module to CUDA-only code
+Chain = Tuple[Tuple[str, int, str, str], ...]
+
+
 class ProjectIndex:
     """Dotted names of the files being linted, and their summaries on demand."""
 
@@ -128,6 +150,9 @@ class ProjectIndex:
         self._platform_imports: Dict[str, Dict[str, str]] = {}
         self._platform_deps: Dict[str, Set[str]] = {}  # module -> the modules its predicates read
         self._inputs: Dict[str, str] = {}  # inventory entry -> digest of its input files
+        self._cuda: Dict[str, CudaFacts] = {}
+        self._chains: Dict[str, Optional[Chain]] = {}
+        self._chain_deps: Dict[str, Set[str]] = {}  # module -> the modules its chain read
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -399,6 +424,74 @@ class ProjectIndex:
         tests = self.rocm_tests_in(entry[len(_INVENTORY):])
         return hashlib.blake2b(repr(tests).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
+    # -- CUDA-only code run at import -------------------------------------------------------
+    def cuda_facts(self, name: str) -> CudaFacts:
+        """Module ``name``'s :class:`CudaFacts`, computed once. Only a module whose bytes hold
+        the words of a CUDA-only statement (``cuda_only.BYTES``) is parsed for its own; only
+        one whose name says NVIDIA, for its imports."""
+        if self._record is not None:
+            self._record.add(_CUDA + name)
+        found = self._cuda.get(name)
+        if found is None:
+            found = self._cuda[name] = self._cuda_facts(name)
+        return found
+
+    def _cuda_facts(self, name: str) -> CudaFacts:
+        path = self.path_of(name)
+        blob = self._bytes(path) if path else None
+        named = nvidia_named(name)
+        if not blob or not (_CUDA_BYTES.search(blob) or (named and b"import" in blob)):
+            return CudaFacts(nvidia_named=named)
+        try:
+            tree = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return CudaFacts(nvidia_named=named)
+        own, imported = module_facts(tree.body, lambda module, level: self.absolute(name, module, level), name)
+        entries: List[Tuple[int, str]] = []
+        if named:
+            for line, target in imported:
+                if target != name and self.path_of(target) is not None and (line, target) not in entries:
+                    entries.append((line, target))
+        return CudaFacts(tuple(own), tuple(entries), named)
+
+    def cuda_chain(self, name: str) -> Optional[Chain]:
+        """How importing module ``name`` runs CUDA-only code, from ``name`` down to the
+        statement that fails on ROCm: its own statement, or, for a module whose name says it
+        is NVIDIA's (a CUDA backend package, a CUTLASS kernel module), an import of a module
+        that does (the module is NVIDIA's by name and content). None when neither holds. The
+        modules read are recorded (the file's cache key covers them)."""
+        if name not in self._chains:
+            deps: Set[str] = set()
+            self._chains[name] = None  # first: an import cycle reads None, not forever
+            self._chains[name] = self._chain(name, deps, set())
+            self._chain_deps[name] = deps
+        if self._record is not None:
+            self._record.update(_CUDA + dep for dep in self._chain_deps.get(name, {name}))
+        return self._chains[name]
+
+    def _chain(self, name: str, deps: Set[str], active: Set[str]) -> Optional[Chain]:
+        deps.add(name)
+        saved, self._record = self._record, None  # deps are recorded by the caller
+        try:
+            facts = self.cuda_facts(name)
+        finally:
+            self._record = saved
+        if facts.own:
+            line, code, why = facts.own[0]
+            return ((name, line, code, why),)
+        if not facts.nvidia_named or name in active:
+            return None
+        active.add(name)
+        for line, target in facts.entries:
+            if target in self._chains and target not in active:
+                deps.update(self._chain_deps.get(target, {target}))
+                below = self._chains[target]
+            else:
+                below = self._chain(target, deps, active)
+            if below is not None:
+                return ((name, line, f"import {target}", ""),) + below
+        return None
+
     # -- platform predicates -------------------------------------------------------------
     def platform_tests(self, name: str) -> Dict[str, Test]:
         """The platform predicates module ``name`` defines at module level (a flag assigned a
@@ -455,6 +548,13 @@ class ProjectIndex:
         test, more = self._platform_lookup(target, depth + 1)
         return test, used | more
 
+    def _cuda_digest(self, name: str) -> str:
+        saved, self._record = self._record, None
+        try:
+            return self.cuda_facts(name).digest()
+        finally:
+            self._record = saved
+
     def _platform_digest(self, name: str) -> str:
         tests = self.platform_tests(name)
         text = repr(sorted((key, sorted(t.true), sorted(t.false)) for key, t in tests.items()))
@@ -478,6 +578,11 @@ class ProjectIndex:
                 module = name[len(_PLATFORMS):]
                 path = self.path_of(module)
                 out[name] = (_hash(self._bytes(path) if path else None), self._platform_digest(module))
+                continue
+            if name.startswith(_CUDA):
+                module = name[len(_CUDA):]
+                path = self.path_of(module)
+                out[name] = (_hash(self._bytes(path) if path else None), self._cuda_digest(module))
                 continue
             summary = self.summary(name)
             path = self.path_of(name)
@@ -505,6 +610,12 @@ class ProjectIndex:
                 same = _hash(self._bytes(path) if path else None) == recorded_hash
                 parts.append(f"{name}:{recorded_digest if same else self._platform_digest(module)}")
                 continue
+            if name.startswith(_CUDA):
+                module = name[len(_CUDA):]
+                path = self.path_of(module)
+                same = _hash(self._bytes(path) if path else None) == recorded_hash
+                parts.append(f"{name}:{recorded_digest if same else self._cuda_digest(module)}")
+                continue
             path = self.path_of(name)
             blob = self._bytes(path) if path else None
             if _hash(blob) == recorded_hash:
@@ -518,6 +629,7 @@ class ProjectIndex:
 
 _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
 _PLATFORMS = "<platform-tests>:"  # a recorded dependency on a module's platform predicates
+_CUDA = "<cuda-only>:"  # a recorded dependency on a module's CUDA-only facts
 # Bytes a module must hold to define a platform predicate that ``platforms.module_tests``
 # reads (a test of torch's, or a name whose words decide).
 PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|cpu|is_available|capability")

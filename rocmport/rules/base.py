@@ -51,11 +51,16 @@ class Case:
     line: Optional[int] = None
     column: Optional[int] = None
     message: Optional[str] = None
+    # A case about more than one module: the other modules of its project, as (path, code),
+    # and the path of the case's own module among them (it is linted with the project index)
+    files: Tuple[Tuple[str, str], ...] = ()
+    path: str = "snippet.py"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "code", _case_text(self.code))
         if self.expected is not None:
             object.__setattr__(self, "expected", _case_text(self.expected))
+        object.__setattr__(self, "files", tuple((name, _case_text(text)) for name, text in self.files))
 
 
 def _case_text(text: str) -> str:
@@ -262,6 +267,10 @@ class Rule(cst.BatchableCSTVisitor):
     WHAT: ClassVar[str] = ""  # what it finds
     WHY: ClassVar[str] = ""  # why it is a problem on ROCm
     EXAMPLE: ClassVar[str] = ""  # code that triggers it
+    # For a rule about more than one module: the other modules of the example's project, as
+    # (path, code), and the path of the example's own module (``EXAMPLE_PATH``)
+    EXAMPLE_FILES: ClassVar[Tuple[Tuple[str, str], ...]] = ()
+    EXAMPLE_PATH: ClassVar[str] = ""
     FIXED_EXAMPLE: ClassVar[str] = ""  # the same after ``rocmport fix``
     FIX: ClassVar[str] = ""  # the fix and why it is (or is not) safe
     FIX_APPLICABILITY: ClassVar[Optional[Applicability]] = None
@@ -389,8 +398,12 @@ class Rule(cst.BatchableCSTVisitor):
         parts = [f"# {cls.CODE} {cls.NAME}", "", cls.SUMMARY.strip(), ""]
         if not cls.DEFAULT_ENABLED:
             parts += ["Off by default: enable it with `--select " + cls.CODE + "` or `extend-select`.", ""]
+        example = _dedent(cls.EXAMPLE)
+        if cls.EXAMPLE_FILES:  # the project's other modules first, each under its path
+            example = "\n\n".join([f"# {path}\n{_dedent(code)}" for path, code in cls.EXAMPLE_FILES]
+                                  + [f"# {cls.EXAMPLE_PATH}\n{example}"])
         parts += ["## What it finds", "", _dedent(cls.WHAT), "", "## Why it is a problem on ROCm", "",
-                  _dedent(cls.WHY), "", "## Example", "", "```python", _dedent(cls.EXAMPLE), "```", ""]
+                  _dedent(cls.WHY), "", "## Example", "", "```python", example, "```", ""]
         if cls.FIXED_EXAMPLE:
             parts += ["After `rocmport fix --write`:", "", "```python", _dedent(cls.FIXED_EXAMPLE), "```", ""]
         applicability = cls.FIX_APPLICABILITY.value if cls.FIX_APPLICABILITY else "none"

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from rocmport import rocm_facts
+from rocmport.analysis import gates
 from rocmport.analysis.names import qualified_names
+from rocmport.analysis.platforms import EVERY, HAS_GPU, ON_GPU, ROCM
 from rocmport.analysis.syntax import ROCM_WORD, dotted_name, literal_string, mentions_rocm
 from rocmport.analysis.triton import FOREIGN_TEST, KERNEL_DECORATORS, is_foreign_path
 from rocmport.analysis.walk import children as _children
@@ -285,3 +287,74 @@ class Fp8Rule(VendorRule):
                 return True
             child = ancestor
         return False
+
+
+# -- CUDA-only code and the guards around it (ROC703, ROC707, ROC708) ------------------------
+
+_TOLERANT = frozenset({None, "ImportError", "ModuleNotFoundError", "Exception", "BaseException", "OSError",
+                       "RuntimeError", "NameError"})
+
+
+def tolerated(rule: Rule, node: cst.CSTNode, caught=_TOLERANT) -> bool:
+    """Inside ``try:`` (up to its function) with a handler for ImportError or a broader one:
+    the code already copes with the failure."""
+    child = node
+    for ancestor in rule.ancestors(node):
+        if isinstance(ancestor, (cst.Try, cst.TryStar)) and child is ancestor.body:
+            for handler in ancestor.handlers:
+                names = {dotted_name(n) for n in walk(handler.type) if isinstance(n, (cst.Name, cst.Attribute))} \
+                    if handler.type is not None else {None}
+                if names & caught:
+                    return True
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        child = ancestor
+    return False
+
+
+def hip_guard(rule: Rule, node: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, bool]]:
+    """(the test, the side: True for its body) of the innermost ``if`` / ``elif`` / ``else``,
+    ``while`` or conditional expression around ``node`` that is a platform test and lets ROCm
+    through on the side that holds ``node``: ``torch.cuda.is_available()``, ``not is_cpu() and
+    not is_npu()``, ``_is_cuda or _is_hip``, a capability threshold. None where a test the
+    platform analysis cannot read comes first, where a test excludes ROCm, or where ``node``
+    does not run on ROCm at all (an earlier ``if torch.version.hip: return``)."""
+    found = gates.of(rule.context)
+    if ROCM not in found.where(node):
+        return None
+    for test, arm in found.conditions(node):
+        read = found.test(test)
+        if not read.known or ROCM not in arm:
+            return None
+        if arm != EVERY:
+            holder = rule.parent(test)
+            if not isinstance(holder, (cst.If, cst.While, cst.IfExp)):
+                return None  # an operand of and / or: not a branch of its own
+            return test, arm == read.true and arm != read.false
+    return None
+
+
+def guard_reason(rule: Rule, test: cst.BaseExpression) -> str:
+    """Why a test that lets ROCm through is true there, in a few words."""
+    read = gates.of(rule.context).test(test)
+    if read.true == ON_GPU.true and read.false == ON_GPU.false:
+        return "AMD GPUs report capabilities (9, 4), (9, 5), (11, 0), which meet NVIDIA thresholds"
+    code = rule.context.module.code_for_node(test)
+    if any(ROCM_WORD.search(word) for word in re.findall(r"\w+", code)):
+        return "it is true on ROCm by its own terms"
+    if read.true == HAS_GPU.true and "cuda" in code:
+        return "HIP is torch.cuda on ROCm, so this is true on AMD GPUs"
+    return "it tells other platforms apart, not NVIDIA from AMD"
+
+
+def describe_chain(chain) -> str:
+    """The way from an imported module to the CUDA-only statement it runs at import
+    (``ProjectIndex.cuda_chain``), in words."""
+    steps = [f"`{module}` (NVIDIA's by its name) imports `{code[len('import '):]}` at line {line}"
+             for module, line, code, _ in chain[:-1]]
+    module, line, code, why = chain[-1]
+    if code.startswith("import "):
+        steps.append(f"`{module}` imports `{code[len('import '):]}` at line {line}: {why}, which has no ROCm build")
+    else:
+        steps.append(f"`{module}` runs `{code}` at line {line}, which {why}")
+    return "; ".join(steps)

@@ -14,7 +14,7 @@ from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import VendorRule, facts_doc, identifiers, walk
+from .common import VendorRule, facts_doc, hip_guard, identifiers, walk
 
 NVML_MODULES = frozenset({"pynvml", "py3nvml", "nvidia_smi", "GPUtil"})
 _PROCESS_CALLS = frozenset(
@@ -36,7 +36,9 @@ class NvidiaManagementTools(VendorRule):
         whose command (a string, a list, or a name assigned one in the same scope) runs
         `nvidia-smi`; an import of `pynvml`, `py3nvml`, `nvidia_smi` or `GPUtil` (which runs
         nvidia-smi). Not reported: the words in strings, comments or docstrings that are not
-        a command, and code under a ROCm or `torch.version.cuda` test.
+        a command, and code under a ROCm or `torch.version.cuda` test. An NVML import under a
+        platform test that is true on ROCm too (`if torch.cuda.is_available():`) is ROC708's,
+        reported once on that test.
         """
     WHY = """
         ROCm has neither `nvidia-smi` nor NVML: the call fails, or the tool is missing and the
@@ -62,6 +64,8 @@ class NvidiaManagementTools(VendorRule):
              "else:\n    subprocess.run(['nvidia-smi'])\n"),
         Case("import torch\nif torch.version.cuda:\n    import pynvml\n"),
         Case("import subprocess\n# subprocess.run(['nvidia-smi'])\nsubprocess.run(['ls'])\n"),
+        # ROC708's: reported on the test that lets ROCm through
+        Case("import torch\nif torch.cuda.is_available():\n    import pynvml\n"),
         Case("import mynvml_tools\n"),
         Case("def init():\n    try:\n        import pynvml\n    except ImportError:\n        return None\n"
              "    return pynvml\n"),
@@ -127,6 +131,8 @@ class NvidiaManagementTools(VendorRule):
     def _import(self, node: cst.CSTNode, name: str) -> None:
         if self._tolerated(node):
             return
+        if hip_guard(self, node) is not None:
+            return  # a platform test that lets ROCm through decides it: ROC708 reports that test
         tool = "nvidia-smi" if name.split(".", 1)[0] == "GPUtil" else "NVML"
         self.display_only(node, f"`{name}` needs {tool}, which does not exist on ROCm",
                           "Use torch.cuda queries (mem_get_info, device_count, get_device_name) or amdsmi on ROCm")

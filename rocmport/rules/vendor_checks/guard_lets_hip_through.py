@@ -1,0 +1,299 @@
+"""ROC708 guard-lets-hip-through: A platform test that is true on ROCm guards CUDA-only code.
+
+The rule's documentation is its class's (`rocmport rule ROC708` prints it).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional, Tuple
+
+import libcst as cst
+
+from rocmport.analysis import gates
+from rocmport.analysis.cuda_only import (LIBRARY_LOADERS, NVML_MODULES, PACKAGES, TOOLCHAIN_CALLS, imported_names,
+                                         loads_cuda_library, package_of)
+from rocmport.analysis.platforms import ON_GPU
+from rocmport.analysis.syntax import dotted_name, literal_string
+from rocmport.findings import Applicability
+from rocmport.rules.base import Case
+
+from .common import NVIDIA_ONLY, VendorRule, describe_chain, guard_reason, hip_guard, mentions, tolerated, walk
+
+_ROOTS = frozenset(name.split(".", 1)[0] for name in PACKAGES) | NVML_MODULES
+_CALLS = frozenset(TOOLCHAIN_CALLS) | LIBRARY_LOADERS
+
+
+class GuardLetsHipThrough(VendorRule):
+    CODE = "ROC708"
+    NAME = "guard-lets-hip-through"
+    SUMMARY = "A platform test that is true on ROCm guards CUDA-only code."
+    TRIGGERS = ("import", "_get_cuda_arch_flags", "CDLL", "LoadLibrary", "PyDLL", "WinDLL")
+    FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
+    WHAT = """
+        An `if` / `elif` / `else`, `while` or conditional expression whose test is a platform
+        test that is true on ROCm too, around CUDA-only code:
+
+        - the tests: `torch.cuda.is_available()`, `device_count() > 0`, `device.type == "cuda"`,
+          `not is_cpu() and not is_npu()`, `_is_cuda or _is_hip`, a capability threshold
+          (`get_device_capability()[0] >= 8`: MI300 is (9, 4)), and the project's own
+          predicates that mean one of these;
+        - the code: an import of a package with no ROCm build (ROC707's list), of NVML
+          (`pynvml`, `py3nvml`, `nvidia_smi`, `GPUtil`), of a project module whose import runs
+          CUDA-only code (ROC707's chain), a call of `torch.utils.cpp_extension._get_cuda_arch_flags()`
+          or `ctypes.CDLL("libcudart.so")` and its spellings.
+
+        The finding is on the test, once per guard, naming the first CUDA-only statement it
+        lets ROCm reach. For NVML the finding is here, on the decision, and ROC703 leaves
+        the import under such a guard alone (one finding per decision).
+
+        Not reported: the same code under a test that excludes ROCm (`if torch.version.hip is
+        None:`, `if is_cuda():`, the `else` of `if is_rocm_available():`), after an earlier
+        `if torch.version.hip: return`, inside `try` (the code copes with the failure), under
+        a test rocmport cannot read (`if use_nvml:`) nearer than the platform test.
+        """
+    WHY = """
+        On a ROCm build `torch.cuda` is HIP: `torch.cuda.is_available()` is True on AMD GPUs,
+        and an AMD GPU reports capability (9, 4) (MI300) or (9, 5) (MI350), which meets
+        NVIDIA thresholds. The branch meant for NVIDIA GPUs runs there and fails:
+        accelerate's NUMA affinity tested `torch.cuda.is_available()` and then called NVML
+        (`nvmlInit`, `nvmlDeviceGetCpuAffinity`), which fails on ROCm
+        (huggingface/accelerate#4025, which adds the amdsmi branch for ROCm); sglang's
+        fall-through to CUDA-only kernels on HIP is the same decision (the guard tested
+        "GPU", not "NVIDIA").
+        """
+    EXAMPLE = """
+        def set_affinity(index):
+            if torch.cuda.is_available():
+                import pynvml
+                pynvml.nvmlInit()
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        """
+    FIX = """
+        Display-only: test the vendor, and give ROCm its own branch (or none):
+
+            if torch.cuda.is_available() and torch.version.hip is not None:
+                import amdsmi  # ROCm: amdsmi / torch's own queries
+                ...
+            elif torch.cuda.is_available():
+                import pynvml
+                ...
+        """
+    VALID = (
+        Case("""
+            import torch
+            if torch.cuda.is_available() and torch.version.hip is None:
+                import pynvml
+            """),
+        Case("""
+            import torch
+            def affinity():
+                if torch.cuda.is_available():
+                    if is_rocm_available():
+                        import amdsmi
+                    else:
+                        import pynvml
+            """),
+        Case("""
+            import torch
+            def f():
+                if torch.version.hip:
+                    return None
+                if torch.cuda.is_available():
+                    import pynvml
+            """),
+        Case("""
+            import torch
+            if torch.cuda.is_available():
+                try:
+                    import pynvml
+                except ImportError:
+                    pynvml = None
+            """),
+        Case("""
+            import torch
+            if torch.cuda.is_available():
+                if use_nvml:
+                    import pynvml
+            """),
+        # flash_attn and triton ship ROCm builds
+        Case("""
+            import torch
+            if torch.cuda.is_available():
+                import flash_attn
+                import triton
+            """),
+        # the hazard's words in a string
+        Case("""
+            import torch
+            if torch.cuda.is_available():
+                print("import pynvml to see the GPUs")
+            """),
+        Case("""
+            import torch
+            if is_cuda():
+                import cuda.bindings.driver as cuda
+            """),
+        # ROC702's decision: a Hopper threshold, or one that turns on an NVIDIA-only feature
+        Case("""
+            import torch
+            if torch.cuda.get_device_capability()[0] >= 9:
+                import pynvml
+            if torch.cuda.get_device_capability()[0] >= 8:
+                import deep_gemm
+            """),
+    )
+    INVALID = (
+        Case("""
+            import torch
+            if torch.cuda.is_available():
+                import pynvml
+            """, line=2, column=4),
+        Case("""
+            def build():
+                if not is_cpu() and not is_npu():
+                    import torch.utils.cpp_extension as cx
+                    return cx._get_cuda_arch_flags()
+            """, line=2),
+        Case("""
+            import torch
+            if torch.cuda.get_device_capability()[0] >= 8:
+                from cuda.bindings import driver
+            """, line=2),
+        Case("""
+            if _is_cuda or _is_hip:
+                from cutlass import cute
+            """, line=1),
+        Case("""
+            import torch
+            if is_cpu():
+                pass
+            else:
+                import pynvml
+            """, line=2),
+        Case("""
+            import ctypes
+            import torch
+            lib = ctypes.CDLL("libcudart.so") if torch.cuda.is_available() else None
+            """, line=3),
+        Case("""
+            import torch
+            if torch.cuda.is_available():
+                from .kernels import cute_gemm
+            """, path="pkg/ops.py", line=2, files=(("pkg/__init__.py", ""), ("pkg/kernels/__init__.py", ""),
+                                                   ("pkg/kernels/cute_gemm.py", "import cutlass\n"))),
+    )
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._reported: Dict[int, bool] = {}
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        """A branch, and an import of a CUDA-only package, NVML or a project module that runs
+        CUDA-only code at import, or a call of a CUDA toolchain helper or library loader."""
+        if facts.tree is None:
+            return True
+        if not any(True for _ in facts.nodes(ast.If, ast.IfExp, ast.While)):
+            return False
+        if any(facts.calls_to(_CALLS)):
+            return True
+        index, path = getattr(facts, "index", None), getattr(facts, "path", None)
+        own = index.module_name(path) if index is not None and path else None
+        for node in facts.nodes(ast.Import, ast.ImportFrom):
+            if isinstance(node, ast.Import) and any(a.name.split(".", 1)[0] in _ROOTS for a in node.names):
+                return True
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".", 1)[0] in _ROOTS:
+                return True
+            if own is not None:
+                for name in imported_names(node, lambda module, level: index.absolute(own, module, level)):
+                    if name != own and index.path_of(name) is not None and index.cuda_chain(name) is not None:
+                        return True
+        return False
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            found = self._imported(dotted_name(alias.name) or "", relative=False)
+            if found is not None:
+                self._check(node, *found)
+                return
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        module = dotted_name(node.module) if node.module is not None else None
+        level = len(node.relative)
+        names = [module] if module else []
+        if level:
+            index = self.context.index
+            own = index.module_name(self.context.path) if index is not None else None
+            base = index.absolute(own, module, level) if own is not None else None
+            names = [base] if base else []
+        if names and not isinstance(node.names, cst.ImportStar):
+            names += [f"{names[0]}.{dotted_name(alias.name)}" for alias in node.names]
+        for name in names:
+            found = self._imported(name, relative=bool(level))
+            if found is not None:
+                self._check(node, *found)
+                return
+
+    def _imported(self, name: str, relative: bool) -> Optional[Tuple[str, str]]:
+        """(what, why) when importing ``name`` is CUDA-only."""
+        if not relative:
+            root = name.split(".", 1)[0]
+            if root in NVML_MODULES:
+                return f"import {name}", "NVML does not exist on ROCm; ROC703 leaves this import to this finding"
+            found = package_of(name)
+            if found is not None:
+                return f"import {name}", f"{found[1]}, which has no ROCm build"
+        index = self.context.index
+        own = index.module_name(self.context.path) if index is not None else None
+        if own is None or name == own or index.path_of(name) is None:
+            return None
+        chain = index.cuda_chain(name)
+        if chain is None:
+            return None
+        return f"import {name}", f"its import runs CUDA-only code: {describe_chain(chain)}"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.is_name(node.func, _CALLS):
+            return
+        names = {n for n in _CALLS if self.is_name(node.func, frozenset({n}))}
+        if names & set(TOOLCHAIN_CALLS):
+            name = sorted(names & set(TOOLCHAIN_CALLS))[0]
+            self._check(node, f"{name}()", TOOLCHAIN_CALLS[name])
+            return
+        if node.args and loads_cuda_library(literal_string(node.args[0].value)):
+            self._check(node, self.context.module.code_for_node(node).split("\n", 1)[0],
+                        "loads an NVIDIA library, which a ROCm system does not have")
+
+    def _roc702s(self, test: cst.BaseExpression) -> bool:
+        """A capability threshold that ROC702 reports (a Hopper-or-later one, or one that turns
+        on an NVIDIA-only feature it knows by name): one finding per decision, with its fix."""
+        read = gates.of(self.context).test(test)
+        if read.true != ON_GPU.true or read.false != ON_GPU.false:
+            return False
+        for node in walk(test):
+            if isinstance(node, cst.Integer):
+                value = int(node.value.replace("_", ""), 0)
+                if (value // 10 if value >= 20 else value) >= 9:
+                    return True
+        holder = self.parent(test)
+        return isinstance(holder, (cst.If, cst.IfExp)) and mentions(holder.body, NVIDIA_ONLY)
+
+    def _check(self, node: cst.CSTNode, what: str, why: str) -> None:
+        if tolerated(self, node):
+            return
+        guard = hip_guard(self, node)
+        if guard is None:
+            return
+        test, body = guard
+        if id(test) in self._reported or self._roc702s(test):
+            return
+        self._reported[id(test)] = True
+        code = self.context.module.code_for_node(test).strip()
+        line = self.context.position(node).start.line
+        head = f"`{code}` lets ROCm through ({guard_reason(self, test)})" if body else \
+            f"the `else` of `{code}` runs on ROCm too"
+        self.display_only(
+            test, f"{head}, and the code it guards is CUDA-only: `{what}` at line {line} ({why})",
+            "Test the vendor (`torch.version.hip is None`, or the project's is_cuda()) and give ROCm its own "
+            "branch (amdsmi or torch's own queries for NVML)")
