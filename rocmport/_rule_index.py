@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '244258c0148021d0a38f63110e78d954'
+FINGERPRINT = '5bfd74c85435a4d9d4b1f62e97e63378'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -3787,4 +3787,278 @@ RULES = [{'code': 'ROC001',
          '        import pynvml\n'
          '        ...\n',
   'triggers': ['import', '_get_cuda_arch_flags', 'CDLL', 'LoadLibrary', 'PyDLL', 'WinDLL'],
+  'words': []},
+ {'code': 'ROC709',
+  'name': 'name-bound-on-cuda-branch',
+  'summary': 'A name bound only on the CUDA branch of a platform test is used where ROCm runs too: '
+             'NameError on ROCm.',
+  'what': '\n'
+          '        A module-level name (an import, a function, a class, an assignment) bound only '
+          'in arms\n'
+          '        of platform tests that CUDA takes and ROCm does not (`if _is_cuda: from .x '
+          'import f`,\n'
+          '        `elif SYSTEM == "cuda":` with no ROCm arm and no `else`, `if not is_hip():`), '
+          'and read\n'
+          '        where ROCm runs too: at module level, or in a function, where no test around '
+          'the read\n'
+          '        excludes ROCm. The flow check of pyflakes, with the platforms as conditions: '
+          'the\n'
+          '        platforms on which the name is bound against those on which the read runs (the\n'
+          "        platform analysis reads the tests: torch's, the porting projects' conventions, "
+          'the\n'
+          "        project's own predicates and flags, through the project index). Reported once "
+          'per\n'
+          '        name, at its first such read, with the count of the others.\n'
+          '\n'
+          '        Not reported: a name also bound on a branch ROCm takes (an `elif` for ROCm, an '
+          '`else`,\n'
+          '        an unconditional fallback), a read under the same test or another that excludes '
+          'ROCm\n'
+          '        (a flag set in the same arms: `HAS_F = True` / `False`), a read inside `try` '
+          'that\n'
+          '        catches NameError (or Exception), in an annotation, or in a function or class '
+          'whose\n'
+          '        name says it is the NVIDIA path (`forward_cuda`, `_cutlass_impl`), a module '
+          'whose\n'
+          '        `from x import *` may bind it on ROCm, and a name rebound through `global`.\n'
+          '        ',
+  'why': '\n'
+         '        On ROCm the read raises NameError the first time it runs, for every model that '
+         'takes\n'
+         '        that path: text-generation-inference bound `QuantLinear` under `if SYSTEM == '
+         '"ipex":` /\n'
+         '        `elif SYSTEM == "cuda":` and returned it from `GPTQWeight.get_linear` whenever '
+         'the\n'
+         '        ExLlama kernel was not used, so GPTQ models failed on ROCm\n'
+         '        (huggingface/text-generation-inference#2691, which binds it for `SYSTEM in '
+         '{"cuda",\n'
+         '        "rocm"}`).\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC709 name-bound-on-cuda-branch\n'
+         '\n'
+         'A name bound only on the CUDA branch of a platform test is used where ROCm runs too: '
+         'NameError on ROCm.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'A module-level name (an import, a function, a class, an assignment) bound only in arms\n'
+         'of platform tests that CUDA takes and ROCm does not (`if _is_cuda: from .x import f`,\n'
+         '`elif SYSTEM == "cuda":` with no ROCm arm and no `else`, `if not is_hip():`), and read\n'
+         'where ROCm runs too: at module level, or in a function, where no test around the read\n'
+         'excludes ROCm. The flow check of pyflakes, with the platforms as conditions: the\n'
+         'platforms on which the name is bound against those on which the read runs (the\n'
+         "platform analysis reads the tests: torch's, the porting projects' conventions, the\n"
+         "project's own predicates and flags, through the project index). Reported once per\n"
+         'name, at its first such read, with the count of the others.\n'
+         '\n'
+         'Not reported: a name also bound on a branch ROCm takes (an `elif` for ROCm, an `else`,\n'
+         'an unconditional fallback), a read under the same test or another that excludes ROCm\n'
+         '(a flag set in the same arms: `HAS_F = True` / `False`), a read inside `try` that\n'
+         'catches NameError (or Exception), in an annotation, or in a function or class whose\n'
+         'name says it is the NVIDIA path (`forward_cuda`, `_cutlass_impl`), a module whose\n'
+         '`from x import *` may bind it on ROCm, and a name rebound through `global`.\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         'On ROCm the read raises NameError the first time it runs, for every model that takes\n'
+         'that path: text-generation-inference bound `QuantLinear` under `if SYSTEM == "ipex":` /\n'
+         '`elif SYSTEM == "cuda":` and returned it from `GPTQWeight.get_linear` whenever the\n'
+         'ExLlama kernel was not used, so GPTQ models failed on ROCm\n'
+         '(huggingface/text-generation-inference#2691, which binds it for `SYSTEM in {"cuda",\n'
+         '"rocm"}`).\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'if torch.version.hip is None:\n'
+         '    from marlin_kernels import gemm as quant_gemm\n'
+         '\n'
+         'def matmul(x, w):\n'
+         '    return quant_gemm(x, w)\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only: bind the name on ROCm too (an arm for ROCm with its kernel, or an `else`\n'
+         'that binds a fallback or raises a clear error), or test the platform before the read:\n'
+         '\n'
+         '    if torch.version.hip is None:\n'
+         '        from marlin_kernels import gemm as quant_gemm\n'
+         '    else:\n'
+         '        from .triton_gemm import gemm as quant_gemm\n',
+  'triggers': ['if'],
+  'words': []},
+ {'code': 'ROC710',
+  'name': 'nvidia-kernel-fallthrough',
+  'summary': 'A dispatch picks an NVIDIA-only kernel family with no branch that tests for ROCm on '
+             'the way.',
+  'what': '\n'
+          '        A choice of kernel backend that names an NVIDIA-only family (FlashInfer, '
+          'TensorRT-LLM,\n'
+          '        CUTLASS, Marlin, DeepGEMM, NVFP4, FlashMLA, FlashAttention 3, Machete, the CuTe '
+          'DSL)\n'
+          '        as a string, where it is picked:\n'
+          '\n'
+          '        - as a default: `args.backend or "flashinfer"`, `args.backend or '
+          'DEFAULT_BACKEND` (a\n'
+          '          module constant that names one), `os.environ.get("BACKEND", "cutlass")`;\n'
+          '        - as one arm of a dispatch: a function that returns or assigns two or more '
+          'different\n'
+          '          backend names by quantisation, shape or configuration (`return "marlin"` for '
+          'GPTQ,\n'
+          '          `"triton"` otherwise);\n'
+          '\n'
+          '        in a function (or module) with no test that tells ROCm apart (`is_hip()`,\n'
+          '        `current_platform.is_cuda()`, `torch.version.hip`, `SYSTEM == "rocm"`) and at a '
+          'place\n'
+          '        ROCm reaches. Reported once per function, at its first such pick, with the '
+          'count.\n'
+          '\n'
+          '        Not reported: the pick under a test that excludes ROCm (`if '
+          'current_platform().is_nvidia:\n'
+          '        return "flashinfer"`), in a function that tests for ROCm anywhere (it has its '
+          'own\n'
+          '        ROCm path), in a function or class whose name says NVIDIA '
+          '(`_pick_cutlass_tile`),\n'
+          '        the names in comparisons (`backend == "marlin"`), registries and messages, a\n'
+          "        function that returns one name only (a backend's own `name()`), and modules "
+          'that\n'
+          '        are CUDA-only by content.\n'
+          '        ',
+  'why': '\n'
+         '        On AMD GPUs the dispatch falls through to kernels that do not exist there, and '
+         'every\n'
+         "        request that takes the path fails: tokenspeed's sampling backend defaulted to\n"
+         '        FlashInfer (`server_args.sampling_backend or _DEFAULT_BACKEND`), which broke '
+         'sampling\n'
+         '        on AMD until the default was chosen by `current_platform().is_nvidia`\n'
+         "        (lightseekorg/tokenspeed#135). FlashInfer's maintainers have no ROCm support\n"
+         '        (flashinfer-ai/flashinfer#1678); Marlin, CUTLASS, TensorRT-LLM, DeepGEMM and '
+         'NVFP4\n'
+         '        kernels are NVIDIA-only by construction (PTX, SM90/SM100 instructions).\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC710 nvidia-kernel-fallthrough\n'
+         '\n'
+         'A dispatch picks an NVIDIA-only kernel family with no branch that tests for ROCm on the '
+         'way.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'A choice of kernel backend that names an NVIDIA-only family (FlashInfer, TensorRT-LLM,\n'
+         'CUTLASS, Marlin, DeepGEMM, NVFP4, FlashMLA, FlashAttention 3, Machete, the CuTe DSL)\n'
+         'as a string, where it is picked:\n'
+         '\n'
+         '- as a default: `args.backend or "flashinfer"`, `args.backend or DEFAULT_BACKEND` (a\n'
+         '  module constant that names one), `os.environ.get("BACKEND", "cutlass")`;\n'
+         '- as one arm of a dispatch: a function that returns or assigns two or more different\n'
+         '  backend names by quantisation, shape or configuration (`return "marlin"` for GPTQ,\n'
+         '  `"triton"` otherwise);\n'
+         '\n'
+         'in a function (or module) with no test that tells ROCm apart (`is_hip()`,\n'
+         '`current_platform.is_cuda()`, `torch.version.hip`, `SYSTEM == "rocm"`) and at a place\n'
+         'ROCm reaches. Reported once per function, at its first such pick, with the count.\n'
+         '\n'
+         'Not reported: the pick under a test that excludes ROCm (`if '
+         'current_platform().is_nvidia:\n'
+         'return "flashinfer"`), in a function that tests for ROCm anywhere (it has its own\n'
+         'ROCm path), in a function or class whose name says NVIDIA (`_pick_cutlass_tile`),\n'
+         'the names in comparisons (`backend == "marlin"`), registries and messages, a\n'
+         "function that returns one name only (a backend's own `name()`), and modules that\n"
+         'are CUDA-only by content.\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         'On AMD GPUs the dispatch falls through to kernels that do not exist there, and every\n'
+         "request that takes the path fails: tokenspeed's sampling backend defaulted to\n"
+         'FlashInfer (`server_args.sampling_backend or _DEFAULT_BACKEND`), which broke sampling\n'
+         'on AMD until the default was chosen by `current_platform().is_nvidia`\n'
+         "(lightseekorg/tokenspeed#135). FlashInfer's maintainers have no ROCm support\n"
+         '(flashinfer-ai/flashinfer#1678); Marlin, CUTLASS, TensorRT-LLM, DeepGEMM and NVFP4\n'
+         'kernels are NVIDIA-only by construction (PTX, SM90/SM100 instructions).\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'DEFAULT_BACKEND = "flashinfer"\n'
+         '\n'
+         'def create_sampler(args):\n'
+         '    name = args.sampling_backend or DEFAULT_BACKEND\n'
+         '    return REGISTRY[name]()\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only: pick the family by platform, and give ROCm a portable default:\n'
+         '\n'
+         '    def default_backend():\n'
+         '        if torch.version.hip is None:\n'
+         '            return "flashinfer"\n'
+         '        return "pytorch"\n',
+  'triggers': ['CUTE-DSL',
+               'CUTEDSL',
+               'CUTE_DSL',
+               'CUTLASS',
+               'CuTeDSL',
+               'CuTe_DSL',
+               'Cute-dsl',
+               'CuteDSL',
+               'Cute_dsl',
+               'Cutedsl',
+               'Cutlass',
+               'DEEP-GEMM',
+               'DEEPGEMM',
+               'DEEP_GEMM',
+               'Deep-gemm',
+               'DeepGEMM',
+               'DeepGemm',
+               'Deep_gemm',
+               'Deepgemm',
+               'FA3',
+               'FLASH-MLA',
+               'FLASHINFER',
+               'FLASHMLA',
+               'FLASH_MLA',
+               'Fa3',
+               'Flash-mla',
+               'FlashInfer',
+               'FlashMLA',
+               'Flash_mla',
+               'Flashinfer',
+               'Flashmla',
+               'MACHETE',
+               'MARLIN',
+               'Machete',
+               'Marlin',
+               'NVFP4',
+               'NVFp4',
+               'NvFP4',
+               'Nvfp4',
+               'TENSORRT',
+               'TRTLLM',
+               'TRTLlm',
+               'TensorRT',
+               'Tensorrt',
+               'TrtLLM',
+               'Trtllm',
+               'cute-dsl',
+               'cute_dsl',
+               'cutedsl',
+               'cutlass',
+               'deep-gemm',
+               'deep_gemm',
+               'deepgemm',
+               'fa3',
+               'flash-mla',
+               'flash_mla',
+               'flashinfer',
+               'flashmla',
+               'machete',
+               'marlin',
+               'nvfp4',
+               'tensorrt',
+               'trtllm'],
   'words': []}]

@@ -1,0 +1,399 @@
+"""ROC709 name-bound-on-cuda-branch: A name bound only on the CUDA branch of a platform test is used where ROCm runs too: NameError on ROCm.
+
+The rule's documentation is its class's (`rocmport rule ROC709` prints it).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from typing import Dict, FrozenSet, List, Optional, Set
+
+import libcst as cst
+from libcst.metadata import ExpressionContext, ExpressionContextProvider
+
+from rocmport.analysis.bindings import module_imports, top_level
+from rocmport.analysis.platforms import CPU, CUDA, OTHER, ROCM, Env, classify, module_tests
+from rocmport.findings import Applicability
+from rocmport.rules.base import Case
+
+from .common import NVIDIA_ONLY, VendorRule, tolerated
+
+_BUILTINS = frozenset(dir(builtins))
+_WORDS = {CUDA: "CUDA", CPU: "the CPU", OTHER: "other accelerators", ROCM: "ROCm"}
+# a function or class whose name says it is the NVIDIA path (``forward_cuda``, ``_nvidia_impl``)
+_NVIDIA_SCOPE = re.compile(r"(?i)(?:^|_)(?:cuda|nvidia|nv)(?:_|$)")
+_BINDERS = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef,
+            ast.ClassDef)
+
+
+def _binds(block) -> bool:
+    return any(isinstance(node, _BINDERS) for stmt in block for node in top_level([stmt]))
+
+
+def module_env(facts) -> Optional[Env]:
+    """The platform names of the module whose prefilter facts these are (its imports, its own
+    predicates, the project's through the index)."""
+    tree = facts.tree
+    if tree is None:
+        return None
+    index, path = getattr(facts, "index", None), getattr(facts, "path", None)
+    own = index.module_name(path) if index is not None and path else None
+    absolute = (lambda module, level: index.absolute(own, module, level)) if own is not None else None
+    env = Env(module_imports(tree.body, absolute), {}, index.platform_test if index is not None else None)
+    module_tests(tree.body, env)
+    return env
+
+
+class NameBoundOnCudaBranch(VendorRule):
+    CODE = "ROC709"
+    NAME = "name-bound-on-cuda-branch"
+    SUMMARY = ("A name bound only on the CUDA branch of a platform test is used where ROCm runs too: "
+               "NameError on ROCm.")
+    TRIGGERS = ("if",)
+    FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
+    WHAT = """
+        A module-level name (an import, a function, a class, an assignment) bound only in arms
+        of platform tests that CUDA takes and ROCm does not (`if _is_cuda: from .x import f`,
+        `elif SYSTEM == "cuda":` with no ROCm arm and no `else`, `if not is_hip():`), and read
+        where ROCm runs too: at module level, or in a function, where no test around the read
+        excludes ROCm. The flow check of pyflakes, with the platforms as conditions: the
+        platforms on which the name is bound against those on which the read runs (the
+        platform analysis reads the tests: torch's, the porting projects' conventions, the
+        project's own predicates and flags, through the project index). Reported once per
+        name, at its first such read, with the count of the others.
+
+        Not reported: a name also bound on a branch ROCm takes (an `elif` for ROCm, an `else`,
+        an unconditional fallback), a read under the same test or another that excludes ROCm
+        (a flag set in the same arms: `HAS_F = True` / `False`), a read inside `try` that
+        catches NameError (or Exception), in an annotation, or in a function or class whose
+        name says it is the NVIDIA path (`forward_cuda`, `_cutlass_impl`), a module whose
+        `from x import *` may bind it on ROCm, and a name rebound through `global`.
+        """
+    WHY = """
+        On ROCm the read raises NameError the first time it runs, for every model that takes
+        that path: text-generation-inference bound `QuantLinear` under `if SYSTEM == "ipex":` /
+        `elif SYSTEM == "cuda":` and returned it from `GPTQWeight.get_linear` whenever the
+        ExLlama kernel was not used, so GPTQ models failed on ROCm
+        (huggingface/text-generation-inference#2691, which binds it for `SYSTEM in {"cuda",
+        "rocm"}`).
+        """
+    EXAMPLE = """
+        if torch.version.hip is None:
+            from marlin_kernels import gemm as quant_gemm
+
+        def matmul(x, w):
+            return quant_gemm(x, w)
+        """
+    FIX = """
+        Display-only: bind the name on ROCm too (an arm for ROCm with its kernel, or an `else`
+        that binds a fallback or raises a clear error), or test the platform before the read:
+
+            if torch.version.hip is None:
+                from marlin_kernels import gemm as quant_gemm
+            else:
+                from .triton_gemm import gemm as quant_gemm
+        """
+    VALID = (
+        # bound in both arms
+        Case("""
+            import torch
+            if torch.version.hip is None:
+                from .cuda_ops import gemm
+            else:
+                from .triton_ops import gemm
+            def f(x):
+                return gemm(x)
+            """),
+        # an elif for ROCm
+        Case("""
+            if SYSTEM == "cuda":
+                from .cuda import QuantLinear
+            elif SYSTEM == "rocm":
+                from .triton import QuantLinear
+            def f():
+                return QuantLinear()
+            """),
+        # the read under the same test
+        Case("""
+            if _is_cuda:
+                from sgl_kernel import fused_op
+            def forward(x):
+                if _is_cuda:
+                    return fused_op(x)
+                return x
+            """),
+        # after an early exit on ROCm
+        Case("""
+            import torch
+            if not torch.version.hip:
+                from .ops import op
+            def forward(x):
+                if torch.version.hip:
+                    raise NotImplementedError("no ROCm kernel")
+                return op(x)
+            """),
+        # a flag set in the same arms
+        Case("""
+            if is_cuda():
+                from .ops import op
+                HAS_OP = True
+            else:
+                HAS_OP = False
+            def forward(x):
+                return op(x) if HAS_OP else x
+            """),
+        # a local binding of the same name in the function
+        Case("""
+            if _is_cuda:
+                from .ops import op
+            def forward(x):
+                from .fallback import op
+                return op(x)
+            """),
+        # a test that tells nothing about ROCm: the name may be bound anywhere
+        Case("""
+            if HAS_TRITON:
+                from .ops import op
+            def forward(x):
+                return op(x)
+            """),
+        # try / except NameError (or Exception)
+        Case("""
+            if _is_cuda:
+                from .ops import op
+            def forward(x):
+                try:
+                    return op(x)
+                except Exception:
+                    return x
+            """),
+        # a function named for the NVIDIA path
+        Case("""
+            if _is_cuda:
+                from .ops import op
+            class Layer:
+                def forward_cuda(self, x):
+                    return op(x)
+            """),
+        # an annotation
+        Case("""
+            from __future__ import annotations
+            if _is_cuda:
+                from .ops import Op
+            def make() -> Op:
+                return None
+            """),
+        # a star import that runs on ROCm may bind it
+        Case("""
+            from .common import *
+            if _is_cuda:
+                from .ops import op
+            def forward(x):
+                return op(x)
+            """),
+        # the words in a string, and an import of another module's name of the same spelling
+        Case("""
+            if _is_cuda:
+                from .ops import op
+            print("op(x) is CUDA-only")
+            try:
+                from .other import op as other_op
+            except ImportError:
+                other_op = None
+            """),
+        # bound only on ROCm: not this rule's
+        Case("""
+            if _is_hip:
+                from .ops import op
+            def forward(x):
+                return op(x)
+            """),
+    )
+    INVALID = (
+        Case("""
+            from .import_utils import SYSTEM
+            if SYSTEM == "ipex":
+                from .ipex import QuantLinear
+            elif SYSTEM == "cuda":
+                from .cuda import QuantLinear
+            class Weight:
+                def get_linear(self, bias):
+                    if self.use_exllama:
+                        from .exllama import ExllamaQuantLinear
+                        return ExllamaQuantLinear(self, bias)
+                    return QuantLinear(self.qweight, bias)
+            """, line=11, column=16),
+        Case("""
+            import torch
+            if torch.version.cuda is not None:
+                def fused(x):
+                    return x
+            out = fused(1)
+            """, line=5),
+        Case("""
+            if _is_cuda:
+                from sgl_kernel import silu_and_mul
+            def forward(x):
+                return silu_and_mul(x)
+            def backward(x):
+                return silu_and_mul(x)
+            """, line=4, message="`silu_and_mul` is bound only on CUDA (line 2, under `_is_cuda`), and this "
+                                 "read runs on ROCm too, where it raises NameError (1 more read like it)"),
+        Case("""
+            if not is_hip():
+                from .marlin import marlin_gemm
+            def apply(x, w):
+                if w.bits == 4:
+                    return marlin_gemm(x, w)
+                return x @ w
+            """, line=5),
+    )
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._names: Set[str] = set()
+        self._reads: Dict[str, List[cst.Name]] = {}
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        """A module-level ``if`` with an arm that CUDA takes and ROCm does not, which binds a name."""
+        env = module_env(facts)
+        if env is None:
+            return True
+        for stmt in top_level(facts.tree.body):
+            if not isinstance(stmt, ast.If):
+                continue
+            test = classify(stmt.test, env)
+            for arm, block in ((test.true, stmt.body), (test.false, stmt.orelse)):
+                if CUDA in arm and ROCM not in arm and _binds(block):
+                    return True
+        return False
+
+    def visit_Module(self, node: cst.Module) -> None:
+        tree = self.context.facts.tree if self.context.facts is not None else None
+        if tree is None:
+            try:
+                tree = ast.parse(self.context.text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return
+        names: Set[str] = set()
+        for stmt in top_level(tree.body):
+            if isinstance(stmt, ast.If):
+                for inner in top_level(stmt.body + stmt.orelse):
+                    if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                        names.update((a.asname or a.name).split(".", 1)[0] for a in inner.names)
+                    elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        names.add(inner.name)
+                    elif isinstance(inner, (ast.Assign, ast.AnnAssign)):
+                        for target in inner.targets if isinstance(inner, ast.Assign) else [inner.target]:
+                            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        rebound = {n for g in ast.walk(tree) if isinstance(g, (ast.Global, ast.Nonlocal)) for n in g.names}
+        self._names = names - rebound - _BUILTINS
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self._names:
+            self._reads.setdefault(node.value, []).append(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if not self._reads:
+            return
+        index = self.context.index
+        own = index.module_name(self.context.path) if index is not None else None
+        if own is not None and index.cuda_chain(own) is not None:
+            return  # a CUDA-only module: ROCm never imports it
+        scopes = self.context.scopes
+        table = scopes.bindings(original_node)
+        if self._star_on_rocm(original_node):
+            return
+        contexts = None
+        for name in self._reads:
+            bound = table.get(name, [])
+            if not bound:
+                continue
+            where: FrozenSet[str] = frozenset().union(*(self.platforms(b) for b in bound))
+            if ROCM in where or CUDA not in where:
+                continue
+            if contexts is None:
+                contexts = self.context.metadata(ExpressionContextProvider)
+            reads = [n for n in self._reads[name] if self._reads_module_name(n, contexts)]
+            if not reads:
+                continue
+            first, line, test = reads[0], self.context.position(bound[0]).start.line, self._test_of(bound[0])
+            places = " and ".join(_WORDS[p] for p in (CUDA, CPU, OTHER) if p in where)
+            more = f" ({len(reads) - 1} more read{'s' if len(reads) > 2 else ''} like it)" if len(reads) > 1 else ""
+            under = f", under `{test}`" if test else ""
+            self.display_only(
+                first, f"`{name}` is bound only on {places} (line {line}{under}), and this read runs on ROCm too, "
+                       f"where it raises NameError{more}",
+                "Bind it on ROCm too (an arm for ROCm, or an else that binds a fallback or raises a clear error), "
+                "or test the platform before this read")
+
+    def _test_of(self, binding: cst.CSTNode) -> str:
+        for test, _ in self._conditions(binding):
+            return self.context.module.code_for_node(test).strip()
+        return ""
+
+    def _conditions(self, node: cst.CSTNode):
+        from rocmport.analysis import gates
+
+        return gates.of(self.context).conditions(node)
+
+    def _star_on_rocm(self, module: cst.Module) -> bool:
+        """A ``from x import *`` that runs on ROCm may bind any name there."""
+        tree = self.context.facts.tree if self.context.facts is not None else None
+        if tree is None:
+            return True
+        return any(isinstance(s, ast.ImportFrom) and any(a.name == "*" for a in s.names) for s in top_level(tree.body)) \
+            and self._star_reaches_rocm(module)
+
+    def _star_reaches_rocm(self, module: cst.Module) -> bool:
+        for stmt in _module_statements(module):
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar) \
+                            and ROCM in self.platforms(small):
+                        return True
+        return False
+
+    def _reads_module_name(self, node: cst.Name, contexts) -> bool:
+        """A read of the module's binding of ``node`` that runs on ROCm, where nothing around it
+        copes with NameError or says it is the NVIDIA path."""
+        if contexts.get(node) is not ExpressionContext.LOAD:
+            return False
+        holder = self.parent(node)
+        if isinstance(holder, cst.Attribute) and holder.attr is node:
+            return False
+        if self.context.scopes.meaning(node.value, node) != ("module", None):
+            return False
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.Annotation, cst.ImportAlias, cst.Import, cst.ImportFrom)):
+                return False
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and (
+                    _NVIDIA_SCOPE.search(ancestor.name.value) or NVIDIA_ONLY.search(ancestor.name.value)):
+                return False
+        if ROCM not in self.platforms(node):
+            return False
+        return not tolerated(self, node, frozenset({None, "NameError", "Exception", "BaseException"}))
+
+
+def _module_statements(module: cst.Module):
+    """The module's statements, and those of the blocks of its compound statements (not of
+    functions or classes)."""
+    stack: List[cst.CSTNode] = list(module.body)
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        blocks = [getattr(stmt, "body", None), getattr(stmt, "finalbody", None)]
+        blocks += [handler.body for handler in getattr(stmt, "handlers", ())]
+        orelse = getattr(stmt, "orelse", None)
+        if isinstance(orelse, cst.If):
+            stack.append(orelse)
+        elif orelse is not None:
+            blocks.append(orelse.body)
+        for block in blocks:
+            if isinstance(block, cst.IndentedBlock):
+                stack.extend(block.body)

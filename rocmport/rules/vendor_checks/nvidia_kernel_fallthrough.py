@@ -1,0 +1,304 @@
+"""ROC710 nvidia-kernel-fallthrough: A dispatch picks an NVIDIA-only kernel family with no branch that tests for ROCm on the way.
+
+The rule's documentation is its class's (`rocmport rule ROC710` prints it).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from rocmport.analysis import gates
+from rocmport.analysis.platforms import ROCM
+from rocmport.analysis.syntax import dotted_name, literal_string
+from rocmport.findings import Applicability
+from rocmport.rules.base import Case
+
+from .common import NVIDIA_ONLY, VendorRule, walk
+
+# A value that names an NVIDIA-only kernel family: the whole string, or one of its parts
+_FAMILY = re.compile(r"(?i)^(?:[a-z0-9]+[_-])*?(flashinfer|trtllm|tensorrt[_-]?llm|cutlass|marlin|deep_?gemm|nvfp4|"
+                     r"flash_?mla|fa3|machete|cute_?dsl)(?:[_-][a-z0-9]+)*$")
+_STEMS = ("flashinfer", "trtllm", "tensorrt", "cutlass", "marlin", "deep_gemm", "deepgemm", "deep-gemm", "nvfp4",
+          "flashmla", "flash_mla", "flash-mla", "fa3", "machete", "cutedsl", "cute_dsl", "cute-dsl")
+# the text holds one wherever a string names a family (any case: each stem as lower, upper,
+# capitalised, and the projects' own spellings)
+_FAMILY_WORDS = tuple(sorted({v for stem in _STEMS for v in (stem, stem.upper(), stem.capitalize())}
+                             | {"FlashInfer", "TensorRT", "DeepGEMM", "DeepGemm", "FlashMLA", "CuteDSL", "CuTeDSL",
+                                "CuTe_DSL", "TrtLLM", "TRTLlm", "NvFP4", "NVFp4"}))
+_NAMES = {"flashinfer": "FlashInfer", "trtllm": "TensorRT-LLM", "tensorrt_llm": "TensorRT-LLM",
+          "tensorrt-llm": "TensorRT-LLM", "tensorrtllm": "TensorRT-LLM", "cutlass": "CUTLASS", "marlin": "Marlin",
+          "deep_gemm": "DeepGEMM", "deepgemm": "DeepGEMM", "nvfp4": "NVFP4", "flash_mla": "FlashMLA",
+          "flashmla": "FlashMLA", "fa3": "FlashAttention 3", "machete": "Machete", "cute_dsl": "the CuTe DSL",
+          "cutedsl": "the CuTe DSL"}
+_DEFAULT_GETTERS = frozenset({"os.environ.get", "os.getenv"})
+
+
+def family(value: Optional[str]) -> Optional[str]:
+    """The NVIDIA-only kernel family a string names, or None."""
+    if not value or len(value) > 40:
+        return None
+    match = _FAMILY.match(value.strip())
+    if match is None:
+        return None
+    key = match.group(1).lower()
+    return _NAMES.get(key, _NAMES.get(key.replace("-", "_"), key))
+
+
+class NvidiaKernelFallthrough(VendorRule):
+    CODE = "ROC710"
+    NAME = "nvidia-kernel-fallthrough"
+    SUMMARY = "A dispatch picks an NVIDIA-only kernel family with no branch that tests for ROCm on the way."
+    TRIGGERS = _FAMILY_WORDS
+    FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
+    WHAT = """
+        A choice of kernel backend that names an NVIDIA-only family (FlashInfer, TensorRT-LLM,
+        CUTLASS, Marlin, DeepGEMM, NVFP4, FlashMLA, FlashAttention 3, Machete, the CuTe DSL)
+        as a string, where it is picked:
+
+        - as a default: `args.backend or "flashinfer"`, `args.backend or DEFAULT_BACKEND` (a
+          module constant that names one), `os.environ.get("BACKEND", "cutlass")`;
+        - as one arm of a dispatch: a function that returns or assigns two or more different
+          backend names by quantisation, shape or configuration (`return "marlin"` for GPTQ,
+          `"triton"` otherwise);
+
+        in a function (or module) with no test that tells ROCm apart (`is_hip()`,
+        `current_platform.is_cuda()`, `torch.version.hip`, `SYSTEM == "rocm"`) and at a place
+        ROCm reaches. Reported once per function, at its first such pick, with the count.
+
+        Not reported: the pick under a test that excludes ROCm (`if current_platform().is_nvidia:
+        return "flashinfer"`), in a function that tests for ROCm anywhere (it has its own
+        ROCm path), in a function or class whose name says NVIDIA (`_pick_cutlass_tile`),
+        the names in comparisons (`backend == "marlin"`), registries and messages, a
+        function that returns one name only (a backend's own `name()`), and modules that
+        are CUDA-only by content.
+        """
+    WHY = """
+        On AMD GPUs the dispatch falls through to kernels that do not exist there, and every
+        request that takes the path fails: tokenspeed's sampling backend defaulted to
+        FlashInfer (`server_args.sampling_backend or _DEFAULT_BACKEND`), which broke sampling
+        on AMD until the default was chosen by `current_platform().is_nvidia`
+        (lightseekorg/tokenspeed#135). FlashInfer's maintainers have no ROCm support
+        (flashinfer-ai/flashinfer#1678); Marlin, CUTLASS, TensorRT-LLM, DeepGEMM and NVFP4
+        kernels are NVIDIA-only by construction (PTX, SM90/SM100 instructions).
+        """
+    EXAMPLE = """
+        DEFAULT_BACKEND = "flashinfer"
+
+        def create_sampler(args):
+            name = args.sampling_backend or DEFAULT_BACKEND
+            return REGISTRY[name]()
+        """
+    FIX = """
+        Display-only: pick the family by platform, and give ROCm a portable default:
+
+            def default_backend():
+                if torch.version.hip is None:
+                    return "flashinfer"
+                return "pytorch"
+        """
+    VALID = (
+        # the pick under a test that excludes ROCm
+        Case("""
+            def default_backend():
+                if current_platform().is_nvidia:
+                    return "flashinfer"
+                return "greedy"
+            """),
+        # the function tests for ROCm elsewhere: it has a ROCm path
+        Case("""
+            def pick(args):
+                backend = args.backend or "flashinfer"
+                if is_hip() and backend == "flashinfer":
+                    backend = "triton"
+                return backend
+            """),
+        # a comparison, a registry, a message: not a pick
+        Case("""
+            REGISTRY = {"flashinfer": FlashInferSampler, "greedy": GreedySampler}
+            def make(name):
+                if name == "marlin":
+                    raise ValueError("marlin needs an NVIDIA GPU")
+                return REGISTRY[name]()
+            """),
+        # a backend's own name
+        Case("""
+            class FlashInferBackend:
+                def name(self):
+                    return "flashinfer"
+            """),
+        # a function named for the NVIDIA path
+        Case("""
+            def select_cutlass_tile(m):
+                if m < 64:
+                    return "cutlass_64"
+                return "cutlass_128"
+            """),
+        # the default names a portable family
+        Case("""
+            DEFAULT_BACKEND = "triton"
+            def create(args):
+                return args.backend or DEFAULT_BACKEND
+            """),
+        # a constant set twice is not a default
+        Case("""
+            DEFAULT = "flashinfer"
+            if is_hip():
+                DEFAULT = "triton"
+            def create(args):
+                return args.backend or DEFAULT
+            """),
+    )
+    INVALID = (
+        Case("""
+            _DEFAULT_BACKEND = "flashinfer"
+            def create_sampling_backend(server_args):
+                name = server_args.sampling_backend or _DEFAULT_BACKEND
+                return REGISTRY[name]()
+            """, line=3, message="the default `flashinfer` picks FlashInfer kernels, which are NVIDIA-only, and "
+                                 "no test tells ROCm apart on the way: on AMD GPUs this path fails"),
+        Case("""
+            def select_gemm(quant, bits):
+                if quant == "gptq" and bits == 4:
+                    return "marlin"
+                if quant == "fp8":
+                    return "cutlass"
+                return "triton"
+            """, line=3),
+        Case("""
+            import os
+            ATTN = os.environ.get("ATTN_BACKEND", "trtllm")
+            """, line=2),
+    )
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._done: Set[int] = set()
+        self._constants: Optional[Dict[str, str]] = None
+
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        return facts.tree is None or any(family(s) for s in facts.strings)
+
+    # -- where a family is picked -----------------------------------------------------------
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        if isinstance(node.operator, cst.Or):
+            name = self._named(node.right)
+            if name is not None:
+                self._pick(node.right, name, "the default")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if len(node.args) < 2 or node.args[1].keyword is not None:
+            return
+        func = dotted_name(node.func) or ""
+        if not (func.endswith(".get") and "environ" in func) and not self.is_name(node.func, _DEFAULT_GETTERS):
+            return
+        value = literal_string(node.args[1].value)
+        name = family(value)
+        if name is not None:
+            self._pick(node.args[1].value, (value, name), "the default")
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        picks: List[Tuple[cst.CSTNode, Tuple[str, str]]] = []
+        values: Set[str] = set()
+        for sub in walk(node.body):
+            if isinstance(sub, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            value = None
+            if isinstance(sub, cst.Return) and sub.value is not None:
+                value = sub.value
+            elif isinstance(sub, cst.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0].target, cst.Name):
+                value = sub.value
+            if value is None:
+                continue
+            for leaf in (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,):
+                text = literal_string(leaf)
+                if text is None:
+                    continue
+                values.add(text)
+                name = family(text)
+                if name is not None:
+                    picks.append((leaf, (text, name)))
+        if picks and len(values) >= 2:
+            for leaf, name in picks:
+                self._pick(leaf, name, "this arm of the dispatch", count=len(picks))
+                break
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _named(self, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
+        text = literal_string(node)
+        if text is None and isinstance(node, cst.Name):
+            text = self._module_constants().get(node.value)
+        name = family(text)
+        return (text, name) if name is not None and text is not None else None
+
+    def _module_constants(self) -> Dict[str, str]:
+        """Module names assigned a string literal once, at module level, and nowhere else."""
+        if self._constants is None:
+            found: Dict[str, str] = {}
+            tree = self.context.facts.tree if self.context.facts is not None else None
+            if tree is not None:
+                counts: Dict[str, int] = {}
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                        counts[node.id] = counts.get(node.id, 0) + 1
+                for stmt in tree.body:
+                    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                        if len(targets) == 1 and isinstance(targets[0], ast.Name) and counts.get(targets[0].id) == 1 \
+                                and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                            found[targets[0].id] = stmt.value.value
+            self._constants = found
+        return self._constants
+
+    def _pick(self, node: cst.CSTNode, named: Tuple[str, str], what: str, count: int = 1) -> None:
+        scope = self._scope(node)
+        if id(scope) in self._done:
+            return
+        if ROCM not in self.platforms(node) or self._tests_rocm(scope) or self._nvidia_scope(node):
+            return
+        index = self.context.index
+        own = index.module_name(self.context.path) if index is not None else None
+        if own is not None and index.cuda_chain(own) is not None:
+            return  # a CUDA-only module: ROCm never imports it
+        self._done.add(id(scope))
+        value, name = named
+        more = f" ({count - 1} more NVIDIA-only pick{'s' if count > 2 else ''} in this function)" if count > 1 else ""
+        self.display_only(
+            node, f"{what} `{value}` picks {name} kernels, which are NVIDIA-only, and no test tells ROCm apart on "
+                  f"the way: on AMD GPUs this path fails{more}",
+            "Pick the family by platform (`torch.version.hip is None`, the project's is_cuda()) and give ROCm a "
+            "portable backend")
+
+    def _scope(self, node: cst.CSTNode) -> cst.CSTNode:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Module)):
+                return ancestor
+        return self.context.module
+
+    def _tests_rocm(self, scope: cst.CSTNode) -> bool:
+        """Does a test in ``scope`` (not in nested functions) tell ROCm apart?"""
+        platforms = gates.of(self.context)
+        body = scope.body if isinstance(scope, cst.FunctionDef) else scope
+        for sub in walk(body):
+            test = None
+            if isinstance(sub, (cst.If, cst.While, cst.IfExp)):
+                test = sub.test
+            elif isinstance(sub, cst.BooleanOperation):
+                test = sub.left
+            elif isinstance(sub, cst.Assert):
+                test = sub.test
+            if test is None:
+                continue
+            read = platforms.test(test)
+            if read.known and (ROCM not in read.true or ROCM not in read.false) and (read.true or read.false):
+                return True
+        return False
+
+    def _nvidia_scope(self, node: cst.CSTNode) -> bool:
+        return any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) and NVIDIA_ONLY.search(a.name.value)
+                   or isinstance(a, (cst.FunctionDef, cst.ClassDef)) and family(a.name.value) is not None
+                   for a in self.ancestors(node))
