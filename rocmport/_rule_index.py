@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '5bfd74c85435a4d9d4b1f62e97e63378'
+FINGERPRINT = '77fbe08f1026f07382c01bee2957e80a'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -3897,8 +3897,7 @@ RULES = [{'code': 'ROC001',
   'what': '\n'
           '        A choice of kernel backend that names an NVIDIA-only family (FlashInfer, '
           'TensorRT-LLM,\n'
-          '        CUTLASS, Marlin, DeepGEMM, NVFP4, FlashMLA, FlashAttention 3, Machete, the CuTe '
-          'DSL)\n'
+          '        CUTLASS, Marlin, DeepGEMM, FlashMLA, FlashAttention 3, Machete, the CuTe DSL)\n'
           '        as a string, where it is picked:\n'
           '\n'
           '        - as a default: `args.backend or "flashinfer"`, `args.backend or '
@@ -3949,7 +3948,7 @@ RULES = [{'code': 'ROC001',
          '## What it finds\n'
          '\n'
          'A choice of kernel backend that names an NVIDIA-only family (FlashInfer, TensorRT-LLM,\n'
-         'CUTLASS, Marlin, DeepGEMM, NVFP4, FlashMLA, FlashAttention 3, Machete, the CuTe DSL)\n'
+         'CUTLASS, Marlin, DeepGEMM, FlashMLA, FlashAttention 3, Machete, the CuTe DSL)\n'
          'as a string, where it is picked:\n'
          '\n'
          '- as a default: `args.backend or "flashinfer"`, `args.backend or DEFAULT_BACKEND` (a\n'
@@ -4033,10 +4032,6 @@ RULES = [{'code': 'ROC001',
                'MARLIN',
                'Machete',
                'Marlin',
-               'NVFP4',
-               'NVFp4',
-               'NvFP4',
-               'Nvfp4',
                'TENSORRT',
                'TRTLLM',
                'TRTLlm',
@@ -4058,7 +4053,6 @@ RULES = [{'code': 'ROC001',
                'flashmla',
                'machete',
                'marlin',
-               'nvfp4',
                'tensorrt',
                'trtllm'],
   'words': []}]

@@ -45,6 +45,9 @@ def read(source: str, tests=None) -> Cond:
     ("is_npu()", IS_OTHER), ("_is_xpu", IS_OTHER), ("is_cpu()", IS_CPU),
     ("SYSTEM == 'rocm'", IS_ROCM), ("SYSTEM != 'rocm'", IS_ROCM.negated()), ("SYSTEM == 'cuda'", IS_CUDA),
     ("device.type == 'cuda'", HAS_GPU), ("x.device.type == 'cpu'", IS_CPU),
+    ("get_accelerator().device_name() == 'cuda'", HAS_GPU), ("get_accelerator()._name == 'cuda'", HAS_GPU),
+    ("get_accelerator().device_name() == 'npu'", IS_OTHER),
+    ("has_cuda_tile()", UNKNOWN), ("use_cuda_graph", UNKNOWN), ("has_cuda_available", HAS_GPU),
     ("target.backend == 'hip'", IS_ROCM), ("target.backend == 'cuda'", IS_CUDA),
     ("'AMD' in torch.cuda.get_device_name()", IS_ROCM), ("'gfx950' in props.gcnArchName", IS_ROCM),
     ("'nvidia' in name.lower()", IS_CUDA),
@@ -214,3 +217,15 @@ def test_conditions_innermost_first_with_the_side_taken():
     assert [module.code_for_node(test) for test, _ in conditions] == ["flag", "torch.cuda.is_available()"]
     assert [arm for _, arm in conditions] == [EVERY, GPUS]
     assert platforms.where(found[0]) == GPUS
+
+
+def test_a_test_with_an_unknown_part_is_not_decided():
+    assert read("torch.cuda.is_available() and not is_cpu()").decided
+    mixed = read("importlib.util.find_spec('cutlass') is not None and torch.cuda.is_available()")
+    assert mixed == Cond(GPUS, EVERY) and not mixed.decided
+    assert not read("not (flag or torch.version.hip)").decided
+    tree = ast.parse("import torch\nFLAG = find_spec('x') is not None and torch.cuda.is_available()\n"
+                     "GPU = torch.cuda.is_available()\n")
+    env = Env({"torch": "torch"}, {})
+    tests = module_tests(tree.body, env)
+    assert not tests["FLAG"].decided and tests["GPU"].decided

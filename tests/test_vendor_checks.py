@@ -213,3 +213,21 @@ def test_roc707s_cuda_only_packages_hold_roc704s_and_leave_out_those_with_rocm_b
         assert package_of(name) is None, name
     for name in ("cuda.bindings.driver", "cutlass.cute", "flash_attn.cute.interface", "numba.cuda", "cuda"):
         assert package_of(name) is not None, name
+
+
+# Display-only findings of whole-module fixtures (no fixed output to compare): (line, code)
+DISPLAY_ONLY = {
+    "platform_hazards.py": {(20, "ROC708"), (29, "ROC708"), (38, "ROC709"), (45, "ROC710"), (50, "ROC710")},
+}
+
+
+@pytest.mark.parametrize("name", sorted(DISPLAY_ONLY))
+def test_display_only_fixture(name):
+    path = DIR / "display_only" / name
+    found = lint(path.read_bytes(), select=SELECT, path=str(path))
+    assert {(f.start.row, f.code) for f in found} == DISPLAY_ONLY[name]
+    assert not any(f.fixable for f in found)
+
+
+def test_every_display_only_fixture_is_listed():
+    assert {p.name for p in (DIR / "display_only").glob("*.py")} == set(DISPLAY_ONLY)

@@ -69,7 +69,7 @@ BYTES = re.compile(
 # Words of a dotted module name that say NVIDIA: a CUDA backend, an NVIDIA kernel family
 _NVIDIA_PART = re.compile(
     r"(?i)(?:^|_)(?:cuda|nvidia|nv|cutlass|cute|cutedsl|flashinfer|trtllm|tensorrt|trt|deep_?gemm|deepgemm|"
-    r"flash_?mla|nvfp4|marlin|machete|sm_?\d{2,3}a?|hopper|blackwell|fa3|fa4|cudnn|nvshmem|cublas)(?:_|$|\d)")
+    r"flash_?mla|nvfp4|marlin|machete|sm_?\d{2,3}a?|hopper|blackwell|fa3|fa4|cudnn|nvshmem|cublas|cutile)(?:_|$|\d)")
 
 
 def package_of(name: str) -> Optional[Tuple[str, str]]:
@@ -89,8 +89,10 @@ def loads_cuda_library(value: Optional[str]) -> bool:
 
 def nvidia_named(module: str) -> bool:
     """Does a part of dotted ``module`` below its top-level package name an NVIDIA backend or
-    kernel family? (The top-level name is the project's: ``cuda_reach.layers`` is not NVIDIA's.)"""
-    return any(_NVIDIA_PART.search(part) for part in module.split(".")[1:])
+    kernel family? (The top-level name of a package is the project's: ``cuda_reach.layers`` is
+    not NVIDIA's; a module outside packages is named by itself: ``test_cutile_sm90``.)"""
+    parts = module.split(".")
+    return any(_NVIDIA_PART.search(part) for part in (parts[1:] if len(parts) > 1 else parts))
 
 
 def imported_names(stmt: ast.AST, absolute: Callable[[Optional[str], int], Optional[str]]) -> List[str]:

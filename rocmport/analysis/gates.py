@@ -70,6 +70,13 @@ class FilePlatforms:
             self._tests[key] = found
         return found
 
+    def decided(self, expr) -> bool:
+        """Is every operand of the ``and`` / ``or`` / ``not`` that ``expr`` is a test this
+        analysis reads? (``torch.cuda.is_available() and find_spec("cutlass")`` is not: its
+        unknown part may be what keeps ROCm out.)"""
+        test = self.test(expr)
+        return test.known and test.decided
+
     def where(self, node) -> FrozenSet[str]:
         """The platforms ``node`` can run on, from the conditions around it: the branches of
         ``if``/``elif``/``else``, ``while``, conditional expressions, ``and``/``or``, and,

@@ -557,7 +557,7 @@ class ProjectIndex:
 
     def _platform_digest(self, name: str) -> str:
         tests = self.platform_tests(name)
-        text = repr(sorted((key, sorted(t.true), sorted(t.false)) for key, t in tests.items()))
+        text = repr(sorted((key, sorted(t.true), sorted(t.false), t.decided) for key, t in tests.items()))
         return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
     # -- cache keys: the summaries a file's findings depend on ----------------------------

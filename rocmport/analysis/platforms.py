@@ -40,19 +40,22 @@ class Test:
 
     true: FrozenSet[str] = EVERY
     false: FrozenSet[str] = EVERY
+    # False when a part of the condition is unknown (``torch.cuda.is_available() and
+    # find_spec("cutlass")``): the sets hold, but the unknown part may be what decides
+    decided: bool = field(default=True, compare=False)
 
     def negated(self) -> "Test":
-        return Test(self.false, self.true)
+        return Test(self.false, self.true, self.decided)
 
     @property
     def known(self) -> bool:
         return self.true != EVERY or self.false != EVERY
 
     def __and__(self, other: "Test") -> "Test":
-        return Test(self.true & other.true, self.false | other.false)
+        return Test(self.true & other.true, self.false | other.false, self.decided and other.decided)
 
     def __or__(self, other: "Test") -> "Test":
-        return Test(self.true | other.true, self.false & other.false)
+        return Test(self.true | other.true, self.false & other.false, self.decided and other.decided)
 
 
 def only(*platforms: str) -> Test:
@@ -61,7 +64,7 @@ def only(*platforms: str) -> Test:
     return Test(true, EVERY - true)
 
 
-UNKNOWN = Test()
+UNKNOWN = Test(decided=False)
 IS_ROCM = only(ROCM)
 IS_CUDA = only(CUDA)
 HAS_GPU = only(CUDA, ROCM)  # torch.cuda.is_available(), device.type == "cuda": True on ROCm too
@@ -77,12 +80,17 @@ _CPU_WORD = re.compile(r"(?i)^_*(?:is|on|use|using|run_on)_cpu$")
 # ROCm), ``is_nvidia``, ``on_nvidia``; not ``is_cuda_available``, ``use_cuda``, ``has_cuda``,
 # ``is_cuda_alike``, whose projects mean "a GPU".
 _NVIDIA_WORD = re.compile(r"(?i)^_*(?:is|on|running_on)_(?:cuda|nvidia|nv)$|^_*(?:is_)?nvidia(?:_gpu)?$")
-_GPU_WORD = re.compile(r"(?i)^_*(?:(?:has|use|using|with)_?(?:cuda|gpu)(?:_\w+)?|is_gpu(?:_\w+)?"
+# (``has_cuda_tile``, ``use_cuda_graph`` say something else: a package, a feature)
+_GPU_WORD = re.compile(r"(?i)^_*(?:(?:has|use|using|with)_?(?:cuda|gpu)(?:_(?:available|enabled|device|devices))?"
+                       r"|is_gpu(?:_\w+)?"
                        r"|(?:is_)?cuda_?(?:available|alike|like|enabled|is_available)|gpu_?available)$")
 _ARCH_VALUE = re.compile(r"(?i)^(?:gfx\d+\w*|mi[23]\d\d\w*|cdna\d*|rdna\d*)$")
 _ROCM_VALUE = {"rocm", "hip", "amd"}
 _CUDA_VALUE = {"cuda", "nvidia", "nv"}
-_DEVICE_SUBJECT = re.compile(r"(?i)(?:^|[._])(?:device|dev|type|device_type|accelerator)$")
+# ``device.type``, ``x.device``, DeepSpeed's ``get_accelerator().device_name()`` / ``._name``
+# (its CUDA accelerator answers "cuda" on ROCm too): a GPU of either vendor when "cuda"
+_DEVICE_SUBJECT = re.compile(r"(?i)(?:^|[._])(?:device|dev|type|device_type|accelerator|device_name|accelerator_name)$"
+                             r"|^_name$")
 _OTHER_VALUE = re.compile(r"(?i)^(?:npu|xpu|hpu|mps|tpu|musa|mlu|neuron|ipex|xla)$")
 
 
@@ -250,7 +258,7 @@ def _compare(left: ast.AST, op: ast.cmpop, right: ast.AST, env: Env, depth: int)
             return known if isinstance(op, ast.Eq) else known.negated()
         for value, subject in ((_string(right), left), (_string(left), right)):
             if value is not None:
-                test = _value_test(value, _dotted(subject) or _call_name(subject))
+                test = _value_test(value, _dotted(subject) or _call_name(subject) or _last_name(subject))
                 return test if isinstance(op, ast.Eq) else test.negated()
     if isinstance(op, (ast.In, ast.NotIn)):
         # ``"AMD" in torch.cuda.get_device_name()``, ``"gfx950" in props.gcnArchName``,
@@ -287,6 +295,14 @@ def _value_compare(subject: ast.AST, other: ast.AST, env: Env) -> Optional[Test]
     false = frozenset(p for p, held in per.items() if any(not (v == wanted and type(v) is type(wanted))
                                                          for v in held))
     return Test(true, false)
+
+
+def _last_name(node: ast.AST) -> Optional[str]:
+    """The attribute an expression ends with, through a call (``get_accelerator().device_name()``:
+    ``device_name``), where the whole cannot be spelled."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    return node.attr if isinstance(node, ast.Attribute) else None
 
 
 def _call_name(node: ast.AST) -> Optional[str]:
@@ -448,6 +464,7 @@ def _literal_flags(statements: List[ast.stmt], env: Env) -> None:
         env.values[name] = {p: frozenset(v for v in values if v is not _UNBOUND) for p, values in held.items()}
         true = frozenset(p for p, values in held.items() if any(v is not _UNBOUND and v for v in values))
         false = frozenset(p for p, values in held.items() if any(v is not _UNBOUND and not v for v in values))
+        decided = all(cond != _MAYBE and cond[0].decided for _, conds in sets for cond in conds)
         if 0 < len(true) < len(platforms) or 0 < len(false) < len(platforms):  # it tells platforms apart
-            env.tests[name] = Test(true, false)
+            env.tests[name] = Test(true, false, decided)
 

@@ -324,7 +324,7 @@ def hip_guard(rule: Rule, node: cst.CSTNode) -> Optional[Tuple[cst.BaseExpressio
         return None
     for test, arm in found.conditions(node):
         read = found.test(test)
-        if not read.known or ROCM not in arm:
+        if not read.known or ROCM not in arm or not found.decided(test):
             return None
         if arm != EVERY:
             holder = rule.parent(test)

@@ -6,7 +6,7 @@ The rule's documentation is its class's (`rocmport rule ROC707` prints it).
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet, List, Optional
+from typing import FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
@@ -145,7 +145,12 @@ class CudaOnlyModuleReached(VendorRule):
         Case("""
             from .kernels.plain import add
             from .kernels.cute_gemm import gemm
-            """, path="pkg/__init__.py", files=_KERNEL, line=2, column=1),
+            from .kernels.cute_gemm import gemm as gemm2
+            """, path="pkg/__init__.py", files=_KERNEL, line=2, column=1,
+             message="importing `pkg.kernels.cute_gemm` runs CUDA-only code: `pkg.kernels.cute_gemm` imports "
+                     "`cutlass` at line 1: the CUTLASS / CuTe DSL (nvidia-cutlass-dsl), for NVIDIA GPUs only, which "
+                     "has no ROCm build. This module is not CUDA-only, yet importing it fails on ROCm (1 more import "
+                     "here enters CUDA-only modules: line 3)"),
         Case("""
             import torch.utils.cpp_extension
             from . import ring_attn, fi_attn
@@ -164,6 +169,10 @@ class CudaOnlyModuleReached(VendorRule):
         Case("from .utils import cudart\n", path="pkg/engine.py",
              files=(("pkg/__init__.py", ""), ("pkg/utils.py", "import ctypes\ncudart = ctypes.CDLL('libcudart.so')\n"))),
     )
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._entries: List[Tuple[cst.CSTNode, str, tuple]] = []
 
     @classmethod
     def may_match(cls, facts) -> bool:
@@ -223,10 +232,21 @@ class CudaOnlyModuleReached(VendorRule):
                 continue
             if nvidia_named(own) or index.cuda_chain(own) is not None:
                 return  # this module is CUDA-only itself: its importers are the entry
-            self.display_only(
-                node, f"importing `{name}` runs CUDA-only code: {describe_chain(chain)}. This module is not CUDA-only, "
-                      f"yet importing it fails on ROCm",
-                "Import it where its CUDA path is taken (inside the function, under a CUDA test), or guard this "
-                "import with `if torch.version.hip is None:` or try/except")
+            self._entries.append((node, name, chain))
             return
 
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """One finding per module, at its first entry: importing the module is the decision."""
+        if not self._entries:
+            return
+        node, name, chain = self._entries[0]
+        rows = [self.context.position(n).start.line for n, _, _ in self._entries[1:]]
+        more = ""
+        if rows:
+            more = (f" ({len(rows)} more import{'s' if len(rows) > 1 else ''} here enter{'' if len(rows) > 1 else 's'}"
+                    f" CUDA-only modules: line{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows))})")
+        self.display_only(
+            node, f"importing `{name}` runs CUDA-only code: {describe_chain(chain)}. This module is not CUDA-only, "
+                  f"yet importing it fails on ROCm{more}",
+            "Import it where its CUDA path is taken (inside the function, under a CUDA test), or guard this "
+            "import with `if torch.version.hip is None:` or try/except")

@@ -116,6 +116,14 @@ class GuardLetsHipThrough(VendorRule):
                 if use_nvml:
                     import pynvml
             """),
+        # an availability probe decides, not the GPU test beside it
+        Case("""
+            import importlib.util
+            import torch
+            cutedsl_available = importlib.util.find_spec("cutlass") is not None and torch.cuda.is_available()
+            if cutedsl_available:
+                import cutlass
+            """),
         # flash_attn and triton ship ROCm builds
         Case("""
             import torch

@@ -20,15 +20,16 @@ from rocmport.rules.base import Case
 from .common import NVIDIA_ONLY, VendorRule, walk
 
 # A value that names an NVIDIA-only kernel family: the whole string, or one of its parts
-_FAMILY = re.compile(r"(?i)^(?:[a-z0-9]+[_-])*?(flashinfer|trtllm|tensorrt[_-]?llm|cutlass|marlin|deep_?gemm|nvfp4|"
-                     r"flash_?mla|fa3|machete|cute_?dsl)(?:[_-][a-z0-9]+)*$")
-_STEMS = ("flashinfer", "trtllm", "tensorrt", "cutlass", "marlin", "deep_gemm", "deepgemm", "deep-gemm", "nvfp4",
+# (NVFP4 is a data format as much as a kernel: a format detector returns "nvfp4"; left out)
+_FAMILY = re.compile(r"(?i)^_*(?:[a-z0-9]+_*[_-])*?(flashinfer|trtllm|tensorrt[_-]?llm|cutlass|marlin|deep_?gemm|"
+                     r"flash_?mla|fa3|machete|cute_?dsl)(?:[_-]+[a-z0-9]+)*_*$")
+_STEMS = ("flashinfer", "trtllm", "tensorrt", "cutlass", "marlin", "deep_gemm", "deepgemm", "deep-gemm",
           "flashmla", "flash_mla", "flash-mla", "fa3", "machete", "cutedsl", "cute_dsl", "cute-dsl")
 # the text holds one wherever a string names a family (any case: each stem as lower, upper,
 # capitalised, and the projects' own spellings)
 _FAMILY_WORDS = tuple(sorted({v for stem in _STEMS for v in (stem, stem.upper(), stem.capitalize())}
                              | {"FlashInfer", "TensorRT", "DeepGEMM", "DeepGemm", "FlashMLA", "CuteDSL", "CuTeDSL",
-                                "CuTe_DSL", "TrtLLM", "TRTLlm", "NvFP4", "NVFp4"}))
+                                "CuTe_DSL", "TrtLLM", "TRTLlm"}))
 _NAMES = {"flashinfer": "FlashInfer", "trtllm": "TensorRT-LLM", "tensorrt_llm": "TensorRT-LLM",
           "tensorrt-llm": "TensorRT-LLM", "tensorrtllm": "TensorRT-LLM", "cutlass": "CUTLASS", "marlin": "Marlin",
           "deep_gemm": "DeepGEMM", "deepgemm": "DeepGEMM", "nvfp4": "NVFP4", "flash_mla": "FlashMLA",
@@ -56,7 +57,7 @@ class NvidiaKernelFallthrough(VendorRule):
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         A choice of kernel backend that names an NVIDIA-only family (FlashInfer, TensorRT-LLM,
-        CUTLASS, Marlin, DeepGEMM, NVFP4, FlashMLA, FlashAttention 3, Machete, the CuTe DSL)
+        CUTLASS, Marlin, DeepGEMM, FlashMLA, FlashAttention 3, Machete, the CuTe DSL)
         as a string, where it is picked:
 
         - as a default: `args.backend or "flashinfer"`, `args.backend or DEFAULT_BACKEND` (a
@@ -136,6 +137,15 @@ class NvidiaKernelFallthrough(VendorRule):
                 if m < 64:
                     return "cutlass_64"
                 return "cutlass_128"
+            def _marlin_kernel_name(dtype):
+                return "marlin_bf16" if dtype == "bf16" else "marlin_fp16"
+            """),
+        # a data format, not a kernel
+        Case("""
+            def detect_format(dtype):
+                if dtype == "fp8":
+                    return "fp8"
+                return "nvfp4"
             """),
         # the default names a portable family
         Case("""
