@@ -48,6 +48,8 @@ def read(source: str, tests=None) -> Cond:
     ("get_accelerator().device_name() == 'cuda'", HAS_GPU), ("get_accelerator()._name == 'cuda'", HAS_GPU),
     ("get_accelerator().device_name() == 'npu'", IS_OTHER),
     ("has_cuda_tile()", UNKNOWN), ("use_cuda_graph", UNKNOWN), ("has_cuda_available", HAS_GPU),
+    ("current_platform().is_hopper_plus", Cond(frozenset({CUDA}), EVERY)), ("is_sm90()", Cond(frozenset({CUDA}), EVERY)),
+    ("platform.is_blackwell", Cond(frozenset({CUDA}), EVERY)), ("is_hopperish", UNKNOWN),
     ("target.backend == 'hip'", IS_ROCM), ("target.backend == 'cuda'", IS_CUDA),
     ("'AMD' in torch.cuda.get_device_name()", IS_ROCM), ("'gfx950' in props.gcnArchName", IS_ROCM),
     ("'nvidia' in name.lower()", IS_CUDA),
@@ -229,3 +231,23 @@ def test_a_test_with_an_unknown_part_is_not_decided():
     env = Env({"torch": "torch"}, {})
     tests = module_tests(tree.body, env)
     assert not tests["FLAG"].decided and tests["GPU"].decided
+
+
+def test_flags_a_class_keeps_on_self_from_a_platform_test():
+    from rocmport.analysis.platforms import attribute_tests
+
+    tree = ast.parse(
+        "class M:\n"
+        "    def __init__(self, config):\n"
+        "        self.fused = current_platform().is_hopper_plus and config.hidden == 3072\n"
+        "        self.gpu = torch.cuda.is_available()\n"
+        "        self.size = config.size\n"
+        "        self.twice = torch.version.hip is None\n"
+        "    def reset(self):\n"
+        "        self.twice = compute()\n"
+    )
+    env = Env({"torch": "torch"}, {})
+    found = attribute_tests(tree, env)
+    assert found == {"fused": Cond(frozenset({CUDA}), EVERY), "gpu": HAS_GPU}
+    assert classify(ast.parse("self.fused and x > 0", mode="eval").body, env).true == {CUDA}
+    assert not classify(ast.parse("self.size", mode="eval").body, env).known

@@ -95,6 +95,11 @@ def nvidia_named(module: str) -> bool:
     return any(_NVIDIA_PART.search(part) for part in (parts[1:] if len(parts) > 1 else parts))
 
 
+def nvidia_folder(folder: str) -> bool:
+    """Does a folder's name say NVIDIA (``trtllm_export``, ``cutlass``)?"""
+    return _NVIDIA_PART.search(folder) is not None
+
+
 def imported_names(stmt: ast.AST, absolute: Callable[[Optional[str], int], Optional[str]]) -> List[str]:
     """The dotted modules an import statement may import (a ``from`` import: the module, and
     each name as a submodule); relative ones made absolute (left out where unknown)."""

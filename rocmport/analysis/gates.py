@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
 from .bindings import module_imports
-from .platforms import EVERY, IS_ROCM, UNKNOWN, Env, Test, classify, module_tests
+from .platforms import EVERY, IS_ROCM, UNKNOWN, Env, Test, attribute_tests, classify, module_tests
 
 
 class FilePlatforms:
@@ -51,9 +51,16 @@ class FilePlatforms:
         if gate:
             self.env.tests.setdefault(gate, IS_ROCM)
         module_tests(tree.body, self.env)
+        self._tree = tree  # the flags a class keeps on self are read when a test first reads one
+
+    def _self_flags(self) -> None:
+        if self._tree is not None:
+            tree, self._tree = self._tree, None
+            attribute_tests(tree, self.env)
 
     def release(self) -> None:
         self.ctx = None
+        self._tree = None
         self._tests.clear()
 
     def test(self, expr) -> Test:
@@ -64,6 +71,8 @@ class FilePlatforms:
             found = UNKNOWN
             try:
                 code = self.ctx.module.code_for_node(expr)
+                if "self." in code:
+                    self._self_flags()
                 found = classify(ast.parse(f"(\n{code}\n)", mode="eval").body, self.env)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 pass

@@ -159,6 +159,7 @@ class ProjectIndex:
             self._data[os.path.abspath(path)] = blob
         dirs = {os.path.dirname(p) for p in files}
         root = os.path.commonpath(sorted(dirs)) if dirs else ""
+        self.root = root  # the folder that holds every linted file
         for path in files:
             name = self._canonical(path)
             if name is None:
@@ -204,6 +205,12 @@ class ProjectIndex:
     def module_name(self, path: str) -> Optional[str]:
         """The dotted name of a linted file (its regular-package name), or None."""
         return self._name_of.get(os.path.abspath(path))
+
+    def folders(self, path: str) -> List[str]:
+        """The folders between the linted files' common folder and ``path`` (``examples``,
+        ``trtllm_export`` for ``examples/trtllm_export/run.py``)."""
+        relative = os.path.relpath(os.path.dirname(os.path.abspath(path)), self.root) if self.root else "."
+        return [] if relative in (".", "") or relative.startswith("..") else relative.split(os.sep)
 
     def path_of(self, name: str) -> Optional[str]:
         """The one linted file that is module ``name`` (exact name first, then a namespace

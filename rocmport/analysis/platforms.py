@@ -71,6 +71,7 @@ HAS_GPU = only(CUDA, ROCM)  # torch.cuda.is_available(), device.type == "cuda": 
 IS_CPU = only(CPU)
 IS_OTHER = only(OTHER)
 ON_GPU = Test(GPUS, EVERY)  # a question only a GPU answers (a capability, an architecture)
+NVIDIA_ARCH = Test(frozenset({CUDA}), EVERY)  # an NVIDIA architecture (is_hopper): never true on ROCm
 
 # -- words ------------------------------------------------------------------------------
 _ROCM_WORD = re.compile(r"(?i)(?:^|_)(?:rocm|hip|amd|gfx\d+\w*|mi[23]\d\d\w*|cdna\d*|rdna\d*)(?:_|$|\d)")
@@ -84,6 +85,10 @@ _NVIDIA_WORD = re.compile(r"(?i)^_*(?:is|on|running_on)_(?:cuda|nvidia|nv)$|^_*(
 _GPU_WORD = re.compile(r"(?i)^_*(?:(?:has|use|using|with)_?(?:cuda|gpu)(?:_(?:available|enabled|device|devices))?"
                        r"|is_gpu(?:_\w+)?"
                        r"|(?:is_)?cuda_?(?:available|alike|like|enabled|is_available)|gpu_?available)$")
+# An NVIDIA architecture: ``is_hopper``, ``platform.is_blackwell``, ``is_sm90()``,
+# ``is_hopper_plus``: true on some NVIDIA GPUs only, false on ROCm
+_NVIDIA_ARCH_WORD = re.compile(r"(?i)^_*(?:is|on|has|supports?)_(?:hopper|blackwell|ampere|ada|volta|turing|"
+                               r"sm_?\d{2,3}a?)(?:_plus|_or_newer|_or_later|_or_above|_and_above|_and_newer)?$")
 _ARCH_VALUE = re.compile(r"(?i)^(?:gfx\d+\w*|mi[23]\d\d\w*|cdna\d*|rdna\d*)$")
 _ROCM_VALUE = {"rocm", "hip", "amd"}
 _CUDA_VALUE = {"cuda", "nvidia", "nv"}
@@ -111,6 +116,8 @@ def word_test(name: str, called: bool) -> Test:
             not name.startswith(("current_platform", "platform")) else IS_CUDA
     if _GPU_WORD.match(bare):
         return HAS_GPU
+    if _NVIDIA_ARCH_WORD.match(bare):
+        return NVIDIA_ARCH
     return UNKNOWN
 
 
@@ -468,3 +475,36 @@ def _literal_flags(statements: List[ast.stmt], env: Env) -> None:
         if 0 < len(true) < len(platforms) or 0 < len(false) < len(platforms):  # it tells platforms apart
             env.tests[name] = Test(true, false, decided)
 
+
+
+def attribute_tests(tree: ast.AST, env: Env) -> Dict[str, Test]:
+    """Flags a class keeps on ``self`` from a platform test (``self.use_fp32_gemm =
+    current_platform().is_hopper_plus and ...``), read as that test where ``self.<name>`` is
+    a condition (``env.tests["self.<name>"]``). Every assignment of the attribute in the file's
+    classes must be such a test (their union is kept); any other store of it leaves it unknown."""
+    values: Dict[str, List[ast.AST]] = {}
+    other: set = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self" \
+                            and not isinstance(sub.ctx, ast.Load):
+                        if sub is target and isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                            values.setdefault(sub.attr, []).append(node.value)
+                        else:
+                            other.add(sub.attr)
+    found: Dict[str, Test] = {}
+    for name, assigned in values.items():
+        if name in other:
+            continue
+        tests = [classify(value, env) for value in assigned]
+        if all(t.known for t in tests):
+            out = tests[0]
+            for t in tests[1:]:
+                out = out | t
+            if out.known:
+                found[name] = out
+                env.tests.setdefault(f"self.{name}", out)
+    return found

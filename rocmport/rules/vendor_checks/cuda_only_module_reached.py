@@ -11,7 +11,7 @@ from typing import FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from rocmport.analysis.bindings import top_level
-from rocmport.analysis.cuda_only import imported_names, nvidia_named
+from rocmport.analysis.cuda_only import imported_names, nvidia_folder, nvidia_named
 from rocmport.analysis.platforms import ROCM
 from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability
@@ -136,6 +136,10 @@ class CudaOnlyModuleReached(VendorRule):
                  def flags():
                      return cx._get_cuda_arch_flags()
                  """))),
+        # a script in a folder named for NVIDIA (an export example for TensorRT-LLM) importing it
+        Case("from pkg.export.trtllm_helper import export\n", path="examples/trtllm_export/run.py",
+             files=(("pkg/__init__.py", ""), ("pkg/export/__init__.py", ""),
+                    ("pkg/export/trtllm_helper.py", "import tensorrt_llm\ndef export(m):\n    return m\n"))),
         # one entry: the importer of a neutral package that enters the closure is not reported
         Case("import pkg.kernels\n", path="app.py",
              files=(("pkg/__init__.py", ""), ("pkg/kernels/__init__.py", "from .cute_gemm import gemm\n"),
@@ -230,8 +234,10 @@ class CudaOnlyModuleReached(VendorRule):
             chain = index.cuda_chain(name)
             if chain is None:
                 continue
-            if nvidia_named(own) or index.cuda_chain(own) is not None:
-                return  # this module is CUDA-only itself: its importers are the entry
+            top = own.split(".", 1)[0]
+            if nvidia_named(own) or index.cuda_chain(own) is not None or any(
+                    nvidia_folder(folder) for folder in index.folders(self.context.path) if folder != top):
+                return  # this module is CUDA-only itself (by content, or by name and this import): not an entry
             self._entries.append((node, name, chain))
             return
 

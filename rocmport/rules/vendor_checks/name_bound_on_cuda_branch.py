@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from typing import Dict, FrozenSet, List, Optional, Set
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ExpressionContext, ExpressionContextProvider
@@ -169,6 +169,18 @@ class NameBoundOnCudaBranch(VendorRule):
                 except Exception:
                     return x
             """),
+        # a flag the class keeps from an NVIDIA architecture test
+        Case("""
+            if _is_nvidia:
+                from .routing import fp32_router_gemm
+            class MoE:
+                def __init__(self, config):
+                    self.use_fp32_gemm = current_platform().is_hopper_plus and config.hidden == 3072
+                def forward(self, x):
+                    if self.use_fp32_gemm and x.shape[0] > 0:
+                        return fp32_router_gemm(x)
+                    return x
+            """),
         # a function named for the NVIDIA path
         Case("""
             if _is_cuda:
@@ -242,6 +254,17 @@ class NameBoundOnCudaBranch(VendorRule):
             """, line=4, message="`silu_and_mul` is bound only on CUDA (line 2, under `_is_cuda`), and this "
                                  "read runs on ROCm too, where it raises NameError (1 more read like it)"),
         Case("""
+            _is_nvidia = current_platform().is_nvidia
+            if _is_nvidia:
+                from .cuda_kv import copy_page_first, copy_direct
+            def load(layout, src, dst):
+                if layout == "page_first":
+                    return copy_page_first(src, dst)
+                return copy_direct(src, dst)
+            """, line=6, message="`copy_page_first` is bound only on CUDA (line 3, under `_is_nvidia`), and this read "
+                                 "runs on ROCm too, where it raises NameError (1 more read of names bound there too: "
+                                 "`copy_direct`)"),
+        Case("""
             if not is_hip():
                 from .marlin import marlin_gemm
             def apply(x, w):
@@ -308,6 +331,8 @@ class NameBoundOnCudaBranch(VendorRule):
         if self._star_on_rocm(original_node):
             return
         contexts = None
+        # one finding per decision: the platform test whose arm binds the names
+        groups: Dict[int, List[Tuple[str, cst.CSTNode, FrozenSet[str], List[cst.Name]]]] = {}
         for name in self._reads:
             bound = table.get(name, [])
             if not bound:
@@ -318,17 +343,33 @@ class NameBoundOnCudaBranch(VendorRule):
             if contexts is None:
                 contexts = self.context.metadata(ExpressionContextProvider)
             reads = [n for n in self._reads[name] if self._reads_module_name(n, contexts)]
-            if not reads:
-                continue
-            first, line, test = reads[0], self.context.position(bound[0]).start.line, self._test_of(bound[0])
+            if reads:
+                decision = next((test for test, _ in self._conditions(bound[0])), bound[0])
+                groups.setdefault(id(decision), []).append((name, bound[0], where, reads))
+        for group in groups.values():
+            reads = sorted(((self._at(n), name, n) for name, _, _, found in group for n in found), key=lambda r: r[0])
+            _, name, first = reads[0]
+            binding, where = next((b, w) for n, b, w, _ in group if n == name)
+            line, test = self.context.position(binding).start.line, self._test_of(binding)
             places = " and ".join(_WORDS[p] for p in (CUDA, CPU, OTHER) if p in where)
-            more = f" ({len(reads) - 1} more read{'s' if len(reads) > 2 else ''} like it)" if len(reads) > 1 else ""
+            others = sorted({n for _, n, _ in reads[1:]} - {name})
+            more = ""
+            if len(reads) > 1 and not others:
+                more = f" ({len(reads) - 1} more read{'s' if len(reads) > 2 else ''} like it)"
+            elif others:
+                shown = ", ".join(f"`{n}`" for n in others[:4]) + (", ..." if len(others) > 4 else "")
+                more = (f" ({len(reads) - 1} more read{'s' if len(reads) > 2 else ''} of names bound there too: "
+                        f"{shown})")
             under = f", under `{test}`" if test else ""
             self.display_only(
                 first, f"`{name}` is bound only on {places} (line {line}{under}), and this read runs on ROCm too, "
                        f"where it raises NameError{more}",
                 "Bind it on ROCm too (an arm for ROCm, or an else that binds a fallback or raises a clear error), "
                 "or test the platform before this read")
+
+    def _at(self, node: cst.CSTNode) -> Tuple[int, int]:
+        start = self.context.position(node).start
+        return start.line, start.column
 
     def _test_of(self, binding: cst.CSTNode) -> str:
         for test, _ in self._conditions(binding):

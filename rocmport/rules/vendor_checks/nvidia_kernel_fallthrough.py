@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from rocmport.analysis import gates
-from rocmport.analysis.platforms import ROCM
+from rocmport.analysis.platforms import CUDA, ROCM
 from rocmport.analysis.syntax import dotted_name, literal_string
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
@@ -182,6 +182,15 @@ class NvidiaKernelFallthrough(VendorRule):
             import os
             ATTN = os.environ.get("ATTN_BACKEND", "trtllm")
             """, line=2),
+        # the fall-through after NVIDIA architecture tests
+        Case("""
+            def default_mla_backend(platform):
+                if platform.is_blackwell:
+                    return "trtllm_mla"
+                if platform.is_hopper:
+                    return "flashmla"
+                return "trtllm_mla"
+            """, line=6),
     )
 
     def __init__(self, context):
@@ -233,9 +242,9 @@ class NvidiaKernelFallthrough(VendorRule):
                 if name is not None:
                     picks.append((leaf, (text, name)))
         if picks and len(values) >= 2:
-            for leaf, name in picks:
-                self._pick(leaf, name, "this arm of the dispatch", count=len(picks))
-                break
+            reached = [(leaf, name) for leaf, name in picks if ROCM in self.platforms(leaf)]
+            if reached:
+                self._pick(reached[0][0], reached[0][1], "this arm of the dispatch", count=len(reached))
 
     # -- helpers ------------------------------------------------------------------------------
     def _named(self, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
@@ -290,7 +299,8 @@ class NvidiaKernelFallthrough(VendorRule):
         return self.context.module
 
     def _tests_rocm(self, scope: cst.CSTNode) -> bool:
-        """Does a test in ``scope`` (not in nested functions) tell ROCm apart?"""
+        """Does a test in ``scope`` tell ROCm apart (a side that ROCm takes and CUDA cannot:
+        ``is_hip()``, ``not is_cuda()``; not ``is_hopper``, which ROCm and older NVIDIA GPUs fail alike)?"""
         platforms = gates.of(self.context)
         body = scope.body if isinstance(scope, cst.FunctionDef) else scope
         for sub in walk(body):
@@ -304,7 +314,8 @@ class NvidiaKernelFallthrough(VendorRule):
             if test is None:
                 continue
             read = platforms.test(test)
-            if read.known and (ROCM not in read.true or ROCM not in read.false) and (read.true or read.false):
+            # a side that ROCm takes and CUDA cannot: the test gives ROCm a path of its own
+            if (ROCM in read.true and CUDA not in read.true) or (ROCM in read.false and CUDA not in read.false):
                 return True
         return False
 
