@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '77fbe08f1026f07382c01bee2957e80a'
+FINGERPRINT = '937258bb4f879d931136ff6cda888e1e'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

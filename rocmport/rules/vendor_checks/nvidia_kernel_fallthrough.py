@@ -36,6 +36,9 @@ _NAMES = {"flashinfer": "FlashInfer", "trtllm": "TensorRT-LLM", "tensorrt_llm": 
           "flashmla": "FlashMLA", "fa3": "FlashAttention 3", "machete": "Machete", "cute_dsl": "the CuTe DSL",
           "cutedsl": "the CuTe DSL"}
 _DEFAULT_GETTERS = frozenset({"os.environ.get", "os.getenv"})
+# Words of a condition that make a pick an opt-in or an availability-gated choice
+_OPT_IN = re.compile(r"(?i)avail|support|install|enable|force|opt_?in|environ|getenv|^env$|^flag|^use_|_use_|^has_|"
+                     r"^with_|capab|^cap$")
 
 
 def family(value: Optional[str]) -> Optional[str]:
@@ -139,6 +142,18 @@ class NvidiaKernelFallthrough(VendorRule):
                 return "cutlass_128"
             def _marlin_kernel_name(dtype):
                 return "marlin_bf16" if dtype == "bf16" else "marlin_fp16"
+            """),
+        # an opt-in through the environment, and a choice an availability probe gates
+        Case("""
+            import os
+            def resolve_backend():
+                if os.environ.get("USE_CUTEDSL", "0") == "1":
+                    return "cutedsl"
+                return "triton"
+            def resolved_kernel(cap):
+                if cap in SUPPORTED and load_extension() is not None:
+                    return "cutlass_sm12x"
+                return None
             """),
         # a data format, not a kernel
         Case("""
@@ -277,7 +292,8 @@ class NvidiaKernelFallthrough(VendorRule):
         scope = self._scope(node)
         if id(scope) in self._done:
             return
-        if ROCM not in self.platforms(node) or self._tests_rocm(scope) or self._nvidia_scope(node):
+        if ROCM not in self.platforms(node) or self._tests_rocm(scope) or self._nvidia_scope(node) \
+                or not self._automatic(node, scope):
             return
         index = self.context.index
         own = index.module_name(self.context.path) if index is not None else None
@@ -291,6 +307,28 @@ class NvidiaKernelFallthrough(VendorRule):
                   f"the way: on AMD GPUs this path fails{more}",
             "Pick the family by platform (`torch.version.hip is None`, the project's is_cuda()) and give ROCm a "
             "portable backend")
+
+    def _automatic(self, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
+        """Is the pick made by the code, not opted into? Every condition around it in its
+        function is a platform test or compares data (a quantisation, a shape, a model's
+        architecture: names, attributes, literals); none asks whether a package is available,
+        what the environment or a user's flag says, or the device's capability (an availability
+        probe keeps ROCm out; an opt-in is the user's choice)."""
+        found = gates.of(self.context)
+        for test, _ in found.conditions(node):
+            if not self._inside(test, scope):
+                break
+            if found.test(test).known:
+                continue
+            for sub in walk(test):
+                if isinstance(sub, cst.Call) and dotted_name(sub.func) not in ("isinstance", "len"):
+                    return False
+                if isinstance(sub, cst.Name) and _OPT_IN.search(sub.value):
+                    return False
+        return True
+
+    def _inside(self, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
+        return any(a is scope for a in self.ancestors(node))
 
     def _scope(self, node: cst.CSTNode) -> cst.CSTNode:
         for ancestor in self.ancestors(node):
