@@ -69,7 +69,11 @@ class CudaOnlyModuleReached(VendorRule):
         and the `sm_` entries of `torch.cuda.get_arch_list()`, which a ROCm build does not
         have, so it raises there (torch/utils/cpp_extension.py). Packages such as cuda-python
         and the CUTLASS DSL have no ROCm wheels at all, so importing them raises
-        ModuleNotFoundError (flashinfer-ai/flashinfer#1678 for FlashInfer's NVIDIA-only scope).
+        ModuleNotFoundError: Genesis' rigid solver imports `cuda.bindings` and fails on an
+        MI300 (Genesis-Embodied-AI/genesis-world#2662). FlashInfer is left off the list: AMD
+        ships a ROCm build of it for MI300 / MI355 (AMD-Ecosystem/flashinfer), though its
+        maintainers support NVIDIA only (flashinfer-ai/flashinfer#1678; ROC710 reports it
+        chosen as a kernel backend).
         """
     EXAMPLE_FILES = _KERNEL
     EXAMPLE_PATH = "pkg/__init__.py"

@@ -57,10 +57,9 @@ class GuardLetsHipThrough(VendorRule):
         and an AMD GPU reports capability (9, 4) (MI300) or (9, 5) (MI350), which meets
         NVIDIA thresholds. The branch meant for NVIDIA GPUs runs there and fails:
         accelerate's NUMA affinity tested `torch.cuda.is_available()` and then called NVML
-        (`nvmlInit`, `nvmlDeviceGetCpuAffinity`), which fails on ROCm
-        (huggingface/accelerate#4025, which adds the amdsmi branch for ROCm); sglang's
-        fall-through to CUDA-only kernels on HIP is the same decision (the guard tested
-        "GPU", not "NVIDIA").
+        (`nvmlInit`, `nvmlDeviceGetCpuAffinity`), which fails on ROCm: the feature was built
+        for NVIDIA first, AMD "as a follow up" (huggingface/accelerate#2241), and the NVML
+        branch ran on AMD GPUs until huggingface/accelerate#4025 gave ROCm an amdsmi branch.
         """
     EXAMPLE = """
         def set_affinity(index):
