@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '937258bb4f879d931136ff6cda888e1e'
+FINGERPRINT = 'e6dd1865c8479e35317e58ef2d54846c'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -3597,8 +3597,15 @@ RULES = [{'code': 'ROC001',
          '        have, so it raises there (torch/utils/cpp_extension.py). Packages such as '
          'cuda-python\n'
          '        and the CUTLASS DSL have no ROCm wheels at all, so importing them raises\n'
-         "        ModuleNotFoundError (flashinfer-ai/flashinfer#1678 for FlashInfer's NVIDIA-only "
-         'scope).\n'
+         "        ModuleNotFoundError: Genesis' rigid solver imports `cuda.bindings` and fails on "
+         'an\n'
+         '        MI300 (Genesis-Embodied-AI/genesis-world#2662). FlashInfer is left off the list: '
+         'AMD\n'
+         '        ships a ROCm build of it for MI300 / MI355 (AMD-Ecosystem/flashinfer), though '
+         'its\n'
+         '        maintainers support NVIDIA only (flashinfer-ai/flashinfer#1678; ROC710 reports '
+         'it\n'
+         '        chosen as a kernel backend).\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -3645,7 +3652,11 @@ RULES = [{'code': 'ROC001',
          'and the `sm_` entries of `torch.cuda.get_arch_list()`, which a ROCm build does not\n'
          'have, so it raises there (torch/utils/cpp_extension.py). Packages such as cuda-python\n'
          'and the CUTLASS DSL have no ROCm wheels at all, so importing them raises\n'
-         "ModuleNotFoundError (flashinfer-ai/flashinfer#1678 for FlashInfer's NVIDIA-only scope).\n"
+         "ModuleNotFoundError: Genesis' rigid solver imports `cuda.bindings` and fails on an\n"
+         'MI300 (Genesis-Embodied-AI/genesis-world#2662). FlashInfer is left off the list: AMD\n'
+         'ships a ROCm build of it for MI300 / MI355 (AMD-Ecosystem/flashinfer), though its\n'
+         'maintainers support NVIDIA only (flashinfer-ai/flashinfer#1678; ROC710 reports it\n'
+         'chosen as a kernel backend).\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3719,10 +3730,12 @@ RULES = [{'code': 'ROC001',
          '        NVIDIA thresholds. The branch meant for NVIDIA GPUs runs there and fails:\n'
          "        accelerate's NUMA affinity tested `torch.cuda.is_available()` and then called "
          'NVML\n'
-         '        (`nvmlInit`, `nvmlDeviceGetCpuAffinity`), which fails on ROCm\n'
-         "        (huggingface/accelerate#4025, which adds the amdsmi branch for ROCm); sglang's\n"
-         '        fall-through to CUDA-only kernels on HIP is the same decision (the guard tested\n'
-         '        "GPU", not "NVIDIA").\n'
+         '        (`nvmlInit`, `nvmlDeviceGetCpuAffinity`), which fails on ROCm: the feature was '
+         'built\n'
+         '        for NVIDIA first, AMD "as a follow up" (huggingface/accelerate#2241), and the '
+         'NVML\n'
+         '        branch ran on AMD GPUs until huggingface/accelerate#4025 gave ROCm an amdsmi '
+         'branch.\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -3761,10 +3774,9 @@ RULES = [{'code': 'ROC001',
          'and an AMD GPU reports capability (9, 4) (MI300) or (9, 5) (MI350), which meets\n'
          'NVIDIA thresholds. The branch meant for NVIDIA GPUs runs there and fails:\n'
          "accelerate's NUMA affinity tested `torch.cuda.is_available()` and then called NVML\n"
-         '(`nvmlInit`, `nvmlDeviceGetCpuAffinity`), which fails on ROCm\n'
-         "(huggingface/accelerate#4025, which adds the amdsmi branch for ROCm); sglang's\n"
-         'fall-through to CUDA-only kernels on HIP is the same decision (the guard tested\n'
-         '"GPU", not "NVIDIA").\n'
+         '(`nvmlInit`, `nvmlDeviceGetCpuAffinity`), which fails on ROCm: the feature was built\n'
+         'for NVIDIA first, AMD "as a follow up" (huggingface/accelerate#2241), and the NVML\n'
+         'branch ran on AMD GPUs until huggingface/accelerate#4025 gave ROCm an amdsmi branch.\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3786,7 +3798,32 @@ RULES = [{'code': 'ROC001',
          '    elif torch.cuda.is_available():\n'
          '        import pynvml\n'
          '        ...\n',
-  'triggers': ['import', '_get_cuda_arch_flags', 'CDLL', 'LoadLibrary', 'PyDLL', 'WinDLL'],
+  'triggers': ['DLL',
+               'GPUtil',
+               'LoadLibrary',
+               '_get_cuda_arch_flags',
+               'cutlass',
+               'deep_gemm',
+               'flash_attn_3',
+               'flash_attn_interface',
+               'flash_mla',
+               'from cuda',
+               'from cudnn',
+               'from flash_attn',
+               'from numba',
+               'import cuda',
+               'import cudnn',
+               'import flash_attn',
+               'import numba',
+               'nvidia_smi',
+               'nvmath',
+               'py3nvml',
+               'pycuda',
+               'pynvml',
+               'quack',
+               'tensorrt',
+               'tensorrt_llm',
+               'torch_tensorrt'],
   'words': []},
  {'code': 'ROC709',
   'name': 'name-bound-on-cuda-branch',
@@ -3888,7 +3925,25 @@ RULES = [{'code': 'ROC001',
          '        from marlin_kernels import gemm as quant_gemm\n'
          '    else:\n'
          '        from .triton_gemm import gemm as quant_gemm\n',
-  'triggers': ['if'],
+  'triggers': ['cuda',
+               'CUDA',
+               'hip',
+               'HIP',
+               'rocm',
+               'ROCm',
+               'ROCM',
+               'nvidia',
+               'NVIDIA',
+               'Nvidia',
+               '_nv',
+               '_NV',
+               'gfx',
+               'opper',
+               'OPPER',
+               'lackwell',
+               'LACKWELL',
+               'is_sm',
+               'IS_SM'],
   'words': []},
  {'code': 'ROC710',
   'name': 'nvidia-kernel-fallthrough',

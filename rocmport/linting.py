@@ -41,7 +41,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     run on the file reads are left unparsed (:func:`parse_partial`)."""
     lines = LineIndex(text)
     if PREFILTER["enabled"]:
-        triggered = text_triggered(rules, text)
+        triggered = text_triggered(rules, text, index)
     else:
         triggered = list(rules)
     if not triggered:

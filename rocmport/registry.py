@@ -189,16 +189,25 @@ def may_report(text: str, enabled: AbstractSet[str]) -> bool:
                                 if not code.startswith("ROC0") and code in enabled], text))
 
 
-def text_triggered(rules: Sequence[R], text: str) -> List[R]:
+def text_triggered(rules: Sequence[R], text: str, index=None) -> List[R]:
     """The engine's first prefilter: the rules (classes, or their :class:`RuleInfo`) whose
     ``TRIGGERS`` (one of them) and ``WORDS`` (one of each group) ``text`` holds. A rule with
-    no triggers passes them."""
+    no triggers passes them. With the project ``index``, a rule class that has
+    ``index_triggers(index)`` is triggered by what that returns instead: (substrings, whole
+    words), the words given by the project's other modules (the names of the modules whose
+    import runs CUDA-only code, say); None from it: its ``TRIGGERS``."""
     words: Dict[str, bool] = {}
     held: Dict[Tuple[str, ...], bool] = {}  # rules of a family share their triggers: one search each
     out = []
     for rule in rules:
         triggers = rule.TRIGGERS
-        if triggers:
+        dynamic = getattr(rule, "index_triggers", None) if index is not None else None
+        project = dynamic(index) if dynamic is not None else None
+        if project is not None:
+            substrings, names = project
+            if not any(t in text for t in substrings) and not any(holds_word(text, w, words) for w in names):
+                continue
+        elif triggers:
             found = held.get(triggers)
             if found is None:
                 found = held[triggers] = any(t in text for t in triggers)

@@ -62,7 +62,7 @@ def _work(item):
 
     path, data, fix = item
     if _INDEX is not None:
-        _INDEX.start_recording()
+        _INDEX.start_recording(path)
     report = (check_path(path, _SETTINGS, fix=fix, index=_INDEX) if data is None
               else check_bytes(data, path, _SETTINGS, fix=fix, index=_INDEX))
     if _INDEX is not None:

@@ -36,8 +36,7 @@ from rocmport.source import read_regular
 
 from .bindings import dotted as _dotted
 from .bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names, walk
-from .cuda_only import BYTES as _CUDA_BYTES
-from .cuda_only import module_facts, nvidia_named
+from .cuda_only import may_hold, module_facts, nvidia_named
 from .platforms import Env, Test, module_tests
 
 COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
@@ -142,6 +141,7 @@ class ProjectIndex:
         self._functions_done: Set[Tuple[str, str]] = set()
         self._dir_is_package: Dict[str, bool] = {}
         self._record: Optional[Set[str]] = None  # modules whose summaries the current file consulted
+        self._recording = ""  # the path of the file whose lint is recorded
         self._inventory: Dict[str, List[Tuple[str, str, str]]] = {}  # package -> its ROCm tests
         self._imported: Dict[str, Set[str]] = {}
         self._head_imported: Dict[str, Set[str]] = {}
@@ -153,6 +153,9 @@ class ProjectIndex:
         self._cuda: Dict[str, CudaFacts] = {}
         self._chains: Dict[str, Optional[Chain]] = {}
         self._chain_deps: Dict[str, Set[str]] = {}  # module -> the modules its chain read
+        self._words: Optional[FrozenSet[str]] = None
+        self._word_inputs: Optional[List[Tuple[str, bytes, bool]]] = None
+        self._words_input_digest: Optional[str] = None
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -434,7 +437,7 @@ class ProjectIndex:
     # -- CUDA-only code run at import -------------------------------------------------------
     def cuda_facts(self, name: str) -> CudaFacts:
         """Module ``name``'s :class:`CudaFacts`, computed once. Only a module whose bytes hold
-        the words of a CUDA-only statement (``cuda_only.BYTES``) is parsed for its own; only
+        the words of a CUDA-only statement (``cuda_only.may_hold``) is parsed for its own; only
         one whose name says NVIDIA, for its imports."""
         if self._record is not None:
             self._record.add(_CUDA + name)
@@ -447,7 +450,7 @@ class ProjectIndex:
         path = self.path_of(name)
         blob = self._bytes(path) if path else None
         named = nvidia_named(name)
-        if not blob or not (_CUDA_BYTES.search(blob) or (named and b"import" in blob)):
+        if not blob or not (may_hold(blob) or (named and b"import" in blob)):
             return CudaFacts(nvidia_named=named)
         try:
             tree = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
@@ -475,6 +478,82 @@ class ProjectIndex:
         if self._record is not None:
             self._record.update(_CUDA + dep for dep in self._chain_deps.get(name, {name}))
         return self._chains[name]
+
+    def cuda_words(self) -> FrozenSet[str]:
+        """The names by which a module imports a project module whose import runs CUDA-only
+        code (the last part of each such module's name): a module that spells none of them
+        cannot import one. Computed once, from the modules that may hold a CUDA-only
+        statement (``cuda_only.may_hold``) and those NVIDIA's by name; recorded (a file's
+        cache key covers those modules' bytes, not every file's)."""
+        if self._record is not None:
+            self._record.add(_CUDA_WORDS + self._recording)
+        if self._words is None:
+            saved, self._record = self._record, None
+            try:
+                self._words = self._cuda_words()
+            finally:
+                self._record = saved
+        return self._words
+
+    def _word_candidates(self) -> List[Tuple[str, bytes, bool]]:
+        """(module, bytes, NVIDIA's by name) of the linted modules that may hold a CUDA-only
+        statement or are NVIDIA's by name; the others are read and dropped."""
+        if self._word_inputs is None:
+            found = []
+            for path, name in sorted(self._name_of.items(), key=lambda item: item[1]):
+                blob = self._data.get(path)
+                if blob is None:
+                    try:
+                        blob = read_regular(path)
+                    except OSError:
+                        continue
+                named = nvidia_named(name)
+                if named or may_hold(blob):
+                    self._data[path] = blob
+                    found.append((name, blob, named))
+            self._word_inputs = found
+        return self._word_inputs
+
+    def _cuda_words(self) -> FrozenSet[str]:
+        words: Set[str] = set()
+        candidates = self._word_candidates()
+        for name, _, named in candidates:
+            if self.path_of(name) is not None and self.cuda_facts(name).own:
+                words.add(_import_word(name))
+        named = [(name, blob) for name, blob, is_named in candidates if is_named]
+        found: Set[str] = set()
+        changed = True
+        while changed:  # NVIDIA's by name and importing one: settled until nothing changes
+            changed = False
+            for name, blob in named:
+                if name in found or self.path_of(name) is None:
+                    continue
+                if any(w.encode() in blob for w in words | {n.rpartition(".")[2] for n in found}) \
+                        and self.cuda_chain(name) is not None:
+                    found.add(name)
+                    words.add(_import_word(name))
+                    changed = True
+        return frozenset(words)
+
+    def _words_inputs(self) -> str:
+        """A digest of the modules the words are made from (their names and bytes), once a run."""
+        if self._words_input_digest is None:
+            parts = [f"{name}:{_hash(blob)}" for name, blob, _ in self._word_candidates()]
+            self._words_input_digest = hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
+        return self._words_input_digest
+
+    def _words_digest(self, path: str) -> str:
+        """The digest of the words that the file at ``path`` spells (all of them where there
+        is no such file): a change to words it does not spell changes nothing of its lint."""
+        saved, self._record = self._record, None
+        try:
+            words = self.cuda_words()
+        finally:
+            self._record = saved
+        blob = self._bytes(path) if path else None
+        if blob is not None:
+            words = frozenset(w for w in words if w.encode() in blob)
+        return hashlib.blake2b("\n".join(sorted(words)).encode(), digest_size=12).hexdigest()
 
     def _chain(self, name: str, deps: Set[str], active: Set[str]) -> Optional[Chain]:
         deps.add(name)
@@ -568,9 +647,11 @@ class ProjectIndex:
         return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
     # -- cache keys: the summaries a file's findings depend on ----------------------------
-    def start_recording(self) -> None:
-        """Record every module whose summary is asked for from now on (one file's lint)."""
+    def start_recording(self, path: Optional[str] = None) -> None:
+        """Record every module whose summary is asked for from now on (one file's lint: the
+        file at ``path``, whose text decides which of :meth:`cuda_words` matter to it)."""
         self._record = set()
+        self._recording = os.path.abspath(path) if path else ""
 
     def stop_recording(self) -> Dict[str, Tuple[str, str]]:
         """{module: (hash of its bytes, digest of its summary)} for the modules consulted
@@ -585,6 +666,9 @@ class ProjectIndex:
                 module = name[len(_PLATFORMS):]
                 path = self.path_of(module)
                 out[name] = (_hash(self._bytes(path) if path else None), self._platform_digest(module))
+                continue
+            if name.startswith(_CUDA_WORDS):
+                out[name] = (self._words_inputs(), self._words_digest(name[len(_CUDA_WORDS):]))
                 continue
             if name.startswith(_CUDA):
                 module = name[len(_CUDA):]
@@ -617,6 +701,10 @@ class ProjectIndex:
                 same = _hash(self._bytes(path) if path else None) == recorded_hash
                 parts.append(f"{name}:{recorded_digest if same else self._platform_digest(module)}")
                 continue
+            if name.startswith(_CUDA_WORDS):
+                same = self._words_inputs() == recorded_hash
+                parts.append(f"{name}:{recorded_digest if same else self._words_digest(name[len(_CUDA_WORDS):])}")
+                continue
             if name.startswith(_CUDA):
                 module = name[len(_CUDA):]
                 path = self.path_of(module)
@@ -637,6 +725,8 @@ class ProjectIndex:
 _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
 _PLATFORMS = "<platform-tests>:"  # a recorded dependency on a module's platform predicates
 _CUDA = "<cuda-only>:"  # a recorded dependency on a module's CUDA-only facts
+_CUDA_WORDS = "<cuda-words>:"  # a recorded dependency on the names of the modules that run CUDA-only code (+ the
+# linted file's path: the names it spells are what matter)
 # Bytes a module must hold to define a platform predicate that ``platforms.module_tests``
 # reads (a test of torch's, or a name whose words decide).
 PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|cpu|is_available|capability")
@@ -645,6 +735,17 @@ PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|
 # ``return`` of that shape. A function that returns such a constant needs the constant too.
 TEST_SHAPE = re.compile(rb"^(?:[ \t]*return|\w+[ \t]*(?::[^=\n]*)?=)\s*\(?\s*(?:bool\(\s*)?(?:getattr\(\s*)?"
                         rb"\w+\.version\W{0,12}hip\b", re.M)
+
+
+def _import_word(name: str) -> str:
+    """The word an importer outside a module's NVIDIA package must spell to import it: the
+    outermost package below the top whose name says NVIDIA (``quack`` for ``pkg._vendor.quack.
+    utils``: an importer inside that package is NVIDIA's itself), else the module's own name."""
+    parts = name.split(".")
+    for part in parts[1:-1]:
+        if nvidia_named(f"_.{part}"):
+            return part
+    return parts[-1]
 
 
 def _hash(blob: Optional[bytes]) -> str:

@@ -11,7 +11,7 @@ from typing import FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from rocmport.analysis.bindings import top_level
-from rocmport.analysis.cuda_only import imported_names, nvidia_folder, nvidia_named
+from rocmport.analysis.cuda_only import imported_names, nvidia_folder, nvidia_named, unconditional_imports
 from rocmport.analysis.platforms import ROCM
 from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability
@@ -184,20 +184,29 @@ class CudaOnlyModuleReached(VendorRule):
 
     @classmethod
     def may_match(cls, facts) -> bool:
-        """Only a file of a project (linted with the index) whose module-level imports name a
-        project module that runs CUDA-only code at import."""
+        """Only a file of a project (linted with the index), not CUDA-only itself, whose imports
+        that run at import name a project module that runs CUDA-only code at import."""
         index, tree = getattr(facts, "index", None), facts.tree
         if index is None or tree is None:
             return False
-        own = index.module_name(getattr(facts, "path", "") or "")
-        if own is None:
+        path = getattr(facts, "path", "") or ""
+        own = index.module_name(path)
+        if own is None or nvidia_named(own):
             return False
-        for stmt in top_level(tree.body):
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                for name in imported_names(stmt, lambda module, level: index.absolute(own, module, level)):
-                    if name != own and index.path_of(name) is not None and index.cuda_chain(name) is not None:
-                        return True
+        top = own.split(".", 1)[0]
+        if any(nvidia_folder(folder) for folder in index.folders(path) if folder != top):
+            return False
+        for stmt in unconditional_imports(tree.body):
+            for name in imported_names(stmt, lambda module, level: index.absolute(own, module, level)):
+                if name != own and index.path_of(name) is not None and index.cuda_chain(name) is not None:
+                    return index.cuda_chain(own) is None
         return False
+
+    @classmethod
+    def index_triggers(cls, index):
+        """With the project index: a file must spell the name of a module whose import runs
+        CUDA-only code (most projects have none: then no file is read further)."""
+        return (), index.cuda_words()
 
     @classmethod
     def reach(cls, facts) -> Optional[FrozenSet[str]]:

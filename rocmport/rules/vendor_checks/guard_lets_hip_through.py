@@ -6,13 +6,13 @@ The rule's documentation is its class's (`rocmport rule ROC708` prints it).
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Tuple
+from typing import Dict, FrozenSet, Optional, Tuple
 
 import libcst as cst
 
 from rocmport.analysis import gates
-from rocmport.analysis.cuda_only import (LIBRARY_LOADERS, NVML_MODULES, PACKAGES, TOOLCHAIN_CALLS, imported_names,
-                                         loads_cuda_library, package_of)
+from rocmport.analysis.cuda_only import (LIBRARY_LOADERS, NVML_MODULES, PACKAGES, TOOLCHAIN_CALLS, branch_nodes,
+                                         imported_names, loads_cuda_library, package_of)
 from rocmport.analysis.platforms import ON_GPU
 from rocmport.analysis.syntax import dotted_name, literal_string
 from rocmport.findings import Applicability
@@ -22,13 +22,19 @@ from .common import NVIDIA_ONLY, VendorRule, describe_chain, guard_reason, hip_g
 
 _ROOTS = frozenset(name.split(".", 1)[0] for name in PACKAGES) | NVML_MODULES
 _CALLS = frozenset(TOOLCHAIN_CALLS) | LIBRARY_LOADERS
+# the text holds one of these wherever such an import or call is (substrings: the package's
+# own name, or ``import cuda`` / ``from cuda`` for cuda-python, whose name torch.cuda spells)
+_COMMON = frozenset({"cuda", "cudnn", "numba", "flash_attn"})  # words torch code spells anyway
+_TRIGGERS = tuple(sorted({root for root in _ROOTS - _COMMON} | {f"{kw} {root}" for root in _COMMON
+                                                                for kw in ("import", "from")}
+                         | {"_get_cuda_arch_flags", "DLL", "LoadLibrary"}))
 
 
 class GuardLetsHipThrough(VendorRule):
     CODE = "ROC708"
     NAME = "guard-lets-hip-through"
     SUMMARY = "A platform test that is true on ROCm guards CUDA-only code."
-    TRIGGERS = ("import", "_get_cuda_arch_flags", "CDLL", "LoadLibrary", "PyDLL", "WinDLL")
+    TRIGGERS = _TRIGGERS
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         An `if` / `elif` / `else`, `while` or conditional expression whose test is a platform
@@ -196,18 +202,34 @@ class GuardLetsHipThrough(VendorRule):
         self._reported: Dict[int, bool] = {}
 
     @classmethod
+    def reach(cls, facts) -> Optional[FrozenSet[str]]:
+        """The CUDA-only statement spells a package, NVML, a call or a project module's name,
+        and its guard is around it (in the same definition)."""
+        index = getattr(facts, "index", None)
+        words = set(_ROOTS) | {"_get_cuda_arch_flags", "CDLL", "LoadLibrary", "PyDLL", "WinDLL"}
+        return frozenset(words | (index.cuda_words() if index is not None else set()))
+
+    @classmethod
+    def index_triggers(cls, index):
+        """With the project index: also the names of the project's modules whose import runs
+        CUDA-only code."""
+        return _TRIGGERS, index.cuda_words()
+
+    @classmethod
     def may_match(cls, facts) -> bool:
-        """A branch, and an import of a CUDA-only package, NVML or a project module that runs
-        CUDA-only code at import, or a call of a CUDA toolchain helper or library loader."""
+        """In a branch and not in a ``try`` that copes (``cuda_only.branch_nodes``): an import of
+        a CUDA-only package, NVML or a project module that runs CUDA-only code at import, or a
+        call of a CUDA toolchain helper or library loader."""
         if facts.tree is None:
             return True
         if not any(True for _ in facts.nodes(ast.If, ast.IfExp, ast.While)):
             return False
-        if any(facts.calls_to(_CALLS)):
-            return True
         index, path = getattr(facts, "index", None), getattr(facts, "path", None)
         own = index.module_name(path) if index is not None and path else None
-        for node in facts.nodes(ast.Import, ast.ImportFrom):
+
+        def cuda_only(node) -> bool:
+            if isinstance(node, ast.Call):
+                return facts.may_be(node.func, _CALLS)
             if isinstance(node, ast.Import) and any(a.name.split(".", 1)[0] in _ROOTS for a in node.names):
                 return True
             if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".", 1)[0] in _ROOTS:
@@ -216,7 +238,12 @@ class GuardLetsHipThrough(VendorRule):
                 for name in imported_names(node, lambda module, level: index.absolute(own, module, level)):
                     if name != own and index.path_of(name) is not None and index.cuda_chain(name) is not None:
                         return True
-        return False
+            return False
+
+        # first the candidates anywhere (cheap); only then where they sit
+        if not any(cuda_only(n) for n in list(facts.nodes(ast.Import, ast.ImportFrom)) + list(facts.calls_to(_CALLS))):
+            return False
+        return any(cuda_only(node) for node in branch_nodes(facts.tree))
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:

@@ -32,18 +32,30 @@ def _binds(block) -> bool:
     return any(isinstance(node, _BINDERS) for stmt in block for node in top_level([stmt]))
 
 
-def module_env(facts) -> Optional[Env]:
-    """The platform names of the module whose prefilter facts these are (its imports, its own
-    predicates, the project's through the index)."""
-    tree = facts.tree
-    if tree is None:
-        return None
-    index, path = getattr(facts, "index", None), getattr(facts, "path", None)
-    own = index.module_name(path) if index is not None and path else None
-    absolute = (lambda module, level: index.absolute(own, module, level)) if own is not None else None
-    env = Env(module_imports(tree.body, absolute), {}, index.platform_test if index is not None else None)
-    module_tests(tree.body, env)
-    return env
+def _splits(ifs, env: Env) -> bool:
+    """Does one of these ``if``s have an arm that CUDA takes and ROCm does not, which binds?"""
+    for stmt in ifs:
+        test = classify(stmt.test, env)
+        for arm, block in ((test.true, stmt.body), (test.false, stmt.orelse)):
+            if CUDA in arm and ROCM not in arm and _binds(block):
+                return True
+    return False
+
+
+def _candidates(tree: ast.AST) -> Set[str]:
+    """The names that module-level ``if`` arms bind (imports, definitions, assignments)."""
+    names: Set[str] = set()
+    for stmt in top_level(tree.body):
+        if isinstance(stmt, ast.If):
+            for inner in top_level(stmt.body + stmt.orelse):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    names.update((a.asname or a.name).split(".", 1)[0] for a in inner.names)
+                elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(inner.name)
+                elif isinstance(inner, (ast.Assign, ast.AnnAssign)):
+                    for target in inner.targets if isinstance(inner, ast.Assign) else [inner.target]:
+                        names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
 
 
 class NameBoundOnCudaBranch(VendorRule):
@@ -51,7 +63,11 @@ class NameBoundOnCudaBranch(VendorRule):
     NAME = "name-bound-on-cuda-branch"
     SUMMARY = ("A name bound only on the CUDA branch of a platform test is used where ROCm runs too: "
                "NameError on ROCm.")
-    TRIGGERS = ("if",)
+    # The spellings of the tests that CUDA passes and ROCm does not (torch's, the porting
+    # projects' words, a platform string): a file with none has no such test of its own. (A
+    # predicate imported under a name that says nothing of a platform is not read.)
+    TRIGGERS = ("cuda", "CUDA", "hip", "HIP", "rocm", "ROCm", "ROCM", "nvidia", "NVIDIA", "Nvidia", "_nv", "_NV",
+                "gfx", "opper", "OPPER", "lackwell", "LACKWELL", "is_sm", "IS_SM")
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         A module-level name (an import, a function, a class, an assignment) bound only in arms
@@ -281,18 +297,36 @@ class NameBoundOnCudaBranch(VendorRule):
 
     @classmethod
     def may_match(cls, facts) -> bool:
-        """A module-level ``if`` with an arm that CUDA takes and ROCm does not, which binds a name."""
-        env = module_env(facts)
-        if env is None:
+        """A module-level ``if`` with an arm that CUDA takes and ROCm does not, which binds a
+        name. The module's own predicates are learnt only where such an ``if`` reads a name the
+        module assigns or defines (most modules' ``if``s are ``TYPE_CHECKING`` or versions)."""
+        tree = facts.tree
+        if tree is None:
             return True
-        for stmt in top_level(facts.tree.body):
-            if not isinstance(stmt, ast.If):
-                continue
-            test = classify(stmt.test, env)
-            for arm, block in ((test.true, stmt.body), (test.false, stmt.orelse)):
-                if CUDA in arm and ROCM not in arm and _binds(block):
-                    return True
-        return False
+        ifs = [s for s in top_level(tree.body) if isinstance(s, ast.If) and (_binds(s.body) or _binds(s.orelse))]
+        if not ifs:
+            return False
+        index, path = getattr(facts, "index", None), getattr(facts, "path", None)
+        own = index.module_name(path) if index is not None and path else None
+        absolute = (lambda module, level: index.absolute(own, module, level)) if own is not None else None
+        env = Env(module_imports(tree.body, absolute), {}, index.platform_test if index is not None else None)
+        if _splits(ifs, env):
+            return True
+        own_names = {t.id for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))
+                     for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) if isinstance(t, ast.Name)}
+        own_names |= {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        own_names |= {t.id for s in top_level(tree.body) if isinstance(s, (ast.Assign, ast.AnnAssign))
+                      for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) if isinstance(t, ast.Name)}
+        if not any(isinstance(n, ast.Name) and n.id in own_names for s in ifs for n in ast.walk(s.test)):
+            return False
+        module_tests(tree.body, env)
+        return _splits(ifs, env)
+
+    @classmethod
+    def reach(cls, facts) -> Optional[FrozenSet[str]]:
+        """A read spells the name; what the rule reads around it is in its definition, and the
+        bindings are module-level statements (a ``def`` bound so spells its own name)."""
+        return frozenset(_candidates(facts.tree)) if facts.tree is not None else None
 
     def visit_Module(self, node: cst.Module) -> None:
         tree = self.context.facts.tree if self.context.facts is not None else None
@@ -301,19 +335,8 @@ class NameBoundOnCudaBranch(VendorRule):
                 tree = ast.parse(self.context.text)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return
-        names: Set[str] = set()
-        for stmt in top_level(tree.body):
-            if isinstance(stmt, ast.If):
-                for inner in top_level(stmt.body + stmt.orelse):
-                    if isinstance(inner, (ast.Import, ast.ImportFrom)):
-                        names.update((a.asname or a.name).split(".", 1)[0] for a in inner.names)
-                    elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                        names.add(inner.name)
-                    elif isinstance(inner, (ast.Assign, ast.AnnAssign)):
-                        for target in inner.targets if isinstance(inner, ast.Assign) else [inner.target]:
-                            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
         rebound = {n for g in ast.walk(tree) if isinstance(g, (ast.Global, ast.Nonlocal)) for n in g.names}
-        self._names = names - rebound - _BUILTINS
+        self._names = _candidates(tree) - rebound - _BUILTINS
 
     def visit_Name(self, node: cst.Name) -> None:
         if node.value in self._names:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -212,10 +212,45 @@ class NvidiaKernelFallthrough(VendorRule):
         super().__init__(context)
         self._done: Set[int] = set()
         self._constants: Optional[Dict[str, str]] = None
+        self._arms: Dict[int, Tuple[cst.FunctionDef, List[Tuple[cst.CSTNode, str]]]] = {}
 
     @classmethod
     def may_match(cls, facts) -> bool:
-        return facts.tree is None or any(family(s) for s in facts.strings)
+        """A string that names a family where a pick is made: a value returned or assigned (or
+        an arm of a conditional one), an operand of ``or``, a second argument (a default), or
+        a module constant that names one read in an ``or``."""
+        if facts.tree is None:
+            return True
+        if not any(family(s) for s in facts.strings):
+            return False
+
+        def names(node) -> bool:
+            if isinstance(node, ast.IfExp):
+                return names(node.body) or names(node.orelse)
+            return isinstance(node, ast.Constant) and isinstance(node.value, str) and family(node.value) is not None
+
+        constants = {t.id for s in facts.tree.body if isinstance(s, ast.Assign) and names(s.value)
+                     for t in s.targets if isinstance(t, ast.Name)}
+        for node in facts.nodes(ast.Return, ast.Assign, ast.BoolOp, ast.Call):
+            if isinstance(node, (ast.Return, ast.Assign)) and node.value is not None and names(node.value):
+                return True
+            if isinstance(node, ast.BoolOp) and any(names(v) or (isinstance(v, ast.Name) and v.id in constants)
+                                                    for v in node.values):
+                return True
+            if isinstance(node, ast.Call) and len(node.args) >= 2 and names(node.args[1]):
+                return True
+        return False
+
+    @classmethod
+    def reach(cls, facts) -> Optional[FrozenSet[str]]:
+        """A pick spells the family (in a string) or a module constant that names one; what
+        the rule reads around it is in the same function."""
+        constants = set()
+        if facts.tree is not None:
+            constants = {t.id for s in facts.tree.body if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant)
+                         and isinstance(s.value.value, str) and family(s.value.value) is not None
+                         for t in s.targets if isinstance(t, ast.Name)}
+        return frozenset(set(_FAMILY_WORDS) | constants)
 
     # -- where a family is picked -----------------------------------------------------------
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
@@ -235,28 +270,29 @@ class NvidiaKernelFallthrough(VendorRule):
         if name is not None:
             self._pick(node.args[1].value, (value, name), "the default")
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        picks: List[Tuple[cst.CSTNode, Tuple[str, str]]] = []
-        values: Set[str] = set()
-        for sub in walk(node.body):
-            if isinstance(sub, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self._arm(node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self._arm(node.value)
+
+    def _arm(self, value: cst.BaseExpression) -> None:
+        """A string a function returns or assigns: one arm of a dispatch, when the function
+        picks two or more names (settled when the module is left)."""
+        for leaf in (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,):
+            text = literal_string(leaf)
+            if text is not None:
+                scope = self._scope(leaf)
+                if isinstance(scope, cst.FunctionDef):
+                    self._arms.setdefault(id(scope), (scope, []))[1].append((leaf, text))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for _, arms in self._arms.values():
+            if len({text for _, text in arms}) < 2:
                 continue
-            value = None
-            if isinstance(sub, cst.Return) and sub.value is not None:
-                value = sub.value
-            elif isinstance(sub, cst.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0].target, cst.Name):
-                value = sub.value
-            if value is None:
-                continue
-            for leaf in (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,):
-                text = literal_string(leaf)
-                if text is None:
-                    continue
-                values.add(text)
-                name = family(text)
-                if name is not None:
-                    picks.append((leaf, (text, name)))
-        if picks and len(values) >= 2:
+            picks = [(leaf, (text, family(text))) for leaf, text in arms if family(text) is not None]
             reached = [(leaf, name) for leaf, name in picks if ROCM in self.platforms(leaf)]
             if reached:
                 self._pick(reached[0][0], reached[0][1], "this arm of the dispatch", count=len(reached))
