@@ -14,9 +14,10 @@ parses); a ``codeAction`` at the cursor, where there is no finding; ``shutdown``
 Printed per server and file: seconds from ``didOpen`` to its diagnostics; seconds from the last
 keystroke to the diagnostics of the last version; how many diagnostics were published for a
 version older than the last after the burst began (stale); the code action's seconds; CPU
-seconds (user + system) of the server and its children, during the burst and in all; and the
-peak resident memory of the server with its children, summed, sampled every 50 ms. Nothing is
-asserted: the numbers are printed (``--json FILE`` also writes them).
+seconds (user + system) of the server and its children, during the burst, for the code
+action and in all; the peak resident memory of the server with its children, summed, sampled
+every 50 ms; the server process's own peak; and what the two hold a second after the code
+action. Nothing is asserted: the numbers are printed (``--json FILE`` also writes them).
 """
 
 from __future__ import annotations
@@ -162,7 +163,21 @@ def rss_bytes(pid: int) -> int:
     return total
 
 
+def own_peak(pid: int) -> int:
+    """The process's own peak resident memory (VmHWM), children not counted."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 class PeakMemory(threading.Thread):
+    """The peak of the process tree's summed resident memory, sampled every 50 ms."""
+
     def __init__(self, pid: int):
         super().__init__(daemon=True)
         self.pid, self.peak, self.stop = pid, 0, threading.Event()
@@ -225,6 +240,9 @@ def session(python_path: str, file: Path, work: Path, keystrokes: int, interval:
             "context": {"diagnostics": []}})
         cpu_action = cpu_seconds(client.proc.pid) - cpu_before
         cpu_total = cpu_seconds(client.proc.pid)
+        server_peak = own_peak(client.proc.pid)
+        time.sleep(1.0)  # what stays resident once the work is done
+        resident = rss_bytes(client.proc.pid)
         client.request("shutdown", None)
         client.notify("exit", None)
         client.proc.wait(timeout=60)
@@ -232,6 +250,7 @@ def session(python_path: str, file: Path, work: Path, keystrokes: int, interval:
                 "code_action_s": round(action, 3), "code_action_error": "error" in reply,
                 "cpu_burst_s": round(cpu_burst, 2), "cpu_code_action_s": round(cpu_action, 2),
                 "cpu_total_s": round(cpu_total, 2), "peak_rss_mib": round(peak.peak / 2**20),
+                "server_peak_rss_mib": round(server_peak / 2**20), "idle_rss_mib": round(resident / 2**20),
                 "findings": len(diagnostics)}
     finally:
         peak.stop.set()
@@ -289,13 +308,15 @@ def main() -> int:
                 print(json.dumps(row), file=sys.stderr, flush=True)
             file.unlink()
         header = ["server", "file", "KB", "open s", "last keystroke to diagnostics s", "stale published",
-                  "code action s", "CPU burst s", "CPU code action s", "CPU total s", "peak RSS MiB"]
+                  "code action s", "CPU burst s", "CPU code action s", "CPU total s", "peak RSS MiB",
+                  "server's own peak MiB", "RSS after MiB"]
         print("| " + " | ".join(header) + " |")
         print("|" + " --- |" * len(header))
         for r in rows:
             print(f"| {r['server']} | {r['file']} | {r['bytes'] // 1000:,} | {r['open_s']} | {r['keystroke_s']} | "
                   f"{r['stale']} | {r['code_action_s']}{' (error)' if r['code_action_error'] else ''} | "
-                  f"{r['cpu_burst_s']} | {r['cpu_code_action_s']} | {r['cpu_total_s']} | {r['peak_rss_mib']} |")
+                  f"{r['cpu_burst_s']} | {r['cpu_code_action_s']} | {r['cpu_total_s']} | {r['peak_rss_mib']} | "
+                  f"{r['server_peak_rss_mib']} | {r['idle_rss_mib']} |")
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
     finally:

@@ -12,8 +12,10 @@ the process's standard input and output; anything else the process would print g
 standard error. A request names ``op`` (``lint``, ``fix_one``, ``fix_all``), the document's
 ``text`` (lone surrogates already replaced), its ``path`` (None for a buffer without a file),
 ``python`` (check it as Python whatever its name says) and the ``settings``. A reply holds
-the result, or ``error`` (a traceback), and ``rss`` (this process's resident bytes), by which
-the server decides to start a fresh process after a big file.
+the result, or ``error`` (a traceback); ``seconds`` (what the request took here: the server
+times the next debounce and decides whether stopping a check is worth a fresh process by it);
+and ``rss`` (this process's resident bytes), by which the server starts a fresh process after
+a big file.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import os
 import pickle
 import struct
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -254,11 +257,13 @@ def main() -> None:
         body = _read_exactly(source, LENGTH.unpack(header)[0])
         if body is None:
             return
+        started = time.perf_counter()
         try:
             request = pickle.loads(body)
             reply = OPS[request["op"]](request)
         except Exception as exc:  # a bug in rocmport: the server logs it and goes on
             reply = {"error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"}
+        reply["seconds"] = time.perf_counter() - started
         reply["rss"] = _rss()
         data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         sink.write(LENGTH.pack(len(data)))

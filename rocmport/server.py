@@ -766,8 +766,7 @@ class Server(LanguageServer):
                 if self.documents.get(document.uri) is not document or document.timer is not None:
                     return None  # closed, or changed again: a newer check is coming
                 settings = self.settings_for(document.path)
-                linted.update(version=document.version, text=document.text, settings=settings,
-                              started=time.monotonic())
+                linted.update(version=document.version, text=document.text, settings=settings)
                 if not document.may_check:
                     return None
                 return self.request("lint", document, document.text, settings)
@@ -782,7 +781,7 @@ class Server(LanguageServer):
                 self.log(f"rocmport: internal error: {exc}", types.MessageType.Error)
                 reply = None
             if reply is not None and linted:
-                document.seconds = time.monotonic() - linted["started"]
+                document.seconds = reply.get("seconds", document.seconds)
                 if reply.get("internal_error"):
                     self.log(f"rocmport: internal error: {reply['internal_error']}", types.MessageType.Error)
                 if self.documents.get(document.uri) is document and document.text is linted["text"] \
@@ -979,12 +978,14 @@ async def fix_all_edit(ls: Server, document: Document) -> Optional[types.Workspa
 
 
 def _resolves_edits(ls: Server) -> bool:
-    """Whether the client can fill in a code action's edit later (codeAction/resolve)."""
+    """Whether the client can fill in a code action's edit later (codeAction/resolve), with
+    the action's ``data`` kept."""
     try:
-        support = ls.client_capabilities.text_document.code_action.resolve_support
+        capability = ls.client_capabilities.text_document.code_action
     except AttributeError:
         return False
-    return support is not None and "edit" in (support.properties or [])
+    support = getattr(capability, "resolve_support", None)
+    return bool(capability.data_support) and support is not None and "edit" in (support.properties or [])
 
 
 def _fix_title(finding: dict) -> str:
@@ -1032,13 +1033,13 @@ async def code_action(ls: Server, params: types.CodeActionParams) -> List[types.
             and (lazy or explicit or actions):
         kinds = [FIX_ALL_KIND] + ([types.CodeActionKind.QuickFix] if wants_quickfix and not only else [])
         edit = None
-        if not lazy:
+        if not lazy or explicit:  # asked for by kind (on save, say): made now
             edit = await fix_all_edit(ls, document)
             if edit is None:
                 kinds = []
         for kind in kinds:
             action = types.CodeAction(title="rocmport: fix all", kind=kind, edit=edit)
-            if lazy:
+            if edit is None:
                 action.data = {"uri": uri, "version": document.version, "all": True}
             actions.append(action)
     return actions

@@ -20,6 +20,7 @@ from rocmport.config import load_settings
 from rocmport.inputs import check_bytes
 
 REPO = Path(__file__).resolve().parents[1]
+FIX_ALL_KIND = "source.fixAll.rocmport"
 HAZARD = 'import torch\nf = torch.compile(g, mode="reduce-overhead")\n'
 WIDE = 'import torch\nx = "\U0001F600"; f = torch.compile(g, mode="reduce-overhead")\n'  # a non-BMP character
 DISPLAY_ONLY = ('from dataclasses import dataclass\n\n\n@dataclass\nclass PolicyConfig:\n'
@@ -262,6 +263,39 @@ def test_the_quick_fix_of_every_rule_with_a_fix(tmp_path):
                 if not diags:
                     break
             assert not diags, f"{code}: still found after its quick fixes:\n{text}"
+        return await session.stop()
+
+    assert asyncio.run(scenario()) == 0
+
+
+def test_fixes_are_made_when_the_client_resolves_them(tmp_path):
+    """A client that can resolve a code action's edit gets the actions at once, without
+    edits, and each edit when it asks for it: the same edits as the eager ones."""
+    uri = (tmp_path / "train.py").as_uri()
+    two = HAZARD + 'h = torch.compile(k, mode="max-autotune")\n'
+
+    async def scenario():
+        session = Session(tmp_path)
+        capabilities = types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
+            code_action=types.CodeActionClientCapabilities(
+                data_support=True, resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"]))))
+        await session.client.start_io(sys.executable, "-m", "rocmport", "server",
+                                      env=dict(os.environ, PYTHONPATH=str(REPO)), cwd=str(tmp_path))
+        await asyncio.wait_for(session.client.initialize_async(types.InitializeParams(
+            capabilities=capabilities, root_uri=tmp_path.as_uri())), 120)
+        session.client.initialized(types.InitializedParams())
+        session.open(uri, two)
+        diags = (await session.published(uri)).diagnostics
+        actions = await session.actions(uri, [diags[1]], range_=diags[1].range)
+        assert [a.kind for a in actions] == ["quickfix", "source.fixAll.rocmport", "quickfix"]
+        assert all(a.edit is None for a in actions)
+        quick, fix_all = [await asyncio.wait_for(session.client.code_action_resolve_async(a), 120)
+                          for a in actions[:2]]
+        after = apply(two, document_edits(quick.edit, uri))
+        assert 'mode="reduce-overhead")' in after and "max-autotune-no-cudagraphs" in after
+        assert apply(two, document_edits(fix_all.edit, uri)) == fixed_by_the_cli(two, tmp_path / "train.py")
+        (on_save,) = await session.actions(uri, [], only=[FIX_ALL_KIND])  # asked for by kind: made now
+        assert apply(two, document_edits(on_save.edit, uri)) == fixed_by_the_cli(two, tmp_path / "train.py")
         return await session.stop()
 
     assert asyncio.run(scenario()) == 0
