@@ -159,9 +159,9 @@ def lint(request: dict) -> dict:
 
 
 def fix_one(request: dict) -> dict:
-    """The text after the fix of one finding (``code`` at ``span``) alone, with the prelude
-    it needs, as the engine's fix loop applies a fix: as an edit of ``text``; None when it
-    does not apply or would not parse."""
+    """The fix of one finding (``code`` at ``span``) alone, with the prelude it needs, as the
+    engine's fix loop applies a fix: as edits of ``text`` (none when it does not apply, or
+    would not parse: then ``problem`` says why) and the generated files it writes beside."""
     from . import engine
     from .source import SourceError, SourceText, apply_edits
 

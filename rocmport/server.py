@@ -597,7 +597,7 @@ class Server(LanguageServer):
         self.documents: Dict[str, Document] = {}
         self.worker: Optional[Worker] = None
         self._settings: Dict[Tuple[str, tuple], Tuple[Settings, Optional[str]]] = {}
-        self._digests: Dict[str, Tuple[Tuple[int, int], str]] = {}
+        self._digests: Dict[str, Tuple[Tuple[int, ...], str]] = {}
         self._said: set = set()  # (configuration state, message) already shown
 
     # -- messages ----------------------------------------------------------------------------
@@ -687,7 +687,7 @@ class Server(LanguageServer):
             st = os.stat(path)
         except OSError:
             return None
-        stamp = (st.st_mtime_ns, st.st_size)
+        stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
         known = self._digests.get(path)
         if known is None or known[0] != stamp:
             try:
@@ -777,7 +777,7 @@ class Server(LanguageServer):
                     reply = {"checked": False, "findings": []}
             except Superseded:
                 reply = None
-            except WorkerError as exc:
+            except Exception as exc:  # noqa: BLE001 - a bug in rocmport: logged, the next change checked
                 self.log(f"rocmport: internal error: {exc}", types.MessageType.Error)
                 reply = None
             if reply is not None and linted:
@@ -800,8 +800,11 @@ class Server(LanguageServer):
             uri=document.uri, version=analysis.version,
             diagnostics=[self.diagnostic(analysis.text, f) for f in analysis.findings]))
 
-    def diagnostic(self, text: Text, finding: dict, shift: Optional[Callable[[int, int], Optional[Tuple[int, int]]]] = None,
+    def diagnostic(self, text: Text, finding: dict,
+                   shift: Optional[Callable[[int, int], Optional[Tuple[int, int]]]] = None,
                    into: Optional[Text] = None) -> types.Diagnostic:
+        """``finding`` of ``text`` as a diagnostic; with ``shift`` (a :class:`Mapping`), placed
+        in ``into``, the document's current text."""
         start, end = self.span(text, finding)
         if shift is not None:
             start, end = shift(start, end)

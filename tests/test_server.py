@@ -1,7 +1,9 @@
 """``rocmport server`` end to end: a real LSP client session (pygls's client) over a pipe to
 ``python -m rocmport server``: initialize, didOpen, publishDiagnostics, codeAction (each safe
 fix, "fix all"), workspace/applyEdit through the ``rocmport.fixAll`` command, didChange,
-shutdown and exit."""
+shutdown and exit; every rule's quick fix; codeAction/resolve; configuration errors, documents
+never opened, untitled buffers and scripts; a burst of changes on a big file; and, byte by
+byte over the pipe, a wrong Content-Length, positions out of range and a lone surrogate."""
 
 from __future__ import annotations
 
