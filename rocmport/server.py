@@ -415,12 +415,13 @@ class Worker:
             self.starting = asyncio.ensure_future(self._spawn())
 
     async def _spawn(self):
-        package_parent = str(Path(__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = package_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        # this rocmport, wherever it was imported from (added to the path only where the
+        # child's path lacks it, so that nothing else is shadowed)
+        parent = str(Path(__file__).resolve().parent.parent)
+        code = (f"import sys; p = {parent!r}; p in sys.path or sys.path.insert(0, p); "
+                "from rocmport.lsp import main; main()")
         return await asyncio.create_subprocess_exec(
-            sys.executable, "-c", "from rocmport.lsp import main; main()", env=env,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+            sys.executable, "-c", code, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
 
     async def _process(self):
         if self.process is None or self.process.returncode is not None:
