@@ -164,3 +164,42 @@ def test_where_reads_the_projects_predicates(tmp_path):
 
 def test_other_and_cpu_are_platforms_too():
     assert OTHER in read("is_npu()").true and CPU in read("is_cpu()").true
+
+
+@pytest.mark.parametrize("name,word", [
+    ("fp8_gemm_sm90", "sm90"), ("HopperAttention", "hopper"), ("FP8GemmSM90", "sm90"), ("nvfp4_quantize", "nvfp4"),
+    ("_tma_ok", "tma"), ("run_cutlass_mla", "cutlass"), ("execute", None), ("compute_sm", None),
+    ("attention_mi300", None), ("smooth_quant", None), ("is_sm100_supported", "sm100"),
+])
+def test_names_that_say_nvidia_only(name, word):
+    from rocmport.analysis.platforms import nvidia_feature_word
+
+    assert nvidia_feature_word(name) == word
+
+
+def _nvidia_only(source: str):
+    module = cst.parse_module(source)
+    from rocmport.analysis.metadata import Metadata
+
+    wrapper = Metadata(module, ast.parse(source), source)
+    wrapper.walk()
+    ctx = RuleContext(path="m.py", text=source, module=module, wrapper=wrapper, lines=None, gate_name="is_rocm",
+                      options=RuleOptions(), facts=Facts.of(ast.parse(source)))
+    found = []
+
+    class Find(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == "HERE":
+                found.append(node)
+
+    module.visit(Find())
+    return gates.of(ctx).nvidia_only(found[0])
+
+
+def test_code_for_nvidia_gpus_only():
+    assert "sm90" in _nvidia_only("class GemmSM90:\n    def run(self):\n        HERE()\n")
+    assert "deep_gemm" in _nvidia_only("import torch\nimport deep_gemm\ndef f():\n    HERE()\n")
+    # near misses: a guarded import, an import in a function, a portable name
+    assert _nvidia_only("try:\n    import deep_gemm\nexcept ImportError:\n    deep_gemm = None\nHERE()\n") is None
+    assert _nvidia_only("def f():\n    import deep_gemm\n    HERE()\n") is None
+    assert _nvidia_only("class Gemm:\n    def run(self):\n        HERE()\n") is None

@@ -14,13 +14,23 @@ under ``if torch.cuda.is_available():``, which lets ROCm through. Facts, never f
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet
+from typing import Dict, FrozenSet, Optional
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
 from .bindings import module_imports
-from .platforms import EVERY, IS_ROCM, UNKNOWN, Env, Test, classify, module_tests
+from .platforms import (
+    CUDA_ONLY_PACKAGES,
+    EVERY,
+    IS_ROCM,
+    UNKNOWN,
+    Env,
+    Test,
+    classify,
+    module_tests,
+    nvidia_feature_word,
+)
 
 
 class FilePlatforms:
@@ -34,6 +44,7 @@ class FilePlatforms:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self._tests: Dict[int, Test] = {}
+        self._module_import: Optional[str] = None
         tree = getattr(ctx.facts, "tree", None) if ctx.facts is not None else None
         if tree is None:
             try:
@@ -102,6 +113,38 @@ class FilePlatforms:
             child, current = current, parents.get(current)
         return platforms
 
+    def nvidia_only(self, node) -> Optional[str]:
+        """Why the code around ``node`` is for NVIDIA GPUs only, or None: a function or class
+        around it named for an NVIDIA-only feature (``platforms.nvidia_feature_word``:
+        ``fp8_gemm_sm90``, ``HopperAttention``, ``nvfp4_quantize``), or a module that imports a
+        package with no ROCm build unconditionally at module level (it cannot load on ROCm, so
+        none of its code runs there)."""
+        parents = self.ctx.metadata(ParentNodeProvider)
+        current = parents.get(node)
+        while current is not None:
+            if isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+                word = nvidia_feature_word(current.name.value)
+                if word is not None:
+                    return f"`{current.name.value}` is for NVIDIA GPUs only ({word})"
+            current = parents.get(current)
+        if self._module_import is None:
+            self._module_import = ""
+            for stmt in self.ctx.module.body:
+                if not isinstance(stmt, cst.SimpleStatementLine):
+                    continue
+                for small in stmt.body:
+                    names = []
+                    if isinstance(small, cst.Import):
+                        names = [_dotted(alias.name) for alias in small.names]
+                    elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+                        names = [_dotted(small.module)]
+                    for name in names:
+                        if name and name.split(".", 1)[0] in CUDA_ONLY_PACKAGES and not self._module_import:
+                            self._module_import = name
+        if self._module_import:
+            return f"the module imports `{self._module_import}`, which has no ROCm build, so it does not load on ROCm"
+        return None
+
     def _after(self, stmt) -> FrozenSet[str]:
         """The platforms on which code after ``stmt`` in its block runs (``stmt`` may leave)."""
         if isinstance(stmt, cst.If) and stmt.orelse is None and _leaves(stmt.body):
@@ -113,6 +156,15 @@ class FilePlatforms:
                     out &= self.test(small.test).true
             return out
         return EVERY
+
+
+def _dotted(node) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
 
 
 def _leaves(block) -> bool:

@@ -318,3 +318,38 @@ def module_tests(body: Iterable[ast.stmt], env: Env) -> Dict[str, Test]:
                     env.tests[stmt.name] = test
     return env.tests
 
+
+
+# -- code for NVIDIA GPUs only ----------------------------------------------------------------
+
+# Packages with no ROCm build: a module that imports one unconditionally cannot load on ROCm,
+# so nothing in it runs there (module -> what it is). Packages that ship ROCm builds
+# (flash_attn, triton, apex, transformer_engine's ROCm fork) are not here.
+CUDA_ONLY_PACKAGES: Dict[str, str] = {
+    "flash_attn_interface": "FlashAttention 3, built from flash-attention's hopper/ directory (SM90+ only)",
+    "flash_attn_3": "FlashAttention 3's package (SM90+ only)",
+    "deep_gemm": "DeepGEMM, FP8 GEMM kernels for SM90 / SM100 only",
+    "flash_mla": "FlashMLA, MLA decoding kernels for SM90 / SM100 only",
+    "pycuda": "PyCUDA, bindings to NVIDIA's CUDA driver",
+    "tensorrt": "TensorRT, NVIDIA's inference runtime",
+    "torch_tensorrt": "Torch-TensorRT, NVIDIA's TensorRT backend for torch",
+}
+
+# Words of a function's or class's name that say it is for an NVIDIA-only feature: Hopper and
+# Blackwell instructions (TMA, WGMMA, tcgen05), SM generations, NVFP4, and NVIDIA-only kernel
+# libraries. A name is split into words first (``HopperAttention``, ``fp8_gemm_sm90``).
+_NVIDIA_FEATURE_WORD = re.compile(
+    r"^(?:fa3|tma|wgmma|hopper|blackwell|tcgen05|sm_?(?:9\d|1[0-2]\d)a?|nvfp4|cutlass|cute|flashinfer|trtllm"
+    r"|tensorrt|deepgemm|flashmla|nvidia|nvshmem)$")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def name_words(name: str) -> Iterable[str]:
+    """The words of an identifier, lower case: ``FP8GemmSM90`` -> fp8, gemm, sm90."""
+    return (word for word in _CAMEL.sub("_", name).lower().split("_") if word)
+
+
+def nvidia_feature_word(name: str) -> Optional[str]:
+    """The word of ``name`` that names an NVIDIA-only feature (``sm90``, ``nvfp4``, ``hopper``,
+    ``cutlass``), or None."""
+    return next((word for word in name_words(name) if _NVIDIA_FEATURE_WORD.match(word)), None)

@@ -9,22 +9,13 @@ from typing import FrozenSet, Optional
 
 import libcst as cst
 
+from rocmport.analysis.platforms import CUDA_ONLY_PACKAGES
 from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
 from .common import VendorRule, facts_doc
 
-# import name -> what it is (why it has no ROCm build)
-CUDA_ONLY_PACKAGES = {
-    "flash_attn_interface": "FlashAttention 3, built from flash-attention's hopper/ directory (SM90+ only)",
-    "flash_attn_3": "FlashAttention 3's package (SM90+ only)",
-    "deep_gemm": "DeepGEMM, FP8 GEMM kernels for SM90 / SM100 only",
-    "flash_mla": "FlashMLA, MLA decoding kernels for SM90 / SM100 only",
-    "pycuda": "PyCUDA, bindings to NVIDIA's CUDA driver",
-    "tensorrt": "TensorRT, NVIDIA's inference runtime",
-    "torch_tensorrt": "Torch-TensorRT, NVIDIA's TensorRT backend for torch",
-}
 
 
 class CudaOnlyImport(VendorRule):
