@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'f11faa23b6f383599091592c56de3b33'
+FINGERPRINT = '7b8b243059ab30d711d45dcefbfaf229'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -31,7 +31,7 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
     except SourceError as exc:
         report.findings = unreadable(path, str(exc), exc.row, exc.column, enabled)
         return report
-    with parsing.collector_paused:
+    with parsing.collector_paused():
         try:
             if fix:
                 text, analysis, applied, notes, extra = fixing.fix_text(source.text, path, settings, rules, enabled, index)

@@ -22,7 +22,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     # findings, source text, edits, the prelude's text, file kinds, suppression comments
     ("vocabulary", ("rocmport", "rocmport.findings", "rocmport.source", "rocmport.writer",
                     "rocmport.prelude", "rocmport.filekinds", "rocmport.suppression", "rocmport.reports",
-                    "rocmport.rocm_facts", "rocmport.signals")),
+                    "rocmport.rocm_facts", "rocmport.signals", "rocmport.process")),
     # shared analyses: names, scopes, positions, regions, Triton kernels, the prefilter, the index
     ("analyses", ("rocmport.analysis", "rocmport.analysis.*")),
     # what every rule is built on: Rule, RuleContext, Case

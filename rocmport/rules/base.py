@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Collection, Dict, FrozenSet, Li
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedName, QualifiedNameProvider
-from libcst.metadata.base_provider import LazyValue
 
 from rocmport.analysis import gates
+from rocmport.analysis.libcst_internals import LazyValue
 from rocmport.analysis.names import import_names, name_parts, possible_names
 from rocmport.analysis.needs import Need
 from rocmport.analysis.platforms import ROCM

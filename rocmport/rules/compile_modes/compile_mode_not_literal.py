@@ -10,11 +10,10 @@ import libcst as cst
 from rocmport.analysis.resolve import constant_value, function_summary
 from rocmport.analysis.syntax import literal_string
 from rocmport.findings import Applicability, Fix
+from rocmport.prelude import MODE_MAPPER
 from rocmport.rules.base import Case
 
 from .common import ROCM_MODES, CompileCalls
-
-MODE_MAPPER = "rocmport_compile_mode"
 
 
 class NonLiteralMode(CompileCalls):

@@ -12,11 +12,10 @@ from rocmport.analysis.names import (
 )
 from rocmport.analysis.syntax import keyword, literal_string, mentions_rocm
 from rocmport.findings import Applicability, Fix
+from rocmport.prelude import GRAPH_HELPER
 from rocmport.rules.base import Case
 
 from .common import CompileCalls
-
-GRAPH_HELPER = "rocmport_cudagraph"
 
 
 class ReduceOverheadGraphHelper(CompileCalls):
