@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '9234c9f7ca8a3cfda21d544066e6aa9b'
+FINGERPRINT = 'f5fb1cc5cf7d7101babaaabeafece0f1'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
