@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '7b8b243059ab30d711d45dcefbfaf229'
+FINGERPRINT = 'f2f4a57ab0ff7942caf8573751d138db'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -21,7 +21,7 @@ from rocmport.analysis.syntax import keyword
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import PRE, CaptureRule
+from .common import CaptureRule
 
 _HIPBLASLT = ("from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture"
               " fails or hangs (pytorch#179053, #179892)")
@@ -105,34 +105,172 @@ class CaptureStreamWarmup(CaptureRule):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case(PRE + "def f(g, m, x):\n    s = torch.cuda.Stream()\n    with torch.cuda.stream(s):\n        m(x)\n"
-             "    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n"),
-        Case(PRE + "def f(g, m, x):\n    s = torch.cuda.Stream()\n    with torch.cuda.stream(s):\n        m(x)\n"
-             "        g.capture_begin()\n        y = m(x)\n        g.capture_end()\n"),
-        Case(PRE + "# with torch.cuda.graph(g): y = m(x)\ns = 'g.capture_begin()'\n"),
-        Case(PRE + "import tensorflow as tf\ndef f(m, x):\n    with tf.Graph().as_default():\n        y = m(x)\n"),
-        Case(PRE + "def f(s, m, x):\n    with torch.cuda.stream(s):\n        y = m(x)\n    t = torch.cuda.Stream()\n"),
-        Case(PRE + "def f(g, m, x, **options):\n    for _ in range(3):\n        m(x)\n"
-             "    with torch.cuda.graph(g, **options):\n        y = m(x)\n"),
-        Case(PRE + "class M(torch.nn.Module):\n    def forward(self, x):\n        with torch.cuda.stream(self.aux):\n"
-             "            return x @ x\ndef f(g, s, m, x):\n    with torch.cuda.stream(s):\n        m(x)\n"
-             "    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n"),
+        Case("""
+            import torch
+            def f(g, m, x):
+                s = torch.cuda.Stream()
+                with torch.cuda.stream(s):
+                    m(x)
+                with torch.cuda.graph(g, stream=s):
+                    y = m(x)
+            """),
+        Case("""
+            import torch
+            def f(g, m, x):
+                s = torch.cuda.Stream()
+                with torch.cuda.stream(s):
+                    m(x)
+                    g.capture_begin()
+                    y = m(x)
+                    g.capture_end()
+            """),
+        Case("""
+            import torch
+            # with torch.cuda.graph(g): y = m(x)
+            s = 'g.capture_begin()'
+            """),
+        Case("""
+            import torch
+            import tensorflow as tf
+            def f(m, x):
+                with tf.Graph().as_default():
+                    y = m(x)
+            """),
+        Case("""
+            import torch
+            def f(s, m, x):
+                with torch.cuda.stream(s):
+                    y = m(x)
+                t = torch.cuda.Stream()
+            """),
+        Case("""
+            import torch
+            def f(g, m, x, **options):
+                for _ in range(3):
+                    m(x)
+                with torch.cuda.graph(g, **options):
+                    y = m(x)
+            """),
+        Case("""
+            import torch
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    with torch.cuda.stream(self.aux):
+                        return x @ x
+            def f(g, s, m, x):
+                with torch.cuda.stream(s):
+                    m(x)
+                with torch.cuda.graph(g, stream=s):
+                    y = m(x)
+            """),
     )
     INVALID = (
-        Case(PRE + "def f(g, m, x):\n    for _ in range(3):\n        y = m(x)\n    with torch.cuda.graph(g):\n"
-             "        y = m(x)\n",
-             PRE + "def f(g, m, x):\n    side_stream = torch.cuda.Stream()\n"
-             "    side_stream.wait_stream(torch.cuda.current_stream())\n    with torch.cuda.stream(side_stream):\n"
-             "        for _ in range(3):\n            y = m(x)\n    torch.cuda.current_stream().wait_stream(side_stream)\n"
-             "    with torch.cuda.graph(g, stream=side_stream):\n        y = m(x)\n"),
-        Case(PRE + "def f(g, s, m, x):\n    with torch.cuda.stream(s):\n        m(x)\n"
-             "    torch.cuda.current_stream().wait_stream(s)\n    with torch.cuda.graph(g):\n        y = m(x)\n",
-             PRE + "def f(g, s, m, x):\n    with torch.cuda.stream(s):\n        m(x)\n"
-             "    torch.cuda.current_stream().wait_stream(s)\n    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n"),
-        Case(PRE + "def f(g, m, x):\n    g.capture_begin()\n    y = m(x)\n    g.capture_end()\n"),
-        Case(PRE + "def f(g, m, x):\n    y = torch.cuda.make_graphed_callables(m, (x,))\n"),
-        Case(PRE + "def f(g, m, x, s):\n    with torch.cuda.graph(g, stream=s):\n        t = torch.cuda.Stream()\n"
-             "        with torch.cuda.stream(t):\n            y = m(x)\n"),
+        Case(
+            """
+            import torch
+            def f(g, m, x):
+                for _ in range(3):
+                    y = m(x)
+                with torch.cuda.graph(g):
+                    y = m(x)
+            """,
+            expected="""
+            import torch
+            def f(g, m, x):
+                side_stream = torch.cuda.Stream()
+                side_stream.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side_stream):
+                    for _ in range(3):
+                        y = m(x)
+                torch.cuda.current_stream().wait_stream(side_stream)
+                with torch.cuda.graph(g, stream=side_stream):
+                    y = m(x)
+            """,
+            line=3,
+            column=5,
+            message=(
+                "the capture at line 5 runs on torch.cuda.graph's own stream, not the one the warm-up ran on; from "
+                "torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture fails or "
+                "hangs (pytorch#179053, #179892): warm up on a side stream and pass it as `stream=`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, s, m, x):
+                with torch.cuda.stream(s):
+                    m(x)
+                torch.cuda.current_stream().wait_stream(s)
+                with torch.cuda.graph(g):
+                    y = m(x)
+            """,
+            expected="""
+            import torch
+            def f(g, s, m, x):
+                with torch.cuda.stream(s):
+                    m(x)
+                torch.cuda.current_stream().wait_stream(s)
+                with torch.cuda.graph(g, stream=s):
+                    y = m(x)
+            """,
+            line=6,
+            column=10,
+            message=(
+                "the capture at line 6 runs on torch.cuda.graph's own stream, not the one the warm-up ran on; from "
+                "torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture fails or "
+                "hangs (pytorch#179053, #179892): warm up on a side stream and pass it as `stream=`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, m, x):
+                g.capture_begin()
+                y = m(x)
+                g.capture_end()
+            """,
+            line=3,
+            column=5,
+            message=(
+                "`g.capture_begin()` (line 3) captures on the current stream, on which no side-stream warm-up ran; "
+                "from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture "
+                "fails or hangs (pytorch#179053, #179892): warm up in `with torch.cuda.stream(s):` and capture in "
+                "the same block"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, m, x):
+                y = torch.cuda.make_graphed_callables(m, (x,))
+            """,
+            line=3,
+            column=9,
+            message=(
+                "`make_graphed_callables` (line 3) warms up on one stream and captures on another in torch builds "
+                "without pytorch#187745; from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and "
+                "making it during capture fails or hangs (pytorch#179053, #179892): use a torch with that fix, or "
+                "capture by hand: warm up on a side stream `s` and capture with `torch.cuda.graph(g, stream=s)`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, m, x, s):
+                with torch.cuda.graph(g, stream=s):
+                    t = torch.cuda.Stream()
+                    with torch.cuda.stream(t):
+                        y = m(x)
+            """,
+            line=4,
+            column=13,
+            message=(
+                "`torch.cuda.Stream()` makes a new stream inside the capture begun at line 3: no warm-up ran on it; "
+                "from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture "
+                "fails or hangs (pytorch#179053, #179892): make the stream before the capture and run the same work "
+                "on it once"
+            ),
+        ),
     )
 
     def on_event(self, event: RegionEvent) -> None:

@@ -37,12 +37,56 @@ class MaxAutotuneMode(LiteralMode):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case('import torch\nf = torch.compile(g, mode="max-autotune-no-cudagraphs")\n'),
-        Case('import torch\nMODES = ["max-autotune", "default"]\n'),
+        Case("""
+            import torch
+            f = torch.compile(g, mode="max-autotune-no-cudagraphs")
+            """),
+        Case("""
+            import torch
+            MODES = ["max-autotune", "default"]
+            """),
     )
     INVALID = (
-        Case('import torch\nf = torch.compile(g,\n    mode="max-autotune",\n)\n',
-             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g,\n    mode="max-autotune-no-cudagraphs" if is_rocm else "max-autotune",\n)\n'),
-        Case('import torch\nf = torch.compile(g, mode="max-autotune" if big else "default")\n',
-             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, mode=("max-autotune-no-cudagraphs" if is_rocm else "max-autotune") if big else "default")\n'),
+        Case(
+            """
+            import torch
+            f = torch.compile(g,
+                mode="max-autotune",
+            )
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            f = torch.compile(g,
+                mode="max-autotune-no-cudagraphs" if is_rocm else "max-autotune",
+            )
+            """,
+            line=3,
+            column=10,
+            message=(
+                'mode="max-autotune" turns on CUDA graphs, which hang or slow down on ROCm; use '
+                '"max-autotune-no-cudagraphs" there'
+            ),
+        ),
+        Case(
+            """
+            import torch
+            f = torch.compile(g, mode="max-autotune" if big else "default")
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            f = torch.compile(g, mode=("max-autotune-no-cudagraphs" if is_rocm else "max-autotune") if big else "default")
+            """,
+            line=2,
+            column=27,
+            message=(
+                'mode="max-autotune" turns on CUDA graphs, which hang or slow down on ROCm; use '
+                '"max-autotune-no-cudagraphs" there'
+            ),
+        ),
     )

@@ -46,16 +46,50 @@ class NonLiteralMode(CompileCalls):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case('import torch\nf = torch.compile(g, mode=None)\n'),
-        Case('import torch\nf = torch.compile(g, mode=rocmport_compile_mode(cfg.mode))\n'),
-        Case('import torch\nis_rocm = torch.version.hip is not None\n'
-             'f = torch.compile(g, mode={"reduce-overhead": "default"}.get(m, m) if is_rocm else m)\n'),
-        Case('import torch\nf = torch.compile(g, mode="default" if fast else "max-autotune-no-cudagraphs")\n'),
-        Case('import torch\nf = torch.compile(g, mode=m) if not is_rocm else g\n'),
+        Case("""
+            import torch
+            f = torch.compile(g, mode=None)
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, mode=rocmport_compile_mode(cfg.mode))
+            """),
+        Case("""
+            import torch
+            is_rocm = torch.version.hip is not None
+            f = torch.compile(g, mode={"reduce-overhead": "default"}.get(m, m) if is_rocm else m)
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, mode="default" if fast else "max-autotune-no-cudagraphs")
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, mode=m) if not is_rocm else g
+            """),
     )
     INVALID = (
-        Case('import torch\ndef build(model, cfg):\n    return torch.compile(model, mode=cfg.compile_mode)\n',
-             'import torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ndef build(model, cfg):\n    return torch.compile(model, mode={"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(cfg.compile_mode, cfg.compile_mode) if is_rocm else cfg.compile_mode)\n'),
+        Case(
+            """
+            import torch
+            def build(model, cfg):
+                return torch.compile(model, mode=cfg.compile_mode)
+            """,
+            expected="""
+            import torch
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            def build(model, cfg):
+                return torch.compile(model, mode={"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(cfg.compile_mode, cfg.compile_mode) if is_rocm else cfg.compile_mode)
+            """,
+            line=3,
+            column=38,
+            message=(
+                'mode=cfg.compile_mode is decided at run time; if it is "reduce-overhead" or "max-autotune", '
+                'inductor uses CUDA graphs, which hang or slow down on ROCm'
+            ),
+        ),
     )
 
     def check_call(self, call: cst.Call, kind: str) -> None:

@@ -54,17 +54,72 @@ class ModeDefault(Rule):
     def may_match(cls, facts) -> bool:
         return not facts.strings.isdisjoint(ROCM_MODES)  # visit_SimpleString: the literal itself
     VALID = (
-        Case('import torch\ndef f(m):\n    mode = "reduce-overhead"\n    return torch.compile(m, mode=mode)\n'),
-        Case('import torch\ndef build(m, compile_mode="max-autotune"):\n    return torch.compile(m, mode=compile_mode)\n'),
-        Case('x = "max-autotune-no-cudagraphs"\nMODE = x\n'),
-        Case('if mode == "reduce-overhead":\n    pass\n'),
-        Case('def test_kwargs(kw):\n    assert kw == {"backend": "inductor", "mode": "reduce-overhead"}\n'),
-        Case('def test_kwargs(kw):\n    assert {"compile_mode": "max-autotune"} != kw\n'),
+        Case("""
+            import torch
+            def f(m):
+                mode = "reduce-overhead"
+                return torch.compile(m, mode=mode)
+            """),
+        Case("""
+            import torch
+            def build(m, compile_mode="max-autotune"):
+                return torch.compile(m, mode=compile_mode)
+            """),
+        Case("""
+            x = "max-autotune-no-cudagraphs"
+            MODE = x
+            """),
+        Case("""
+            if mode == "reduce-overhead":
+                pass
+            """),
+        Case("""
+            def test_kwargs(kw):
+                assert kw == {"backend": "inductor", "mode": "reduce-overhead"}
+            """),
+        Case("""
+            def test_kwargs(kw):
+                assert {"compile_mode": "max-autotune"} != kw
+            """),
     )
     INVALID = (
-        Case('from dataclasses import dataclass\n@dataclass\nclass C:\n    compile_mode: str = "reduce-overhead"\n'),
-        Case('def build(m, mode="max-autotune"):\n    return m\n'),
-        Case('CFG = {"compile_mode": "reduce-overhead"}\n'),
+        Case(
+            """
+            from dataclasses import dataclass
+            @dataclass
+            class C:
+                compile_mode: str = "reduce-overhead"
+            """,
+            line=4,
+            column=25,
+            message=(
+                '"reduce-overhead" is stored as a class attribute `compile_mode`; where it reaches torch.compile it '
+                'turns on CUDA graphs, which hang or slow down on ROCm: gate it at the compile call'
+            ),
+        ),
+        Case(
+            """
+            def build(m, mode="max-autotune"):
+                return m
+            """,
+            line=1,
+            column=19,
+            message=(
+                '"max-autotune" is stored as the default of parameter `mode`; where it reaches torch.compile it '
+                'turns on CUDA graphs, which hang or slow down on ROCm: gate it at the compile call'
+            ),
+        ),
+        Case(
+            """
+            CFG = {"compile_mode": "reduce-overhead"}
+            """,
+            line=1,
+            column=24,
+            message=(
+                '"reduce-overhead" is stored as the config value "compile_mode"; where it reaches torch.compile it '
+                'turns on CUDA graphs, which hang or slow down on ROCm: gate it at the compile call'
+            ),
+        ),
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:

@@ -44,19 +44,64 @@ class ArchListWithoutRocmArch(PairRule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     VALID = (
-        Case('import os\nos.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0"\nos.environ["PYTORCH_ROCM_ARCH"] = "gfx942"\n'),
-        Case('import os\nos.environ.setdefault("PYTORCH_ROCM_ARCH", "gfx90a")\n'
-             'os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0"\n'),
-        Case('import os\narchs = os.environ.get("TORCH_CUDA_ARCH_LIST", "")\n'),
-        Case('import os\nimport torch\nHIP_BUILD = bool(torch.version.hip)\nif not HIP_BUILD:\n'
-             '    os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0"\n'),
-        Case('import os\nos.environ["TORCH_CUDA_ARCH_LIST"] = ""\n'),
-        Case('import os\n# os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0"\n'),
+        Case("""
+            import os
+            os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0"
+            os.environ["PYTORCH_ROCM_ARCH"] = "gfx942"
+            """),
+        Case("""
+            import os
+            os.environ.setdefault("PYTORCH_ROCM_ARCH", "gfx90a")
+            os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0"
+            """),
+        Case("""
+            import os
+            archs = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+            """),
+        Case("""
+            import os
+            import torch
+            HIP_BUILD = bool(torch.version.hip)
+            if not HIP_BUILD:
+                os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0"
+            """),
+        Case("""
+            import os
+            os.environ["TORCH_CUDA_ARCH_LIST"] = ""
+            """),
+        Case("""
+            import os
+            # os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0"
+            """),
     )
     INVALID = (
-        Case(EXAMPLE.replace("\n        ", "\n").strip() + "\n"),
-        Case('import os\nimport subprocess\nsubprocess.check_call(["pip", "install", "."],'
-             ' env=dict(os.environ, TORCH_CUDA_ARCH_LIST="8.6+PTX"))\n'),
+        Case(
+            """
+            import os
+            os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0"
+            """,
+            line=2,
+            column=12,
+            message=(
+                "TORCH_CUDA_ARCH_LIST is set but PYTORCH_ROCM_ARCH is not: ROCm extension builds ignore "
+                "TORCH_CUDA_ARCH_LIST and, without PYTORCH_ROCM_ARCH, target only the GPUs visible at build time "
+                "(none in a docker build); set PYTORCH_ROCM_ARCH too"
+            ),
+        ),
+        Case(
+            """
+            import os
+            import subprocess
+            subprocess.check_call(["pip", "install", "."], env=dict(os.environ, TORCH_CUDA_ARCH_LIST="8.6+PTX"))
+            """,
+            line=3,
+            column=69,
+            message=(
+                "TORCH_CUDA_ARCH_LIST is set but PYTORCH_ROCM_ARCH is not: ROCm extension builds ignore "
+                "TORCH_CUDA_ARCH_LIST and, without PYTORCH_ROCM_ARCH, target only the GPUs visible at build time "
+                "(none in a docker build); set PYTORCH_ROCM_ARCH too"
+            ),
+        ),
     )
 
     HINT = "Set PYTORCH_ROCM_ARCH too (e.g. gfx90a;gfx942)"

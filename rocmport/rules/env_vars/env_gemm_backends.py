@@ -34,11 +34,52 @@ class GemmBackendsEnv(GatedValue):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS"] = "ATEN"\n'),
+        Case("""
+            import os
+            os.environ["TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS"] = "ATEN"
+            """),
     )
     INVALID = (
-        Case('import os\nos.environ.update({"TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "TRITON,ATEN"})\n',
-             'import os\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nos.environ.update({"TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "ATEN" if is_rocm else "TRITON,ATEN"})\n'),
-        Case('import os\nos.environ.update(TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS="cpp")\n',
-             'import os\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nos.environ.update(TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS="ATEN" if is_rocm else "cpp")\n'),
+        Case(
+            """
+            import os
+            os.environ.update({"TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "TRITON,ATEN"})
+            """,
+            expected="""
+            import os
+
+            import torch
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            os.environ.update({"TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "ATEN" if is_rocm else "TRITON,ATEN"})
+            """,
+            line=2,
+            column=64,
+            message=(
+                'TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS includes TRITON or CPP GEMM templates, which are slow or '
+                'fail on ROCm; use "ATEN" there (set in os.environ)'
+            ),
+        ),
+        Case(
+            """
+            import os
+            os.environ.update(TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS="cpp")
+            """,
+            expected="""
+            import os
+
+            import torch
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            os.environ.update(TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS="ATEN" if is_rocm else "cpp")
+            """,
+            line=2,
+            column=60,
+            message=(
+                'TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS includes TRITON or CPP GEMM templates, which are slow or '
+                'fail on ROCm; use "ATEN" there (set in os.environ)'
+            ),
+        ),
     )

@@ -12,7 +12,7 @@ from rocmport.analysis.events import (
 )
 from rocmport.rules.base import Case
 
-from .common import PRE, REACH, GraphBreakRule
+from .common import REACH, GraphBreakRule
 
 
 class CompiledPrint(GraphBreakRule):
@@ -41,15 +41,60 @@ class CompiledPrint(GraphBreakRule):
         `if not torch.compiler.is_compiling():`.
         """
     VALID = (
-        Case(PRE + "def f(x):\n    print(x)\n"),
-        Case(PRE + "@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        print(x)\n"
-             "    return x\n"),
-        Case(PRE + "import debug_print\n@torch.compile\ndef f(x):\n    debug_print.print_tensor(x)\n"),
+        Case("""
+            import torch
+            def f(x):
+                print(x)
+            """),
+        Case("""
+            import torch
+            @torch.compile
+            def f(x):
+                if not torch.compiler.is_compiling():
+                    print(x)
+                return x
+            """),
+        Case("""
+            import torch
+            import debug_print
+            @torch.compile
+            def f(x):
+                debug_print.print_tensor(x)
+            """),
     )
     INVALID = (
-        Case(PRE + "@torch.compile\ndef f(x):\n    print('step')\n    return x\n"),
-        Case(PRE + "import logging\nlogger = logging.getLogger(__name__)\n"
-             "def f(x):\n    logger.info('x')\n    return x\nf = torch.compile(f)\n"),
+        Case(
+            """
+            import torch
+            @torch.compile
+            def f(x):
+                print('step')
+                return x
+            """,
+            line=4,
+            column=5,
+            message=(
+                "`print()` breaks the graph inside `f`, compiled at line 2: move it out of the compiled code, or "
+                "guard it with `if not torch.compiler.is_compiling():`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            import logging
+            logger = logging.getLogger(__name__)
+            def f(x):
+                logger.info('x')
+                return x
+            f = torch.compile(f)
+            """,
+            line=5,
+            column=5,
+            message=(
+                "logging call `logger.info()` breaks the graph inside `f`, compiled at line 7: move it out of the "
+                "compiled code, or guard it with `if not torch.compiler.is_compiling():`"
+            ),
+        ),
     )
 
     def on_event(self, event: RegionEvent) -> None:

@@ -53,21 +53,63 @@ class TritonInlinePtx(TritonNameRule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     VALID = (
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n"
-             "    x = tl.inline_asm_elementwise('v_cvt_f16_f32 $0, $1', '=v,v', [tl.load(p)], dtype=tl.float16,"
-             " is_pure=True, pack=1)\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p, IS_HIP: tl.constexpr):\n"
-             "    x = tl.load(p)\n    if IS_HIP:\n        y = x.to(tl.float16)\n    else:\n"
-             "        y = tl.inline_asm_elementwise('cvt.rn.f16.f32 $0, $1;', '=h,r', [x], dtype=tl.float16,"
-             " is_pure=True, pack=1)\n    tl.store(p, y)\n"),
-        Case('import triton\ndoc = "tl.inline_asm_elementwise(ptx) is NVIDIA-only"\n'),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                x = tl.inline_asm_elementwise('v_cvt_f16_f32 $0, $1', '=v,v', [tl.load(p)], dtype=tl.float16, is_pure=True, pack=1)
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p, IS_HIP: tl.constexpr):
+                x = tl.load(p)
+                if IS_HIP:
+                    y = x.to(tl.float16)
+                else:
+                    y = tl.inline_asm_elementwise('cvt.rn.f16.f32 $0, $1;', '=h,r', [x], dtype=tl.float16, is_pure=True, pack=1)
+                tl.store(p, y)
+            """),
+        Case("""
+            import triton
+            doc = "tl.inline_asm_elementwise(ptx) is NVIDIA-only"
+            """),
     )
     INVALID = (
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n"
-             "    y = tl.inline_asm_elementwise('cvt.rn.f16.f32 $0, $1;', '=h,r', [tl.load(p)], dtype=tl.float16,"
-             " is_pure=True, pack=1)\n"),
-        Case("import triton\nfrom triton.language import inline_asm_elementwise as asm\n@triton.jit\ndef k(p):\n"
-             "    y = asm(ASM, '=r,r', [p], dtype=tl.int32, is_pure=True, pack=1)\n"),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                y = tl.inline_asm_elementwise('cvt.rn.f16.f32 $0, $1;', '=h,r', [tl.load(p)], dtype=tl.float16, is_pure=True, pack=1)
+            """,
+            line=5,
+            column=9,
+            message=(
+                "inline assembly in a Triton kernel is passed to the backend's assembler as is: NVIDIA PTX does not "
+                "assemble for AMD GPUs; use the triton.language operation it implements, or a tl.constexpr branch "
+                "that is False on ROCm"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            from triton.language import inline_asm_elementwise as asm
+            @triton.jit
+            def k(p):
+                y = asm(ASM, '=r,r', [p], dtype=tl.int32, is_pure=True, pack=1)
+            """,
+            line=5,
+            column=9,
+            message=(
+                "inline assembly in a Triton kernel is passed to the backend's assembler as is: NVIDIA PTX does not "
+                "assemble for AMD GPUs; use the triton.language operation it implements, or a tl.constexpr branch "
+                "that is False on ROCm"
+            ),
+        ),
     )
 
     @classmethod

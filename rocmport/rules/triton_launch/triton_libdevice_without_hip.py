@@ -56,22 +56,88 @@ class TritonLibdeviceWithoutHip(TritonNameRule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     VALID = (
-        Case("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
-             "@triton.jit\ndef k(p):\n    tl.store(p, libdevice.tanh(tl.load(p)))\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n"
-             "    tl.store(p, tl.sqrt_rn(tl.load(p)))\n"),
-        Case("import triton\nimport numpy as np\ndef f(x):\n    return np.cbrt(x)\n"),
-        Case("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
-             "@triton.jit\ndef k(p, IS_HIP: tl.constexpr):\n    x = tl.load(p)\n"
-             "    if IS_HIP:\n        y = tl.sqrt(x)\n    else:\n        y = libdevice.sqrt_rn(x)\n    tl.store(p, y)\n"),
+        Case("""
+            import triton
+            import triton.language as tl
+            from triton.language.extra import libdevice
+            @triton.jit
+            def k(p):
+                tl.store(p, libdevice.tanh(tl.load(p)))
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                tl.store(p, tl.sqrt_rn(tl.load(p)))
+            """),
+        Case("""
+            import triton
+            import numpy as np
+            def f(x):
+                return np.cbrt(x)
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            from triton.language.extra import libdevice
+            @triton.jit
+            def k(p, IS_HIP: tl.constexpr):
+                x = tl.load(p)
+                if IS_HIP:
+                    y = tl.sqrt(x)
+                else:
+                    y = libdevice.sqrt_rn(x)
+                tl.store(p, y)
+            """),
     )
     INVALID = (
-        Case("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
-             "@triton.jit\ndef k(p):\n    tl.store(p, libdevice.rsqrt_rn(tl.load(p)))\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n"
-             "    tl.store(p, tl.extra.cuda.libdevice.float_as_int(tl.load(p)))\n"),
-        Case("import triton\nfrom triton.language.extra.libdevice import byte_perm\n"
-             "@triton.jit\ndef k(p):\n    x = byte_perm(p, p, p)\n"),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            from triton.language.extra import libdevice
+            @triton.jit
+            def k(p):
+                tl.store(p, libdevice.rsqrt_rn(tl.load(p)))
+            """,
+            line=6,
+            column=17,
+            message=(
+                "libdevice.rsqrt_rn has no HIP counterpart (Triton's AMD libdevice lacks it): the kernel fails to "
+                "compile on ROCm; use a triton.language operation or a ROCm branch"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                tl.store(p, tl.extra.cuda.libdevice.float_as_int(tl.load(p)))
+            """,
+            line=5,
+            column=17,
+            message=(
+                "libdevice.float_as_int has no HIP counterpart (Triton's AMD libdevice lacks it): the kernel fails "
+                "to compile on ROCm; use x.to(tl.int32, bitcast=True)"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            from triton.language.extra.libdevice import byte_perm
+            @triton.jit
+            def k(p):
+                x = byte_perm(p, p, p)
+            """,
+            line=5,
+            column=9,
+            message=(
+                "libdevice.byte_perm has no HIP counterpart (Triton's AMD libdevice lacks it): the kernel fails to "
+                "compile on ROCm; use a triton.language operation or a ROCm branch"
+            ),
+        ),
     )
 
     @classmethod

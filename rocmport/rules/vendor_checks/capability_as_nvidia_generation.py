@@ -15,7 +15,7 @@ from rocmport.analysis import bindings
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import CAPABILITY, NVIDIA_ONLY, PRE, PROPERTIES, VendorRule, arch_doc, facts_doc, mentions, walk
+from .common import CAPABILITY, NVIDIA_ONLY, PROPERTIES, VendorRule, arch_doc, facts_doc, mentions, walk
 
 
 def _raises(node: cst.CSTNode) -> bool:
@@ -207,44 +207,217 @@ class CapabilityAsNvidiaGeneration(VendorRule):
         (`torch.cuda.get_device_properties(0).gcnArchName`) instead.
         """
     VALID = (
-        Case(PRE + "print(torch.cuda.get_device_capability())\n"),
-        Case(PRE + "if not is_rocm and torch.cuda.get_device_capability() >= (9, 0):\n"
-             "    import flash_attn_interface\n"),
-        Case(PRE + "if torch.version.hip is None:\n    if torch.cuda.get_device_capability()[0] >= 9:\n"
-             "        use_tma = True\n"),
-        Case(PRE + "if torch.version.cuda and torch.cuda.get_device_capability() >= (9, 0):\n    use_fa3 = True\n"),
-        Case(PRE + "cap = torch.cuda.get_device_capability()\nlogger.info('capability %s', cap)\n"),
-        Case("import mylib\nif mylib.get_device_capability() >= (9, 0):\n    use_fa3 = True\n"),
-        Case(PRE + "# if torch.cuda.get_device_capability() >= (9, 0):\ns = 'get_device_capability() >= (9, 0)'\n"),
-        Case(PRE + "def fp16_ok():\n    major, _ = torch.cuda.get_device_capability()\n    return major >= 7\n"),
-        Case(PRE + "def fp6_kernel_ok():\n    major, _ = torch.cuda.get_device_capability()\n"
-             "    if major != 8:\n        return False\n    return True\n"),
-        Case(PRE + "def prefer_grouped():\n    if torch.version.hip is not None or slow():\n        return False\n"
-             "    return torch.cuda.get_device_capability()[0] < 9\n"),
-        Case(PRE + "def hpu_fp8_range():\n    return torch.cuda.get_device_capability() >= (9, 0)\n"),
-    )
-    # reported, never gated: a branch that also enables bf16 (AMD has it), and comparisons
-    # that reject GPUs (gating them would let AMD through)
-    REJECTIONS = (
-        "if torch.cuda.get_device_capability()[0] >= 8:\n    SUPPORTS_BF16 = True\n    import flash_attn_interface\n",
-        "if nvfp4 and torch.cuda.get_device_capability() < (10, 0):\n    raise ValueError('needs Blackwell')\n",
-        "if torch.cuda.get_device_capability() != (9, 0):\n    raise RuntimeError('the SM90 kernel needs Hopper')\n",
-        "if torch.cuda.get_device_capability()[0] == 9:\n    raise ValueError('not supported on Hopper')\n",
+        Case("""
+            import torch
+            print(torch.cuda.get_device_capability())
+            """),
+        Case("""
+            import torch
+            if not is_rocm and torch.cuda.get_device_capability() >= (9, 0):
+                import flash_attn_interface
+            """),
+        Case("""
+            import torch
+            if torch.version.hip is None:
+                if torch.cuda.get_device_capability()[0] >= 9:
+                    use_tma = True
+            """),
+        Case("""
+            import torch
+            if torch.version.cuda and torch.cuda.get_device_capability() >= (9, 0):
+                use_fa3 = True
+            """),
+        Case("""
+            import torch
+            cap = torch.cuda.get_device_capability()
+            logger.info('capability %s', cap)
+            """),
+        Case("""
+            import mylib
+            if mylib.get_device_capability() >= (9, 0):
+                use_fa3 = True
+            """),
+        Case("""
+            import torch
+            # if torch.cuda.get_device_capability() >= (9, 0):
+            s = 'get_device_capability() >= (9, 0)'
+            """),
+        Case("""
+            import torch
+            def fp16_ok():
+                major, _ = torch.cuda.get_device_capability()
+                return major >= 7
+            """),
+        Case("""
+            import torch
+            def fp6_kernel_ok():
+                major, _ = torch.cuda.get_device_capability()
+                if major != 8:
+                    return False
+                return True
+            """),
+        Case("""
+            import torch
+            def prefer_grouped():
+                if torch.version.hip is not None or slow():
+                    return False
+                return torch.cuda.get_device_capability()[0] < 9
+            """),
+        Case("""
+            import torch
+            def hpu_fp8_range():
+                return torch.cuda.get_device_capability() >= (9, 0)
+            """),
     )
     INVALID = (
-        Case(PRE + "if torch.cuda.get_device_capability() >= (9, 0):\n    import flash_attn_interface\n",
-             PRE + "\n{PRELUDE}\n\nif not is_rocm and torch.cuda.get_device_capability() >= (9, 0):\n"
-             "    import flash_attn_interface\n"),
-        Case(PRE + "major, minor = torch.cuda.get_device_capability()\nuse_tma = major >= 9\n",
-             PRE + "\n{PRELUDE}\n\nmajor, minor = torch.cuda.get_device_capability()\n"
-             "use_tma = not is_rocm and major >= 9\n"),
-        Case(PRE + "def is_hopper():\n    return torch.cuda.get_device_capability()[0] == 9\n",
-             PRE + "\n{PRELUDE}\n\ndef is_hopper():\n"
-             "    return not is_rocm and torch.cuda.get_device_capability()[0] == 9\n"),
-        Case(PRE + "cap = torch.cuda.get_device_capability()\nif cap[0] >= 8:\n    dtype = torch.bfloat16\n"),
-        Case(PRE + "props = torch.cuda.get_device_properties(0)\nsm = props.major * 10 + props.minor\n"
-             "if sm >= 89:\n    use_fp8 = True\n"),
-    ) + tuple(Case(PRE + code) for code in REJECTIONS)
+        Case(
+            """
+            import torch
+            if torch.cuda.get_device_capability() >= (9, 0):
+                import flash_attn_interface
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            if not is_rocm and torch.cuda.get_device_capability() >= (9, 0):
+                import flash_attn_interface
+            """,
+            line=2,
+            column=4,
+            message=(
+                "get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), MI350 (9, 5)): "
+                "this comparison reads it as an NVIDIA generation and picks an NVIDIA-only feature on AMD"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            major, minor = torch.cuda.get_device_capability()
+            use_tma = major >= 9
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            major, minor = torch.cuda.get_device_capability()
+            use_tma = not is_rocm and major >= 9
+            """,
+            line=3,
+            column=11,
+            message=(
+                "get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), MI350 (9, 5)): "
+                "this comparison reads it as an NVIDIA generation and picks an NVIDIA-only feature on AMD"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def is_hopper():
+                return torch.cuda.get_device_capability()[0] == 9
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            def is_hopper():
+                return not is_rocm and torch.cuda.get_device_capability()[0] == 9
+            """,
+            line=3,
+            column=12,
+            message=(
+                "get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), MI350 (9, 5)): "
+                "this comparison reads it as an NVIDIA generation and picks an NVIDIA-only feature on AMD"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            cap = torch.cuda.get_device_capability()
+            if cap[0] >= 8:
+                dtype = torch.bfloat16
+            """,
+            line=3,
+            column=4,
+            message=(
+                "get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), MI350 (9, 5)): "
+                "this comparison reads it as an NVIDIA generation"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            props = torch.cuda.get_device_properties(0)
+            sm = props.major * 10 + props.minor
+            if sm >= 89:
+                use_fp8 = True
+            """,
+            line=4,
+            column=4,
+            message=(
+                "get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), MI350 (9, 5)): "
+                "this comparison reads it as an NVIDIA generation"
+            ),
+        ),
+        # reported, never gated: a branch that also enables bf16 (AMD has it), and comparisons
+        # that reject GPUs (gating them would let AMD through)
+        Case(
+            """
+            import torch
+            if torch.cuda.get_device_capability()[0] >= 8:
+                SUPPORTS_BF16 = True
+                import flash_attn_interface
+            """,
+            line=2,
+            column=4,
+            message=(
+                "get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), MI350 (9, 5)): "
+                "this comparison reads it as an NVIDIA generation"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            if nvfp4 and torch.cuda.get_device_capability() < (10, 0):
+                raise ValueError('needs Blackwell')
+            """,
+            line=2,
+            column=14,
+            message=(
+                "get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), MI350 (9, 5)): "
+                "this comparison reads it as an NVIDIA generation"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            if torch.cuda.get_device_capability() != (9, 0):
+                raise RuntimeError('the SM90 kernel needs Hopper')
+            """,
+            line=2,
+            column=4,
+            message=(
+                "get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), MI350 (9, 5)): "
+                "this comparison reads it as an NVIDIA generation"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            if torch.cuda.get_device_capability()[0] == 9:
+                raise ValueError('not supported on Hopper')
+            """,
+            line=2,
+            column=4,
+            message=(
+                "get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), MI350 (9, 5)): "
+                "this comparison reads it as an NVIDIA generation"
+            ),
+        ),
+    )
 
     @classmethod
     def may_match(cls, facts) -> bool:

@@ -54,19 +54,81 @@ class CudaOnlyImport(VendorRule):
                 flash_attn_func = None  # use F.scaled_dot_product_attention instead
         """
     VALID = (
-        Case("try:\n    from flash_attn_interface import flash_attn_func\nexcept ImportError:\n"
-             "    flash_attn_func = None\n"),
-        Case("import torch\nif not is_rocm:\n    import flash_attn_interface\n"),
-        Case("def load():\n    import deep_gemm\n    return deep_gemm\n"),
-        Case("import flash_attn\nfrom flash_attn import flash_attn_func\n"),
-        Case("# import flash_attn_interface\nx = 'flash_attn_interface'\n"),
-        Case("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import tensorrt\n"),
+        Case("""
+            try:
+                from flash_attn_interface import flash_attn_func
+            except ImportError:
+                flash_attn_func = None
+            """),
+        Case("""
+            import torch
+            if not is_rocm:
+                import flash_attn_interface
+            """),
+        Case("""
+            def load():
+                import deep_gemm
+                return deep_gemm
+            """),
+        Case("""
+            import flash_attn
+            from flash_attn import flash_attn_func
+            """),
+        Case("""
+            # import flash_attn_interface
+            x = 'flash_attn_interface'
+            """),
+        Case("""
+            from typing import TYPE_CHECKING
+            if TYPE_CHECKING:
+                import tensorrt
+            """),
     )
     INVALID = (
-        Case("from flash_attn_interface import flash_attn_func\n"),
-        Case("import flash_attn_3.flash_attn_interface as fa3\n"),
-        Case("import deep_gemm\n"),
-        Case("from flash_attn_3 import flash_attn_interface\n"),
+        Case(
+            """
+            from flash_attn_interface import flash_attn_func
+            """,
+            line=1,
+            column=6,
+            message=(
+                "`flash_attn_interface` (FlashAttention 3, built from flash-attention's hopper/ directory (SM90+ "
+                "only)) has no ROCm build: importing it unconditionally fails on AMD GPUs"
+            ),
+        ),
+        Case(
+            """
+            import flash_attn_3.flash_attn_interface as fa3
+            """,
+            line=1,
+            column=8,
+            message=(
+                "`flash_attn_3.flash_attn_interface` (FlashAttention 3's package (SM90+ only)) has no ROCm build: "
+                "importing it unconditionally fails on AMD GPUs"
+            ),
+        ),
+        Case(
+            """
+            import deep_gemm
+            """,
+            line=1,
+            column=8,
+            message=(
+                "`deep_gemm` (DeepGEMM, FP8 GEMM kernels for SM90 / SM100 only) has no ROCm build: importing it "
+                "unconditionally fails on AMD GPUs"
+            ),
+        ),
+        Case(
+            """
+            from flash_attn_3 import flash_attn_interface
+            """,
+            line=1,
+            column=6,
+            message=(
+                "`flash_attn_3` (FlashAttention 3's package (SM90+ only)) has no ROCm build: importing it "
+                "unconditionally fails on AMD GPUs"
+            ),
+        ),
     )
 
     @classmethod

@@ -17,7 +17,6 @@ from rocmport.rules.base import Case
 from .common import (
     CAPABILITY,
     NVIDIA_ONLY,
-    PRE,
     PROPERTIES,
     VendorRule,
     exits,
@@ -102,37 +101,180 @@ class CudaVersionOnRocm(VendorRule):
           whether the code means "CUDA" or "any GPU" and test `torch.version.hip` for ROCm.
         """
     VALID = (
-        Case(PRE + "print('CUDA', torch.version.cuda)\n"),
-        Case(PRE + "info = {'cuda': torch.version.cuda, 'hip': torch.version.hip}\n"),
-        Case(PRE + "if torch.version.cuda or torch.version.hip:\n    device = 'cuda'\n"),
-        Case(PRE + "if torch.version.hip:\n    x = 1\nelif float(torch.version.cuda) >= 11:\n    x = 2\n"),
-        Case(PRE + "if torch.version.cuda is not None and float(torch.version.cuda) >= 11:\n    x = 2\n"),
-        Case(PRE + "if torch.version.cuda:\n    major = int(torch.version.cuda.split('.')[0])\n"),
-        Case(PRE + "def f():\n    if torch.version.cuda is None:\n        return None\n"
-             "    return float(torch.version.cuda)\n"),
-        Case(PRE + "if torch.version.cuda == '11.8':\n    x = 1\n"),
-        Case(PRE + "# if float(torch.version.cuda) >= 11:\ns = 'torch.version.cuda.split()'\n"),
-        Case("import my\nif float(my.version.cuda) > 1:\n    pass\n"),
-        Case(PRE + "logger.info(f'cuda {torch.version.cuda}')\n"),
-        Case(PRE + "print(f\"CUDA: {torch.version.cuda or 'N/A'}\")\nlabel = torch.version.cuda or 'cpu'\n"),
-        Case(PRE + "IS_ROCM = torch.version.hip is not None\nIS_CUDA = torch.version.cuda is not None\n"),
-        Case(PRE + "def why_not(x):\n    if x.device.type != 'cuda' or torch.version.cuda is None:\n"
-             "        return 'needs an NVIDIA CUDA device'\n"),
+        Case("""
+            import torch
+            print('CUDA', torch.version.cuda)
+            """),
+        Case("""
+            import torch
+            info = {'cuda': torch.version.cuda, 'hip': torch.version.hip}
+            """),
+        Case("""
+            import torch
+            if torch.version.cuda or torch.version.hip:
+                device = 'cuda'
+            """),
+        Case("""
+            import torch
+            if torch.version.hip:
+                x = 1
+            elif float(torch.version.cuda) >= 11:
+                x = 2
+            """),
+        Case("""
+            import torch
+            if torch.version.cuda is not None and float(torch.version.cuda) >= 11:
+                x = 2
+            """),
+        Case("""
+            import torch
+            if torch.version.cuda:
+                major = int(torch.version.cuda.split('.')[0])
+            """),
+        Case("""
+            import torch
+            def f():
+                if torch.version.cuda is None:
+                    return None
+                return float(torch.version.cuda)
+            """),
+        Case("""
+            import torch
+            if torch.version.cuda == '11.8':
+                x = 1
+            """),
+        Case("""
+            import torch
+            # if float(torch.version.cuda) >= 11:
+            s = 'torch.version.cuda.split()'
+            """),
+        Case("""
+            import my
+            if float(my.version.cuda) > 1:
+                pass
+            """),
+        Case("""
+            import torch
+            logger.info(f'cuda {torch.version.cuda}')
+            """),
+        Case("""
+            import torch
+            print(f"CUDA: {torch.version.cuda or 'N/A'}")
+            label = torch.version.cuda or 'cpu'
+            """),
+        Case("""
+            import torch
+            IS_ROCM = torch.version.hip is not None
+            IS_CUDA = torch.version.cuda is not None
+            """),
+        Case("""
+            import torch
+            def why_not(x):
+                if x.device.type != 'cuda' or torch.version.cuda is None:
+                    return 'needs an NVIDIA CUDA device'
+            """),
     )
     INVALID = (
-        Case(PRE + "if torch.version.cuda:\n    device = 'cuda'\nelse:\n    device = 'cpu'\n",
-             PRE + "if torch.version.cuda or torch.version.hip:\n    device = 'cuda'\nelse:\n    device = 'cpu'\n"),
-        Case(PRE + "use_gpu = True if torch.version.cuda is not None else False\n",
-             PRE + "use_gpu = True if (torch.version.cuda or torch.version.hip) is not None else False\n"),
-        Case(PRE + "if version.parse(torch.version.cuda) >= version.parse('11.0'):\n    bf16 = True\n",
-             PRE + "if torch.version.cuda is not None and version.parse(torch.version.cuda) >= "
-             "version.parse('11.0'):\n    bf16 = True\n"),
-        Case("import torch as th\nok = th.cuda.is_available() and int(th.version.cuda.split('.')[0]) >= 11\n",
-             "import torch as th\nok = th.cuda.is_available() and th.version.cuda is not None and "
-             "int(th.version.cuda.split('.')[0]) >= 11\n"),
-        Case(PRE + "CUDA_MAJOR = float(torch.version.cuda)\n"),
-        Case(PRE + "if torch.version.cuda:\n    flags = ['-arch=sm_80']\n"),
-        Case(PRE + "HAS_GPU_BUILD = torch.version.cuda is not None\n"),
+        Case(
+            """
+            import torch
+            if torch.version.cuda:
+                device = 'cuda'
+            else:
+                device = 'cpu'
+            """,
+            expected="""
+            import torch
+            if torch.version.cuda or torch.version.hip:
+                device = 'cuda'
+            else:
+                device = 'cpu'
+            """,
+            line=2,
+            column=4,
+            message=(
+                'torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; test '
+                '`torch.version.cuda or torch.version.hip` for "a GPU build"'
+            ),
+        ),
+        Case(
+            """
+            import torch
+            use_gpu = True if torch.version.cuda is not None else False
+            """,
+            expected="""
+            import torch
+            use_gpu = True if (torch.version.cuda or torch.version.hip) is not None else False
+            """,
+            line=2,
+            column=19,
+            message=(
+                'torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; test '
+                '`torch.version.cuda or torch.version.hip` for "a GPU build"'
+            ),
+        ),
+        Case(
+            """
+            import torch
+            if version.parse(torch.version.cuda) >= version.parse('11.0'):
+                bf16 = True
+            """,
+            expected="""
+            import torch
+            if torch.version.cuda is not None and version.parse(torch.version.cuda) >= version.parse('11.0'):
+                bf16 = True
+            """,
+            line=2,
+            column=18,
+            message="torch.version.cuda is None on ROCm: `parse(None)` raises",
+        ),
+        Case(
+            """
+            import torch as th
+            ok = th.cuda.is_available() and int(th.version.cuda.split('.')[0]) >= 11
+            """,
+            expected="""
+            import torch as th
+            ok = th.cuda.is_available() and th.version.cuda is not None and int(th.version.cuda.split('.')[0]) >= 11
+            """,
+            line=2,
+            column=37,
+            message="torch.version.cuda is None on ROCm: `.split` on it raises AttributeError",
+        ),
+        Case(
+            """
+            import torch
+            CUDA_MAJOR = float(torch.version.cuda)
+            """,
+            line=2,
+            column=20,
+            message="torch.version.cuda is None on ROCm: `float(None)` raises",
+        ),
+        Case(
+            """
+            import torch
+            if torch.version.cuda:
+                flags = ['-arch=sm_80']
+            """,
+            line=2,
+            column=4,
+            message=(
+                'torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; test '
+                '`torch.version.cuda or torch.version.hip` for "a GPU build"'
+            ),
+        ),
+        Case(
+            """
+            import torch
+            HAS_GPU_BUILD = torch.version.cuda is not None
+            """,
+            line=2,
+            column=17,
+            message=(
+                'torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; test '
+                '`torch.version.cuda or torch.version.hip` for "a GPU build"'
+            ),
+        ),
     )
 
     @classmethod

@@ -14,7 +14,7 @@ from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import E4M3FN, PRE, Fp8Rule, arch_doc, facts_doc, statement_of
+from .common import E4M3FN, Fp8Rule, arch_doc, facts_doc, statement_of
 
 TL_E4M3NV = frozenset({"triton.language.float8e4nv"})
 
@@ -52,18 +52,73 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
         else torch.float8_e4m3fn`, and derive maxima from it with `torch.finfo(dtype).max`.
         """
     VALID = (
-        Case(PRE + "FP8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)\n"),
-        Case(PRE + "if x.dtype == torch.float8_e4m3fn:\n    pass\n"),
-        Case(PRE + "dtype = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn\n"),
-        Case(PRE + "arch = torch.cuda.get_device_properties(0).gcnArchName\n"
-             "dtype = torch.float8_e4m3fnuz if 'gfx942' in arch else torch.float8_e4m3fn\n"),
-        Case(PRE + "# use torch.float8_e4m3fn\nname = 'torch.float8_e4m3fn'\n"),
-        Case(PRE + "dtype = torch.float8_e5m2\n"),
+        Case("""
+            import torch
+            FP8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+            """),
+        Case("""
+            import torch
+            if x.dtype == torch.float8_e4m3fn:
+                pass
+            """),
+        Case("""
+            import torch
+            dtype = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn
+            """),
+        Case("""
+            import torch
+            arch = torch.cuda.get_device_properties(0).gcnArchName
+            dtype = torch.float8_e4m3fnuz if 'gfx942' in arch else torch.float8_e4m3fn
+            """),
+        Case("""
+            import torch
+            # use torch.float8_e4m3fn
+            name = 'torch.float8_e4m3fn'
+            """),
+        Case("""
+            import torch
+            dtype = torch.float8_e5m2
+            """),
     )
     INVALID = (
-        Case(PRE + "y = x.to(torch.float8_e4m3fn)\n"),
-        Case("import triton.language as tl\n\ndef k(x):\n    return x.to(tl.float8e4nv)\n"),
-        Case("from torch import float8_e4m3fn as F8\nFP8_DTYPE = F8\n"),
+        Case(
+            """
+            import torch
+            y = x.to(torch.float8_e4m3fn)
+            """,
+            line=2,
+            column=10,
+            message=(
+                "MI300 (gfx942) uses the fnuz fp8 format (torch.float8_e4m3fnuz, max 240), not this one; MI350 and "
+                "RDNA4 use it: the format depends on the GPU architecture"
+            ),
+        ),
+        Case(
+            """
+            import triton.language as tl
+
+            def k(x):
+                return x.to(tl.float8e4nv)
+            """,
+            line=4,
+            column=17,
+            message=(
+                "MI300 (gfx942) uses the fnuz fp8 format (tl.float8e4b8, max 240), not this one; MI350 and RDNA4 use "
+                "it: the format depends on the GPU architecture"
+            ),
+        ),
+        Case(
+            """
+            from torch import float8_e4m3fn as F8
+            FP8_DTYPE = F8
+            """,
+            line=2,
+            column=13,
+            message=(
+                "MI300 (gfx942) uses the fnuz fp8 format (torch.float8_e4m3fnuz, max 240), not this one; MI350 and "
+                "RDNA4 use it: the format depends on the GPU architecture"
+            ),
+        ),
     )
 
     @classmethod

@@ -14,7 +14,7 @@ from rocmport.analysis.syntax import mentions_rocm
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import E4M3FN, PRE, Fp8Rule, facts_doc, header_of, is_none, mentions, statement_of, walk
+from .common import E4M3FN, Fp8Rule, facts_doc, header_of, is_none, mentions, statement_of, walk
 
 _FP8_WORD = re.compile(r"(?i)fp8|float8|e4m3|f8e4|f8_e4")
 _FP8_MAX_LITERAL = re.compile(r"448(?:\.0*)?")
@@ -59,25 +59,103 @@ class Fp8MaxConstant(Fp8Rule):
         `torch.finfo(dtype).max` for the dtype in use.
         """
     VALID = (
-        Case("image_size = 448\n"),
-        Case(PRE + "FP8_MAX = torch.finfo(torch.float8_e4m3fn).max\n"),
-        Case(PRE + "FP8_MAX = 240.0 if is_rocm else 448.0\n"),
-        Case(PRE + "# FP8_MAX = 448.0\ns = 'fp8 max 448'\n"),
-        Case(PRE + "fp8_max = 240.0 if 'gfx942' in arch else 448.0\n"),
-        Case(PRE + "resize(img, 448).to(torch.float32)\n"),
+        Case("""
+            image_size = 448
+            """),
+        Case("""
+            import torch
+            FP8_MAX = torch.finfo(torch.float8_e4m3fn).max
+            """),
+        Case("""
+            import torch
+            FP8_MAX = 240.0 if is_rocm else 448.0
+            """),
+        Case("""
+            import torch
+            # FP8_MAX = 448.0
+            s = 'fp8 max 448'
+            """),
+        Case("""
+            import torch
+            fp8_max = 240.0 if 'gfx942' in arch else 448.0
+            """),
+        Case("""
+            import torch
+            resize(img, 448).to(torch.float32)
+            """),
     )
     INVALID = (
-        Case(PRE + "y = x.clamp(-448.0, 448.0).to(torch.float8_e4m3fn)\n",
-             PRE + "y = x.clamp(-torch.finfo(torch.float8_e4m3fn).max, "
-             "torch.finfo(torch.float8_e4m3fn).max).to(torch.float8_e4m3fn)\n"),
-        Case(PRE + "fp8 = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn\n"
-             "y = torch.clamp(x, max=448).to(fp8)\n",
-             PRE + "fp8 = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn\n"
-             "y = torch.clamp(x, max=int(torch.finfo(fp8).max)).to(fp8)\n"),
-        Case(PRE + "FP8_E4M3_MAX = 448.0\n"),
-        Case(PRE + "scale = amax / 448.0  # fp8 e4m3\nq = (x / scale).to(fp8_dtype)\nfp8_scale = amax / 448.0\n"),
-        Case("import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x):\n"
-             "    return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv)\n"),
+        Case(
+            """
+            import torch
+            y = x.clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+            """,
+            expected="""
+            import torch
+            y = x.clamp(-torch.finfo(torch.float8_e4m3fn).max, torch.finfo(torch.float8_e4m3fn).max).to(torch.float8_e4m3fn)
+            """,
+            line=2,
+            column=14,
+            message=(
+                "448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose maximum is 240"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            fp8 = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn
+            y = torch.clamp(x, max=448).to(fp8)
+            """,
+            expected="""
+            import torch
+            fp8 = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn
+            y = torch.clamp(x, max=int(torch.finfo(fp8).max)).to(fp8)
+            """,
+            line=3,
+            column=24,
+            message=(
+                "448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose maximum is 240"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            FP8_E4M3_MAX = 448.0
+            """,
+            line=2,
+            column=16,
+            message=(
+                "448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose maximum is 240"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            scale = amax / 448.0  # fp8 e4m3
+            q = (x / scale).to(fp8_dtype)
+            fp8_scale = amax / 448.0
+            """,
+            line=4,
+            column=20,
+            message=(
+                "448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose maximum is 240"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def k(x):
+                return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv)
+            """,
+            line=6,
+            column=25,
+            message=(
+                "448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose maximum is 240"
+            ),
+        ),
     )
 
     @classmethod

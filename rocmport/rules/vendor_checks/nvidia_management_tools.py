@@ -56,23 +56,97 @@ class NvidiaManagementTools(VendorRule):
         `amd-smi` on ROCm (gated on `torch.version.hip`).
         """
     VALID = (
-        Case("print('run nvidia-smi to see the GPUs')\n"),
-        Case('"""Check nvidia-smi first."""\nimport os\n'),
-        Case("import subprocess\nimport torch\nif torch.version.hip:\n    subprocess.run(['amd-smi'])\n"
-             "else:\n    subprocess.run(['nvidia-smi'])\n"),
-        Case("import torch\nif torch.version.cuda:\n    import pynvml\n"),
-        Case("import subprocess\n# subprocess.run(['nvidia-smi'])\nsubprocess.run(['ls'])\n"),
-        Case("import mynvml_tools\n"),
-        Case("def init():\n    try:\n        import pynvml\n    except ImportError:\n        return None\n"
-             "    return pynvml\n"),
+        Case("""
+            print('run nvidia-smi to see the GPUs')
+            """),
+        Case('''
+            """Check nvidia-smi first."""
+            import os
+            '''),
+        Case("""
+            import subprocess
+            import torch
+            if torch.version.hip:
+                subprocess.run(['amd-smi'])
+            else:
+                subprocess.run(['nvidia-smi'])
+            """),
+        Case("""
+            import torch
+            if torch.version.cuda:
+                import pynvml
+            """),
+        Case("""
+            import subprocess
+            # subprocess.run(['nvidia-smi'])
+            subprocess.run(['ls'])
+            """),
+        Case("""
+            import mynvml_tools
+            """),
+        Case("""
+            def init():
+                try:
+                    import pynvml
+                except ImportError:
+                    return None
+                return pynvml
+            """),
     )
     INVALID = (
-        Case("import subprocess\nout = subprocess.check_output(['nvidia-smi', '-L'])\n"),
-        Case("import os\nos.system('nvidia-smi --query-gpu=name --format=csv')\n"),
-        Case("import subprocess\ncmd = 'nvidia-smi -q'\nsubprocess.run(cmd, shell=True)\n"),
-        Case("import pynvml\npynvml.nvmlInit()\n"),
-        Case("from pynvml import *\n"),
-        Case("from pynvml.smi import nvidia_smi\n"),
+        Case(
+            """
+            import subprocess
+            out = subprocess.check_output(['nvidia-smi', '-L'])
+            """,
+            line=2,
+            column=7,
+            message="nvidia-smi does not exist on ROCm: this call fails or finds no GPU",
+        ),
+        Case(
+            """
+            import os
+            os.system('nvidia-smi --query-gpu=name --format=csv')
+            """,
+            line=2,
+            column=1,
+            message="nvidia-smi does not exist on ROCm: this call fails or finds no GPU",
+        ),
+        Case(
+            """
+            import subprocess
+            cmd = 'nvidia-smi -q'
+            subprocess.run(cmd, shell=True)
+            """,
+            line=3,
+            column=1,
+            message="nvidia-smi does not exist on ROCm: this call fails or finds no GPU",
+        ),
+        Case(
+            """
+            import pynvml
+            pynvml.nvmlInit()
+            """,
+            line=1,
+            column=8,
+            message="`pynvml` needs NVML, which does not exist on ROCm",
+        ),
+        Case(
+            """
+            from pynvml import *
+            """,
+            line=1,
+            column=6,
+            message="`pynvml` needs NVML, which does not exist on ROCm",
+        ),
+        Case(
+            """
+            from pynvml.smi import nvidia_smi
+            """,
+            line=1,
+            column=6,
+            message="`pynvml.smi` needs NVML, which does not exist on ROCm",
+        ),
     )
 
     @classmethod
