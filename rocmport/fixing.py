@@ -36,7 +36,12 @@ def apply_fixes(analysis: FileAnalysis, group: List[Finding], path: str,
     requires = {r for f in group for r in f.fix.requires} - {"gate"}
     files: Dict[str, bytes] = {}
     if requires:
-        pedit, files, problem = gating.prelude_edit(analysis, requires, min(e.start for e in edits), path, settings)
+        # the block goes after the imports that come before the fix's own code (not before
+        # an import or gate line the fix inserts at the top of the file)
+        own = [e.start for e in edits if not (e.start == e.end and (
+            gating.binds_gate(e.content, analysis.gate) or e.content.lstrip().startswith(("import ", "from "))))]
+        pedit, files, problem = gating.prelude_edit(analysis, requires, min(own or [e.start for e in edits]), path,
+                                                    settings)
         if problem is not None:
             return None, files, problem, edits
         if pedit is not None:
