@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'f2f4a57ab0ff7942caf8573751d138db'
+FINGERPRINT = 'abc295b22e6116805437b6609b1313d4'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -10,7 +10,6 @@ from typing import List, Optional
 import libcst as cst
 
 from rocmport.analysis.triton import (
-    Kernel,
     TritonAnalysis,
 )
 from rocmport.findings import Applicability, Fix
@@ -173,12 +172,9 @@ class TritonSmallTile(TritonRule):
                 if product >= WAVEFRONT or product <= 0:
                     continue
                 node = source if source is not None else kernel.func.name
-                if self.skipped(a, node) or self._gated_source(kernel, source):
+                if self.skipped(a, node):
                     continue
                 shape = " x ".join(str(v) for v in values)
                 self.report(node, f"`{kernel.name}` tile {shape} has {product} elements, fewer than one 64-lane"
                                   " AMD wavefront: lanes idle on every program; grow it on ROCm",
                             fix=Fix(Applicability.DISPLAY_ONLY, "Use a tile of at least 64 elements on ROCm"))
-
-    def _gated_source(self, kernel: Kernel, source: Optional[cst.CSTNode]) -> bool:
-        return False
