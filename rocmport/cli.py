@@ -489,6 +489,9 @@ def _add_noqa(run: _Run, reports: "List[FileReport]") -> bool:
               help="Apply (or show) fixes; do not report what is left, and exit 0 (see --exit-non-zero-on-fix).")
 @click.option("--exit-non-zero-on-fix", is_flag=True, default=False,
               help="Exit 1 when a file was fixed, even if nothing is left to report.")
+@click.option("--pr-body", type=click.Path(dir_okay=False), default=None,
+              help="Write the pull request's description (Markdown) to this file: per rule what changed where, "
+                   "why on ROCm, what is left for a person, how to verify and how to opt out.")
 def fix(**kw):
     """Show the fixes as a unified diff, or apply them with --write."""
     run = _Run(kw)
@@ -496,6 +499,8 @@ def fix(**kw):
     settings = _load(run, kw["unsafe_fixes"])
     if _show(run, settings):
         sys.exit(EXIT_OK)
+    if run.stdin and kw["pr_body"]:
+        _fail("--pr-body describes the files a fix changes: it cannot be used with stdin")
     if run.stdin and _stdin_excluded(settings, kw["stdin_filename"]):
         sys.stdout.buffer.write(sys.stdin.buffer.read())  # excluded: passed through unchanged, as ruff does
         sys.stdout.flush()
@@ -531,6 +536,13 @@ def fix(**kw):
         sys.exit(status(r.fixed is not None))
     from . import patch
 
+    def pr_body(done) -> None:
+        if kw["pr_body"]:
+            from .prbody import render as render_pr_body
+
+            _emit(render_pr_body(done, remaining, settings, written=write), kw["pr_body"])
+            run.note(f"Wrote the pull request's description to {kw['pr_body']}")
+
     manual = 0 if fix_only else sum(1 for f in remaining if not f.code.startswith("ROC0"))
     if not write:
         if not run.silent:
@@ -541,11 +553,13 @@ def fix(**kw):
         files = sum(1 for r in changed if r.fixed is not None)
         for line in patch.summary(fixed_count, files, manual, patch.created(changed), written=False):
             run.note(line)
+        pr_body(changed)
         sys.exit(status(bool(changed), diff_mode=True))
     new_files = patch.created(changed)
     from .writer import write_atomic
 
     written = 0
+    done = []
     for r in changed:
         try:
             for extra_path, data in r.extra_files.items():
@@ -553,6 +567,7 @@ def fix(**kw):
             if r.fixed is not None:
                 write_atomic(r.path, r.fixed, expected=r.original)
                 written += 1
+            done.append(r)
         except OSError as exc:
             click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
             problems = True
@@ -563,6 +578,7 @@ def fix(**kw):
         _emit(text, output_file, run.color)
     for line in patch.summary(fixed_count, written, manual, new_files, written=True):
         run.note(line)
+    pr_body(done)
     sys.exit(status(bool(written or any(r.extra_files for r in changed))))
 
 
