@@ -661,12 +661,16 @@ def prelude_command(style, profile, inference_only, compile_guard, config_file):
 @click.argument("entries", nargs=-1)
 @click.option("--write", is_flag=True, help="Add the set-up to the entry points (default: print a diff).")
 @click.option("--shell", is_flag=True, help="Print the set-up as shell exports (launch scripts, Dockerfile ENV).")
+@click.option("--all", "show_all", is_flag=True, help="List every candidate, not only the best ranked.")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None)
-def setup_command(entries, write, shell, config_file):
+def setup_command(entries, write, shell, show_all, config_file):
     """Put the process-wide ROCm set-up where a program starts.
 
     ENTRIES are files or `module:function` console-script targets. Without any, list the
-    candidates (scripts with a __main__ guard, [project.scripts] targets)."""
+    candidates, ranked by the evidence that they start a program (console scripts, launch
+    scripts, Makefiles, Dockerfiles and CI files that run them, README commands, a __main__
+    guard with a command-line parser). The set-up holds only the settings that change
+    something for the program (none for one that never compiles)."""
     from . import entrypoints, patch
     from .config import ConfigError, load_settings
     from .discovery import discover
@@ -680,17 +684,25 @@ def setup_command(entries, write, shell, config_file):
     if shell:
         click.echo(entrypoints.shell_exports(settings.prelude), nl=False)
         return
+    files, _ = discover((".",), settings)
     if not entries:
-        files, _ = discover((".",), settings)
-        found = entrypoints.candidates(files, root)
+        found = entrypoints.rank(files, root)
         if not found:
             click.echo("No entry point found: name one, `rocmport setup path/to/train.py`.", err=True)
             sys.exit(EXIT_OK)
-        click.echo("Entry points (give one or more to `rocmport setup`, or list them as"
+        click.echo("Entry points, most evidence first (give one or more to `rocmport setup`, or list them as"
                    " `entry-points` in [tool.rocmport]):")
-        for name in found:
-            click.echo(f"  {name}")
+        shown = found if show_all else found[:entrypoints.SHOWN]
+        for c in shown:
+            name = f"{c.target} ({c.path})" if c.target else c.path
+            click.echo(f"  {name}  [{'; '.join(c.evidence[:3])}{'; ...' if len(c.evidence) > 3 else ''}]")
+        if len(found) > len(shown):
+            click.echo(f"  and {len(found) - len(shown)} others (`rocmport setup --all` lists them)")
         return
+    from .gating import setup_plan
+    from .source import read_regular
+
+    python_files = [f for f in files if f.endswith(".py")]
     paths = []
     for spec in entries:
         path = entrypoints.resolve(spec, root)
@@ -702,7 +714,17 @@ def setup_command(entries, write, shell, config_file):
                 for p in paths)
     only = settings.with_overrides(entry_points=rel, select=("ROC001",), extend_select=(), ignore=())
     reports = []
+    skipped = False
     for path in paths:
+        try:
+            text = read_regular(path).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None
+        plan = setup_plan(text, path, settings, files=python_files) if text is not None else None
+        if plan is not None and plan.options is None and plan.reason != "it does not parse":
+            click.echo(f"{path}: {plan.reason}.", err=True)
+            skipped = True
+            continue
         reports.append(check_path(path, only, fix=True))
     changed = [r for r in reports if r.fixed is not None]
     failed = False
@@ -726,7 +748,7 @@ def setup_command(entries, write, shell, config_file):
     verb = "Added" if write else "Would add"
     for r in changed:
         click.echo(f"{verb} the ROCm set-up to {r.path}", err=True)
-    if not changed and not failed:
+    if not changed and not failed and not skipped:
         click.echo("The entry points have the set-up already.", err=True)
     # as `fix`: 2 on an error, 1 when a diff was shown (something would change), else 0
     sys.exit(EXIT_ERROR if failed else EXIT_FINDINGS if changed and not write else EXIT_OK)
