@@ -56,6 +56,12 @@ VERIFY = {
     "ROC7": ("Run the tests that cover the changed code on a ROCm build (`python -c \"import torch;"
              " print(torch.version.hip)\"` prints a version there): the GPU branch is taken; on NVIDIA and CPU"
              " builds the expressions evaluate as before."),
+    "ROC701": ("On ROCm, `torch.version.cuda` is None and `torch.version.hip` a version: run the tests that cover"
+               " the changed lines there, they now take the GPU branch (or skip the CUDA-version-specific one); on"
+               " NVIDIA and CPU builds the expressions evaluate as before."),
+    "ROC702": ("On an AMD GPU, `torch.cuda.get_device_capability()` returns (9, x) (MI300: (9, 4)): run the tests"
+               " that cover the changed comparisons there; they no longer select the NVIDIA-only path. On NVIDIA"
+               " they evaluate as before."),
     "ROC706": ("On MI300, `torch.finfo(torch.float8_e4m3fnuz).max` is 240.0, the value the ROCm branch now"
                " uses; on NVIDIA the value is 448 as before."),
     "ROC6": ("On ROCm, print the variable where the program sets it, before `torch._inductor` is imported: it"
@@ -72,6 +78,24 @@ def _verify(code: str) -> str:
 
 def _paragraph(text: str) -> str:
     return " ".join(textwrap.dedent(text).split())
+
+
+def _markdown(text: str) -> str:
+    """A rule's documentation text as Markdown: paragraphs joined into one line each, list items
+    and table rows kept one a line."""
+    out = []
+    for block in re.split(r"\n\s*\n", textwrap.dedent(text).strip()):
+        items: List[str] = []
+        for line in block.splitlines():
+            stripped = line.strip()
+            if stripped.startswith(("- ", "* ", "|")) or not items:
+                items.append(stripped)
+            elif items[-1].startswith("|"):
+                items.append(stripped)
+            else:
+                items[-1] += " " + stripped
+        out.append("\n".join(items))
+    return "\n\n".join(out)
 
 
 def citations(code: str, infos=None, _seen: Optional[set] = None) -> List[str]:
@@ -135,8 +159,8 @@ def render(reports: Sequence, remaining: Sequence[Finding], settings: Settings, 
             f" {verb} code that breaks, hangs or slows down on ROCm."]
     gated = [c for c in changed if c not in ungated]
     if gated:
-        out[-1] += (" " + ("The fixes of " + ", ".join(gated) if ungated else "Each fix")
-                    + " test whether torch is a ROCm build (`torch.version.hip`), so on NVIDIA and CPU builds every"
+        out[-1] += (" " + ("The fixes of " + ", ".join(gated) + " test" if ungated else "Each fix tests")
+                    + " whether torch is a ROCm build (`torch.version.hip`), so on NVIDIA and CPU builds every"
                     " rewritten expression evaluates exactly as before: only ROCm builds take the new branch.")
     if ungated:
         out[-1] += (" The fixes of " + ", ".join(sorted(ungated)) + " change the code on every platform, in the"
@@ -173,7 +197,7 @@ def _rule_section(code: str, per: Dict[str, List[int]], infos) -> List[str]:
     out = [f"### {code} {info.NAME}", "", _paragraph(info.SUMMARY), ""]
     for path, rows in sorted(per.items()):
         out.append(f"- `{path}`: {len(rows)} fix{'es' if len(rows) != 1 else ''}{_where(rows)}")
-    out += ["", f"**Why on ROCm.** {_paragraph(info.WHY)}"]
+    out += ["", "**Why on ROCm.** " + _markdown(info.WHY)]
     cited = citations(code, infos)
     if cited:
         out += ["", "**Evidence.** " + ", ".join(cited) + "."]
