@@ -681,7 +681,7 @@ def setup_command(entries, write, shell, show_all, config_file):
     except ConfigError as exc:
         raise _usage(exc)
     root = Path(settings.root)
-    if shell:
+    if shell and not entries:
         click.echo(entrypoints.shell_exports(settings.prelude), nl=False)
         return
     files, _ = discover((".",), settings)
@@ -721,11 +721,18 @@ def setup_command(entries, write, shell, show_all, config_file):
         except (OSError, UnicodeDecodeError):
             text = None
         plan = setup_plan(text, path, settings, files=python_files) if text is not None else None
+        if shell:  # the program's own settings, as `export` lines
+            if plan is not None and plan.wanted is not None:
+                click.echo(f"# {os.path.relpath(path)}")
+                click.echo(entrypoints.program_exports(plan.wanted), nl=False)
+            continue
         if plan is not None and plan.options is None and plan.reason != "it does not parse":
             click.echo(f"{path}: {plan.reason}.", err=True)
             skipped = True
             continue
         reports.append(check_path(path, only, fix=True))
+    if shell:
+        return
     changed = [r for r in reports if r.fixed is not None]
     failed = False
     for r in reports:  # an entry point that cannot be read or parsed: said, never "has the set-up"

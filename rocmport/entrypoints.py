@@ -242,6 +242,19 @@ def _env_value(value: object) -> str:
     return str(value)
 
 
+def program_exports(options: PreludeOptions) -> str:
+    """The short set-up of one program (``rocmport setup --shell ENTRY``) as ``export`` lines:
+    the settings that change something for it and have a variable."""
+    from .prelude import lean_settings
+
+    pairs = [(env, value) for _name, env, value, _why in lean_settings(options) if env is not None]
+    if not pairs:
+        return "# nothing to set up for this program (`rocmport setup ENTRY` says why)\n"
+    lines = ["# ROCm only: inductor settings this program needs (`rocmport setup --shell ENTRY`)"]
+    lines += [f"export {env}={_env_value(value)}" for env, value in pairs]
+    return "\n".join(lines) + "\n"
+
+
 def shell_exports(options: PreludeOptions) -> str:
     """The set-up that environment variables can carry, as ``export`` lines (a Dockerfile
     takes the same pairs as ``ENV``). Settings without a variable (fusion knobs, the

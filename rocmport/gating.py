@@ -272,6 +272,7 @@ class SetupPlan:
     options: Optional[prelude.PreludeOptions]
     reason: str
     program: object = None
+    wanted: Optional[prelude.PreludeOptions] = None  # what the program needs, wherever it can go
 
 
 def _project_files(settings: Settings, path: str) -> List[str]:
@@ -309,19 +310,19 @@ def setup_plan(text: str, path: str, settings: Settings, module: Optional[cst.Mo
     # the program compiles and captures CUDA graphs)
     rng = explicit_rng if explicit_rng is not None else bool(options.rng_patch) and found.compiles and found.captures
     options = dataclasses.replace(options, compiles=found.compiles, autotunes=found.autotunes, rng_patch=rng)
+    if options.lean() and not prelude.lean_settings(options):
+        why = ("it never compiles (no torch.compile in it or in the project modules it imports)" if not found.compiles
+               else "it compiles without max-autotune: inductor's defaults are already right for ROCm")
+        return SetupPlan(None, f"nothing to set up: {why}", found, options)
     if found.early_inductor:
         return SetupPlan(None, "torch._inductor.config is imported before the set-up could run ("
                          + "; ".join(found.early_inductor[:3]) + "): environment defaults would come too late;"
-                         " set them where the program is launched (`rocmport setup --shell`)", found)
-    if options.lean():
-        if not prelude.lean_settings(options):
-            why = ("it never compiles (no torch.compile in it or in the project modules it imports)" if not found.compiles
-                   else "it compiles without max-autotune: inductor's defaults are already right for ROCm")
-            return SetupPlan(None, f"nothing to set up: {why}", found)
-        if _module_torch_name_text(module, offset) is None:
-            return SetupPlan(None, "it does not import torch in its import block: put the set-up where torch is"
-                             " imported, or use `rocmport setup --shell`", found)
-    return SetupPlan(options, "", found)
+                         " set them where the program is launched (`rocmport setup --shell " + os.path.relpath(path)
+                         + "`)", found, options)
+    if options.lean() and _module_torch_name_text(module, offset) is None:
+        return SetupPlan(None, "it does not import torch in its import block: put the set-up where torch is"
+                         " imported, or use `rocmport setup --shell " + os.path.relpath(path) + "`", found, options)
+    return SetupPlan(options, "", found, options)
 
 
 def _module_torch_name_text(module: cst.Module, before: int) -> Optional[str]:

@@ -180,7 +180,8 @@ def test_an_early_inductor_import_through_the_project_is_said_and_nothing_is_wri
     assert "torch._inductor.config is imported before the set-up could run" in result.stderr
     assert "pkg/kernels.py:4: torch.compile(...)" in result.stderr and "rocmport setup --shell" in result.stderr
     # directly, too
-    entry.write_text("import torch._inductor.config\n" + before.replace("from pkg import kernels\n", ""))
+    entry.write_text("import torch._inductor.config\n" + before.replace("from pkg import kernels\n", "").replace(
+        "print(torch)", "print(torch.compile(abs, mode='max-autotune'))"))
     direct = run("setup", "--write", "train.py", cwd=tmp_path)
     assert "train.py:1: import torch._inductor.config" in direct.stderr
 
@@ -232,3 +233,15 @@ def test_the_set_up_is_clean_under_black_ruff_format_and_ruff_defaults(tmp_path,
     hip = subprocess.run([sys.executable, "-c", "import torch\ntorch.version.hip = '6.4'\n" + probe],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS" in hip.stdout, hip.stderr
+
+
+def test_shell_form_of_one_program_holds_only_what_it_needs(tmp_path):
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "kernels.py", "import torch\n\n\n@torch.compile(mode='max-autotune')\ndef f(x):\n    return x\n")
+    write(tmp_path / "train.py", MAIN.replace("    import torch\n", "    import torch\n\n    from pkg import kernels\n"))
+    write(tmp_path / "plain.py", MAIN)
+    result = run("setup", "--shell", "train.py", "plain.py", cwd=tmp_path)
+    assert result.stdout.splitlines() == [
+        "# train.py", "# ROCm only: inductor settings this program needs (`rocmport setup --shell ENTRY`)",
+        "export TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS=ATEN",
+        "# plain.py", "# nothing to set up for this program (`rocmport setup ENTRY` says why)"]
