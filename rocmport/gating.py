@@ -311,7 +311,8 @@ def setup_plan(text: str, path: str, settings: Settings, module: Optional[cst.Mo
     rng = explicit_rng if explicit_rng is not None else bool(options.rng_patch) and found.compiles and found.captures
     options = dataclasses.replace(options, compiles=found.compiles, autotunes=found.autotunes, rng_patch=rng)
     if options.lean() and not prelude.lean_settings(options):
-        why = ("it never compiles (no torch.compile in it or in the project modules it imports)" if not found.compiles
+        why = ("no torch.compile in it or in the project modules it imports (a library's own compile, such as"
+               " transformers' Trainer with torch_compile, is not seen)" if not found.compiles
                else "it compiles without max-autotune: inductor's defaults are already right for ROCm")
         return SetupPlan(None, f"nothing to set up: {why}", found, options)
     if found.early_inductor:
