@@ -699,7 +699,7 @@ def setup_command(entries, write, shell, show_all, config_file):
         if len(found) > len(shown):
             click.echo(f"  and {len(found) - len(shown)} others (`rocmport setup --all` lists them)")
         return
-    from .gating import setup_plan
+    from .gating import rng_note, setup_plan
     from .source import read_regular
 
     python_files = [f for f in files if f.endswith(".py")]
@@ -726,6 +726,9 @@ def setup_command(entries, write, shell, show_all, config_file):
                 click.echo(f"# {os.path.relpath(path)}")
                 click.echo(entrypoints.program_exports(plan.wanted), nl=False)
             continue
+        note = rng_note(plan, settings, path) if plan is not None else None
+        if note:
+            click.echo(f"{path}: {note}.", err=True)
         if plan is not None and plan.options is None and plan.reason != "it does not parse":
             click.echo(f"{path}: {plan.reason}.", err=True)
             skipped = True

@@ -77,6 +77,7 @@ class Candidate:
     score: int = 0
     evidence: List[str] = field(default_factory=list)
     target: Optional[str] = None  # a console-script target naming it
+    unrelated: bool = False  # imports neither torch nor the project: after every other candidate
 
     def add(self, points: int, why: str) -> None:
         if why not in self.evidence:
@@ -97,6 +98,7 @@ _LAUNCH_NAMES = re.compile(r"(?i)(?:\.(?:sh|bash|zsh|slurm|sbatch|ya?ml|toml|cfg
 _DOC_NAMES = re.compile(r"(?i)\.(?:md|rst|txt)$")
 _SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "site-packages", "__pycache__", ".tox", ".mypy_cache",
               ".rocmport_cache", "build", "dist"}
+_TORCH_IMPORT = re.compile(rb"(?m)^\s*(?:import torch\b|from torch\b)")
 _TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing)/|(?:^|/)(?:test_[^/]*|[^/]*_test|conftest)\.py$")
 _MAX_TEXT_FILES = 2000
 SHOWN = 10
@@ -159,8 +161,10 @@ def _resolve_module(dotted: str, root: Path, known: Dict[str, Candidate]) -> Opt
 def rank(files: Iterable[str], root: Path) -> List[Candidate]:
     """Files that may start a program, best evidence first: a console script of the project
     (100), run by a launch script, Makefile, Dockerfile or CI file (50 each, up to 3), run in
-    the README or docs (30 each, up to 2), a package's ``__main__.py`` (20), a ``__main__``
-    guard (10) with a command-line parser (10); tests lose 40. A name alone (``train.py``) is
+    the README or docs (30 each, up to 2), named by a command of the project (30 each, up to
+    2), a package's ``__main__.py`` (20), a ``__main__`` guard (10) with a command-line parser
+    (10); a program that imports torch (20) or the project's own packages (10). One that does
+    neither (a release or CI tool) comes after all the others; tests lose 40. A name alone (``train.py``) is
     worth 2, to break ties."""
     known: Dict[str, Candidate] = {}
     for name in files:
@@ -214,9 +218,21 @@ def rank(files: Iterable[str], root: Path) -> List[Candidate]:
             mark(rel, 50 if kind == "launch" else 30, f"{'run by' if kind == 'launch' else 'in'} {origin}")
             if len(known[rel].evidence) > before:
                 per_source[key] = per_source.get(key, 0) + 1
+    packages = {rel.split("/")[-2] for rel in known if rel.endswith("/__init__.py") and rel.count("/") >= 1}
+    first_party = re.compile(rb"(?m)^\s*(?:from|import)\s+(?:" + b"|".join(
+        re.escape(p.encode()) for p in sorted(packages)) + rb")\b") if packages else None
     for rel, candidate in known.items():
         head = read_head(str(root / rel), 1 << 20)
         main_guard = _MAIN_RE.search(head) is not None
+        if rel in found or main_guard or os.path.basename(rel) == "__main__.py":
+            # a program of this port uses torch, itself or through the project's own modules
+            if _TORCH_IMPORT.search(head):
+                mark(rel, 20, "imports torch")
+            elif first_party is not None and first_party.search(head):
+                mark(rel, 10, "imports the project")
+            else:
+                mark(rel, 0, "neither torch nor the project")
+                known[rel].unrelated = True
         if os.path.basename(rel) == "__main__.py":
             mark(rel, 20, "a package's __main__")
         if main_guard:
@@ -228,7 +244,7 @@ def rank(files: Iterable[str], root: Path) -> List[Candidate]:
             candidate.score -= 40
         if re.search(r"(?:pre)?train|finetune|main", os.path.basename(rel)):
             candidate.score += 2
-    return sorted(found.values(), key=lambda c: (-c.score, c.path))
+    return sorted(found.values(), key=lambda c: (c.unrelated, -c.score, c.path))
 
 
 def candidates(files: Iterable[str], root: Path) -> List[str]:

@@ -306,9 +306,9 @@ def setup_plan(text: str, path: str, settings: Settings, module: Optional[cst.Mo
     line = text.count("\n", 0, offset) + 1
     found = _program.analyse(path, files if files is not None else _project_files(settings, path), before_line=line,
                              entry_text=text)
-    # the RNG patch: as configured, else where it changes something (torch < 2.10 possible, and
-    # the program compiles and captures CUDA graphs)
-    rng = explicit_rng if explicit_rng is not None else bool(options.rng_patch) and found.compiles and found.captures
+    # the RNG patch (60 lines): only where the configuration asks for it (`rng-patch = true`); where
+    # it may matter (torch < 2.10 possible, the program compiles and captures), `setup` says so
+    rng = bool(explicit_rng)
     options = dataclasses.replace(options, compiles=found.compiles, autotunes=found.autotunes, rng_patch=rng)
     if options.lean() and not prelude.lean_settings(options):
         why = ("no torch.compile in it or in the project modules it imports (a library's own compile, such as"
@@ -324,6 +324,19 @@ def setup_plan(text: str, path: str, settings: Settings, module: Optional[cst.Mo
         return SetupPlan(None, "it does not import torch in its import block: put the set-up where torch is"
                          " imported, or use `rocmport setup --shell " + os.path.relpath(path) + "`", found, options)
     return SetupPlan(options, "", found, options)
+
+
+def rng_note(plan: SetupPlan, settings: Settings, path: str) -> Optional[str]:
+    """A line for a program that compiles and captures CUDA graphs on a torch that may be older
+    than 2.10, where the set-up leaves the RNG patch out unless asked."""
+    found = plan.program
+    if found is None or not (found.compiles and found.captures) or settings.prelude.rng_patch is not None:
+        return None
+    if not resolved_prelude(settings, path).prelude.rng_patch:
+        return None
+    return ("it compiles and captures CUDA graphs, and may run on torch < 2.10: warm up (compile) before the"
+            " capture (`rocmport rule ROC304`), or add the Dynamo RNG patch with `[tool.rocmport.prelude]"
+            " rng-patch = true` (60 lines)")
 
 
 def _module_torch_name_text(module: cst.Module, before: int) -> Optional[str]:

@@ -66,7 +66,7 @@ def project(tmp_path):
         """)
     write(tmp_path / "src" / "demo" / "__init__.py", "")
     write(tmp_path / "src" / "demo" / "train.py", MAIN)
-    write(tmp_path / "src" / "demo" / "serve.py", "def main():\n    pass\n")
+    write(tmp_path / "src" / "demo" / "serve.py", "import torch\n\n\ndef main():\n    print(torch)\n")
     write(tmp_path / "scripts" / "launch.sh", "#!/bin/sh\ntorchrun --nproc_per_node 8 -m demo.train \"$@\"\n")
     write(tmp_path / "Makefile", "train:\n\tpython -m demo.train --config a.yaml\n")
     write(tmp_path / "Dockerfile", "FROM python\nCMD [\"python\", \"-m\", \"demo.train\"]\n")
@@ -104,7 +104,7 @@ def test_a_name_alone_is_no_evidence(tmp_path):
 def test_a_command_of_the_project_that_names_a_recipe(tmp_path):
     write(tmp_path / "pyproject.toml", '[project]\nname = "tt"\n[project.scripts]\ntune = "tt.cli:main"\n')
     write(tmp_path / "tt" / "__init__.py", "")
-    write(tmp_path / "tt" / "cli.py", "def main():\n    pass\n")
+    write(tmp_path / "tt" / "cli.py", "import tt\n\n\ndef main():\n    print(tt)\n")
     for name in ("lora_finetune_single_device", "full_finetune_distributed", "knowledge_distillation"):
         write(tmp_path / "recipes" / f"{name}.py", MAIN)
     write(tmp_path / "README.md", "```\ntune run lora_finetune_single_device --config llama3/8B_lora\n```\n")
@@ -245,3 +245,23 @@ def test_shell_form_of_one_program_holds_only_what_it_needs(tmp_path):
         "# train.py", "# ROCm only: inductor settings this program needs (`rocmport setup --shell ENTRY`)",
         "export TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS=ATEN",
         "# plain.py", "# nothing to set up for this program (`rocmport setup ENTRY` says why)"]
+
+
+def test_a_program_that_compiles_and_captures_is_told_about_the_rng_patch(tmp_path):
+    body = MAIN.replace("print(torch)", "g = torch.cuda.CUDAGraph()\n        f = torch.compile(abs, mode='max-autotune')\n"
+                        "        with torch.cuda.graph(g):\n            f(torch.ones(1))")
+    entry = write(tmp_path / "train.py", body)
+    result = run("setup", "--write", "train.py", cwd=tmp_path)
+    assert "may run on torch < 2.10: warm up (compile) before the capture" in result.stderr
+    text = entry.read_text()
+    assert "_rocmport_rng_patch" not in text and "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS" in text
+
+
+def test_tools_that_use_neither_torch_nor_the_project_rank_below_programs(tmp_path):
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "scripts" / "audit.py", MAIN.replace("import torch\n", "import json\n").replace("print(torch)", "print(json)"))
+    write(tmp_path / "train.py", MAIN)
+    write(tmp_path / "cli.py", MAIN.replace("import torch\n", "import pkg\n").replace("print(torch)", "print(pkg)"))
+    for i in range(3):
+        write(tmp_path / ".github" / "workflows" / f"ci{i}.yml", "steps:\n  - run: python scripts/audit.py\n")
+    assert [c.path for c in ranked(tmp_path)] == ["train.py", "cli.py", "scripts/audit.py"]
