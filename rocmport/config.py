@@ -27,7 +27,11 @@ class ConfigError(Exception):
 
 RULE_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude",
              "extend-exclude", "prelude", "unsafe-fixes", "respect-gitignore", "force-exclude",
-             "cache-dir", "entry-points"}
+             "cache-dir", "entry-points", "cuda-graphs-on-rocm", "reason-comments"}
+# The rules that turn inductor's CUDA graphs off on ROCm (or, ROC106, put them back by hand):
+# silent where ``cuda-graphs-on-rocm = true`` says the project measured them working there.
+CUDA_GRAPH_CODES = frozenset({"ROC101", "ROC102", "ROC103", "ROC104", "ROC105", "ROC106", "ROC201", "ROC202",
+                              "ROC602"})
 PRELUDE_KEYS = {"style": ("auto", "inline", "module"), "profile": ("safe", "tuned"),
                 "inference-only": bool, "compile-guard": bool, "rng-patch": bool,
                 "inductor-setup": bool, "module-name": str}
@@ -49,6 +53,12 @@ class Settings:
     # files (globs relative to the root) where a program starts: `fix` gives them the
     # process-wide ROCm set-up; nothing else ever gets it
     entry_points: Tuple[str, ...] = ()
+    # `cuda-graphs-on-rocm = true`: the project keeps inductor's CUDA graphs on ROCm (it measured
+    # them working on its stack): the CUDA-graph rules (CUDA_GRAPH_CODES) say nothing
+    cuda_graphs_on_rocm: bool = False
+    # `reason-comments = true`: `fix` puts a one-line comment above each statement it gates,
+    # naming the rule and `rocmport rule CODE`
+    reason_comments: bool = False
     root: str = "."  # directory of the configuration file (or the working directory)
     config_file: Optional[str] = None
 
@@ -64,6 +74,8 @@ class Settings:
     # -- rule selection --------------------------------------------------------------------
     def enabled_codes(self, path: Optional[str] = None) -> FrozenSet[str]:
         ignores = self.ignore + (self.file_ignores(path) if path else ())
+        if self.cuda_graphs_on_rocm:
+            ignores += tuple(sorted(CUDA_GRAPH_CODES))
         return _enabled_codes(self.select, self.extend_select, ignores)
 
     def file_ignores(self, path: str) -> Tuple[str, ...]:
@@ -232,7 +244,7 @@ def settings_from_table(table: dict, path: Path) -> Settings:
             validate_selectors(codes, f"{where}: `per-file-ignores`")
             items.append((pattern, codes))
         kwargs["per_file_ignores"] = tuple(items)
-    for key in ("unsafe-fixes", "respect-gitignore", "force-exclude"):
+    for key in ("unsafe-fixes", "respect-gitignore", "force-exclude", "cuda-graphs-on-rocm", "reason-comments"):
         if key in table:
             if not isinstance(table[key], bool):
                 raise ConfigError(f"{where}: `{key}` must be true or false")
