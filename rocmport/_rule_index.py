@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'f11faa23b6f383599091592c56de3b33'
+FINGERPRINT = '16b30b2cc536f4bf1eb3016bfbc475b7'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -2267,7 +2267,26 @@ RULES = [{'code': 'ROC001',
   'what': '\n'
           '        A call of `tl.inline_asm_elementwise(...)` outside a ROCm branch, unless its '
           'assembly is\n'
-          '        recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`).\n'
+          '        recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`). Several '
+          'assembly\n'
+          '        blocks in one kernel or helper are one finding (at the first), with the others '
+          'as\n'
+          "        related locations: the decision is the function's.\n"
+          '\n'
+          '        Not reported, because the kernel never runs on an AMD GPU:\n'
+          "        - assembly only NVIDIA's Blackwell GPUs run (`tcgen05.*`, the FP4 conversions\n"
+          '          `cvt.rn.satfinite.e2m1x2`, `ue8m0x2`): it fails on every GPU before '
+          'Blackwell,\n'
+          "          NVIDIA's own included, so the code that calls the kernel already picks "
+          'Blackwell\n'
+          '          (compute capability 10 or more, which no AMD GPU reports);\n'
+          '        - code for NVIDIA GPUs only (`gates.nvidia_only`): a kernel or function named '
+          'for an\n'
+          '          NVIDIA-only feature (`nvfp4`, `sm100`, `tma`, `cutlass`), or a module that '
+          'imports a\n'
+          '          package with no ROCm build (`triton.language.extra.tlx`, `tensorrt`): it does '
+          'not\n'
+          '          load on ROCm.\n'
           '        ',
   'why': '\n'
          "        The assembly string is handed to the backend's assembler unchanged; PTX written "
@@ -2286,7 +2305,19 @@ RULES = [{'code': 'ROC001',
          '\n'
          'A call of `tl.inline_asm_elementwise(...)` outside a ROCm branch, unless its assembly '
          'is\n'
-         'recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`).\n'
+         'recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`). Several assembly\n'
+         'blocks in one kernel or helper are one finding (at the first), with the others as\n'
+         "related locations: the decision is the function's.\n"
+         '\n'
+         'Not reported, because the kernel never runs on an AMD GPU:\n'
+         "- assembly only NVIDIA's Blackwell GPUs run (`tcgen05.*`, the FP4 conversions\n"
+         '  `cvt.rn.satfinite.e2m1x2`, `ue8m0x2`): it fails on every GPU before Blackwell,\n'
+         "  NVIDIA's own included, so the code that calls the kernel already picks Blackwell\n"
+         '  (compute capability 10 or more, which no AMD GPU reports);\n'
+         '- code for NVIDIA GPUs only (`gates.nvidia_only`): a kernel or function named for an\n'
+         '  NVIDIA-only feature (`nvfp4`, `sm100`, `tma`, `cutlass`), or a module that imports a\n'
+         '  package with no ROCm build (`triton.language.extra.tlx`, `tensorrt`): it does not\n'
+         '  load on ROCm.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -3292,10 +3323,19 @@ RULES = [{'code': 'ROC001',
           "        - `pycuda`: PyCUDA, bindings to NVIDIA's CUDA driver\n"
           "        - `tensorrt`: TensorRT, NVIDIA's inference runtime\n"
           "        - `torch_tensorrt`: Torch-TensorRT, NVIDIA's TensorRT backend for torch\n"
+          "        - `triton.language.extra.tlx`: TLX, Triton's low-level extension for NVIDIA "
+          "Hopper and Blackwell warp specialisation (Meta's Triton; not in ROCm's Triton)\n"
           '\n'
           '        Not reported: the import inside `try: ... except ImportError:` (or any `try`), '
           'inside\n'
-          '        `if not is_rocm:` or any other `if`, or inside a function.\n'
+          '        `if not is_rocm:` or any other `if`, or inside a function; and a module that '
+          'exists for\n'
+          '        that package, which its path names (`third_party/deep_gemm/__init__.py`,\n'
+          '        `flash_attn_interface.py`, `stable_diffusion_tensorrt_img2img.py`, '
+          '`ops/tlx/fwd.py`):\n'
+          '        without the package it has nothing to do, so failing to load on ROCm is what it '
+          'should\n'
+          '        do, and only code that chooses it (TensorRT, DeepGEMM) imports it.\n'
           '        ',
   'why': '\n'
          '        On ROCm the import raises ModuleNotFoundError (or the package cannot be '
@@ -3328,9 +3368,15 @@ RULES = [{'code': 'ROC001',
          "- `pycuda`: PyCUDA, bindings to NVIDIA's CUDA driver\n"
          "- `tensorrt`: TensorRT, NVIDIA's inference runtime\n"
          "- `torch_tensorrt`: Torch-TensorRT, NVIDIA's TensorRT backend for torch\n"
+         "- `triton.language.extra.tlx`: TLX, Triton's low-level extension for NVIDIA Hopper and "
+         "Blackwell warp specialisation (Meta's Triton; not in ROCm's Triton)\n"
          '\n'
          'Not reported: the import inside `try: ... except ImportError:` (or any `try`), inside\n'
-         '`if not is_rocm:` or any other `if`, or inside a function.\n'
+         '`if not is_rocm:` or any other `if`, or inside a function; and a module that exists for\n'
+         'that package, which its path names (`third_party/deep_gemm/__init__.py`,\n'
+         '`flash_attn_interface.py`, `stable_diffusion_tensorrt_img2img.py`, `ops/tlx/fwd.py`):\n'
+         'without the package it has nothing to do, so failing to load on ROCm is what it should\n'
+         'do, and only code that chooses it (TensorRT, DeepGEMM) imports it.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -3364,7 +3410,8 @@ RULES = [{'code': 'ROC001',
                'flash_mla',
                'pycuda',
                'tensorrt',
-               'torch_tensorrt'],
+               'torch_tensorrt',
+               'triton.language.extra.tlx'],
   'words': []},
  {'code': 'ROC705',
   'name': 'fp8-format-architecture',

@@ -138,7 +138,8 @@ def check_case(code: str, case, kind: str) -> None:
     """One Fixit-style case of rule ``code``: a valid case gives no finding of the rule; an
     invalid one gives one (at ``case.line``/``case.column`` with ``case.message`` where the
     case says), fixes to ``case.expected`` where given, and keeps the fix properties."""
-    found = [f for f in lint(case.code, select=[code]) if f.code == code]
+    path = getattr(case, "path", "snippet.py")
+    found = [f for f in lint(case.code, select=[code], path=path) if f.code == code]
     if kind == "valid":
         assert not found, f"{code} should not fire on:\n{case.code}\n{found}"
         return
@@ -151,8 +152,8 @@ def check_case(code: str, case, kind: str) -> None:
     if case.message is not None:
         assert first.message == case.message, f"{code}: message {first.message!r}, the case says {case.message!r}"
     if case.expected is not None:
-        assert fixed_text(case.code, select=[code]) == expand_prelude(case.expected)
-    assert_fix_properties(case.code.encode(), select=[code])
+        assert fixed_text(case.code, select=[code], path=path) == expand_prelude(case.expected)
+    assert_fix_properties(case.code.encode(), select=[code], path=path)
 
 
 # The imports a rule's documentation example takes for granted.

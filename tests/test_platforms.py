@@ -203,3 +203,46 @@ def test_code_for_nvidia_gpus_only():
     assert _nvidia_only("try:\n    import deep_gemm\nexcept ImportError:\n    deep_gemm = None\nHERE()\n") is None
     assert _nvidia_only("def f():\n    import deep_gemm\n    HERE()\n") is None
     assert _nvidia_only("class Gemm:\n    def run(self):\n        HERE()\n") is None
+
+
+# -- tests that skip themselves: where a test runs (issue 28) --------------------------------------
+
+@pytest.mark.parametrize("source,expected", [
+    ("import torch, unittest\n@unittest.skipIf(torch.version.hip is not None, 'no')\ndef test_x():\n    HERE()\n",
+     EVERY - {ROCM}),
+    ("import torch, unittest\n@unittest.skipIf(not torch.version.cuda, 'Skip on AMD')\ndef test_x():\n    HERE()\n",
+     {CUDA}),
+    ("import torch, pytest\n@pytest.mark.skipif(torch.version.hip is not None or x, reason='r')\n"
+     "def test_x():\n    HERE()\n", EVERY - {ROCM}),
+    ("import torch, unittest\n@unittest.skipUnless(torch.version.hip, 'rocm only')\ndef test_x():\n    HERE()\n",
+     {ROCM}),
+    ("import torch, unittest\n@unittest.skipIf(torch.version.hip, 'no')\nclass T(unittest.TestCase):\n"
+     "    def test_x(self):\n        HERE()\n", EVERY - {ROCM}),
+    ("from torch.testing._internal.common_utils import skipIfRocm\n@skipIfRocm\ndef test_x():\n    HERE()\n",
+     EVERY - {ROCM}),
+    ("import torch, pytest\npytestmark = [pytest.mark.skipif(torch.version.hip is not None, reason='r')]\n"
+     "def test_x():\n    HERE()\n", EVERY - {ROCM}),
+    ("import torch, unittest\nclass T(unittest.TestCase):\n    def test_x(self):\n        if torch.version.hip:\n"
+     "            self.skipTest('no')\n        HERE()\n", EVERY - {ROCM}),
+    ("import torch, pytest\ndef test_x():\n    if torch.version.hip:\n        pytest.skip('no')\n    HERE()\n",
+     EVERY - {ROCM}),
+    # near misses: a skip that depends on nothing known, an unconditional skip (not a platform:
+    # testing.FileTests.skipped), the decorator's own argument, skipIfRocmArch (some ROCm GPUs only)
+    ("import unittest\n@unittest.skipIf(x > 3, 'no')\ndef test_x():\n    HERE()\n", EVERY),
+    ("import unittest\n@unittest.skip('failing')\ndef test_x():\n    HERE()\n", EVERY),
+    ("import torch, unittest\n@unittest.skipIf(HERE, 'no')\ndef test_x():\n    pass\n", EVERY),
+    ("@skipIfRocmArch(MI300_ARCH)\ndef test_x():\n    HERE()\n", EVERY),
+    ("import torch\ndef test_x():\n    if torch.version.hip:\n        log('rocm')\n    HERE()\n", EVERY),
+])
+def test_skip_decorators_say_where_a_test_runs(source, expected):
+    assert _where(source) == frozenset(expected)
+
+
+@pytest.mark.parametrize("name,skips", [
+    ("skipIfRocm", True), ("skipCUDAIfRocm", True), ("skip_if_rocm", True), ("skipOnHip", True),
+    ("skip_rocm", True), ("skipIfRocmArch", False), ("skipif", False), ("skipIfNotRocm", False),
+])
+def test_decorator_names_that_skip_on_rocm(name, skips):
+    from rocmport.analysis.platforms import skips_on_rocm
+
+    assert skips_on_rocm(name) is skips

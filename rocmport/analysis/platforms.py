@@ -278,6 +278,15 @@ def _call_name(node: ast.AST) -> Optional[str]:
     return None
 
 
+_SKIP_ON_ROCM = re.compile(r"(?i)^_*skip\w*?_?(?:if|on)_?(?:rocm|hip|amd)$|^_*skip_?(?:rocm|hip|amd)$")
+
+
+def skips_on_rocm(name: str) -> bool:
+    """Does a decorator named ``name`` skip its test on ROCm (torch's ``skipIfRocm``,
+    ``skipCUDAIfRocm``, ``skip_if_rocm``, ``skipOnHip``)?"""
+    return _SKIP_ON_ROCM.match(name) is not None
+
+
 # -- a module's own predicates ------------------------------------------------------------
 
 def _returned(fn: ast.AST) -> Optional[ast.AST]:
@@ -333,7 +342,19 @@ CUDA_ONLY_PACKAGES: Dict[str, str] = {
     "pycuda": "PyCUDA, bindings to NVIDIA's CUDA driver",
     "tensorrt": "TensorRT, NVIDIA's inference runtime",
     "torch_tensorrt": "Torch-TensorRT, NVIDIA's TensorRT backend for torch",
+    # a dotted name: a module of a package that itself has ROCm builds
+    "triton.language.extra.tlx": "TLX, Triton's low-level extension for NVIDIA Hopper and Blackwell warp"
+                                 " specialisation (Meta's Triton; not in ROCm's Triton)",
 }
+
+
+def cuda_only_package(module: str) -> Optional[str]:
+    """The entry of ``CUDA_ONLY_PACKAGES`` that an imported module ``module`` is (the package
+    itself or one of its modules), or None."""
+    for name in CUDA_ONLY_PACKAGES:
+        if module == name or module.startswith(name + "."):
+            return name
+    return None
 
 # Words of a function's or class's name that say it is for an NVIDIA-only feature: Hopper and
 # Blackwell instructions (TMA, WGMMA, tcgen05), SM generations, NVFP4, and NVIDIA-only kernel

@@ -343,10 +343,16 @@ class LiteralMode(CompileCalls):
                     rocm = ROCM_MODES[self.MODE]
                     self.report(
                         leaf,
-                        f'mode="{self.MODE}" turns on CUDA graphs, which hang or slow down on ROCm;'
-                        f' use "{rocm}" there',
+                        f'mode="{self.MODE}" turns on CUDA graphs, which hang or slow down on ROCm'
+                        + self._advice(leaf, rocm),
                         fix=self.gated_literal_fix(leaf, rocm, f'Use mode="{rocm}" on ROCm'),
                     )
+
+    def _advice(self, node: cst.CSTNode, rocm: str) -> str:
+        """The message's advice: the fix's own, unless the code is not a port (a test of CUDA
+        graphs, NVIDIA-only code): the engine then says what to do instead, and the message
+        says one thing."""
+        return "" if self.not_a_port(node) is not None else f'; use "{rocm}" there'
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         """A parameter default that the function hands to torch.compile's mode (directly,
@@ -361,7 +367,7 @@ class LiteralMode(CompileCalls):
                 self.report(
                     param.default,
                     f'the default mode="{self.MODE}" of `{param.name.value}` reaches torch.compile and turns on'
-                    f' CUDA graphs, which hang or slow down on ROCm; use "{rocm}" there',
+                    f' CUDA graphs, which hang or slow down on ROCm' + self._advice(param.default, rocm),
                     fix=self.gated_literal_fix(param.default, rocm, f'Use mode="{rocm}" on ROCm'),
                 )
 
