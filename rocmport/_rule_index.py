@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'c69e70a9ee040a30b3e13310101cf8de'
+FINGERPRINT = 'd7628a46d79c27ec0d8cce20d1679704'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -3305,7 +3305,17 @@ RULES = [{'code': 'ROC001',
           'runs\n'
           '        nvidia-smi). Not reported: the words in strings, comments or docstrings that '
           'are not\n'
-          '        a command, and code under a ROCm or `torch.version.cuda` test.\n'
+          '        a command, and code that already dispatches on the vendor: under a ROCm or\n'
+          '        `torch.version.cuda` test, or any condition the platform analysis reads as '
+          'NVIDIA\n'
+          '        only (`"nvidia" in gpu_name`, `name.startswith("NVIDIA")`, `vendor == '
+          '"nvidia"`,\n'
+          '        `"Tesla" in name`), a command assigned only in such a branch (`if "nvidia" in '
+          'name: cmd\n'
+          '        = "nvidia-smi ..." else: cmd = "rocm-smi ..."`), and a probe whose failure is '
+          'the AMD\n'
+          '        branch (`try: run(["nvidia-smi"]) except FileNotFoundError: '
+          'run(["rocm-smi"])`).\n'
           '        ',
   'why': '\n'
          '        ROCm has neither `nvidia-smi` nor NVML: the call fails, or the tool is missing '
@@ -3328,7 +3338,12 @@ RULES = [{'code': 'ROC001',
          'whose command (a string, a list, or a name assigned one in the same scope) runs\n'
          '`nvidia-smi`; an import of `pynvml`, `py3nvml`, `nvidia_smi` or `GPUtil` (which runs\n'
          'nvidia-smi). Not reported: the words in strings, comments or docstrings that are not\n'
-         'a command, and code under a ROCm or `torch.version.cuda` test.\n'
+         'a command, and code that already dispatches on the vendor: under a ROCm or\n'
+         '`torch.version.cuda` test, or any condition the platform analysis reads as NVIDIA\n'
+         'only (`"nvidia" in gpu_name`, `name.startswith("NVIDIA")`, `vendor == "nvidia"`,\n'
+         '`"Tesla" in name`), a command assigned only in such a branch (`if "nvidia" in name: cmd\n'
+         '= "nvidia-smi ..." else: cmd = "rocm-smi ..."`), and a probe whose failure is the AMD\n'
+         'branch (`try: run(["nvidia-smi"]) except FileNotFoundError: run(["rocm-smi"])`).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'

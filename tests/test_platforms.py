@@ -246,3 +246,14 @@ def test_decorator_names_that_skip_on_rocm(name, skips):
     from rocmport.analysis.platforms import skips_on_rocm
 
     assert skips_on_rocm(name) is skips
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("'Tesla' in name", IS_CUDA), ("'GeForce' in torch.cuda.get_device_name()", IS_CUDA),
+    ("name.startswith('NVIDIA')", IS_CUDA), ("gpu_name.lower().startswith('nvidia')", IS_CUDA),
+    ("'Radeon' in name", IS_ROCM), ("name.startswith('AMD')", IS_ROCM), ("'Instinct' not in name", IS_ROCM.negated()),
+    # near misses: a product word that is no vendor's, a method that is not a prefix test
+    ("name.startswith('GPU-')", UNKNOWN), ("'A' in name", UNKNOWN), ("name.count('NVIDIA')", UNKNOWN),
+])
+def test_product_names_of_gpus(source, expected):
+    assert read(source) == expected

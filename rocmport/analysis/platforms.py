@@ -84,6 +84,10 @@ _ROCM_VALUE = {"rocm", "hip", "amd"}
 _CUDA_VALUE = {"cuda", "nvidia", "nv"}
 _DEVICE_SUBJECT = re.compile(r"(?i)(?:^|[._])(?:device|dev|type|device_type|accelerator)$")
 _OTHER_VALUE = re.compile(r"(?i)^(?:npu|xpu|hpu|mps|tpu|musa|mlu|neuron|ipex|xla)$")
+# Words of a GPU's product name, as ``torch.cuda.get_device_name()`` or nvidia-smi give it:
+# ``"Tesla" in name``, ``name.startswith("NVIDIA")``.
+_NVIDIA_PRODUCT = {"nvidia", "tesla", "geforce", "quadro", "titan", "jetson"}
+_AMD_PRODUCT = {"amd", "radeon", "instinct"}
 
 
 def word_test(name: str, called: bool) -> Test:
@@ -213,6 +217,11 @@ def classify(expr: ast.AST, env: Env, depth: int = 0) -> Test:
         return _compare(expr.left, expr.ops[0], expr.comparators[0], env, depth)
     if kind is ast.Call:
         func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in ("startswith", "endswith") and len(expr.args) == 1:
+            # ``name.startswith("NVIDIA")``: a product name, as ``"NVIDIA" in name`` reads it
+            value = _string(expr.args[0])
+            if value is not None:
+                return _product_test(value)
         spelled = _dotted(func)
         if spelled is not None:
             if spelled in ("bool", "builtins.bool") and len(expr.args) == 1:
@@ -252,6 +261,8 @@ def _compare(left: ast.AST, op: ast.cmpop, right: ast.AST, env: Env, depth: int)
         value = _string(left)
         if value is not None:
             test = _value_test(value, None) if value.lower() != "cuda" else IS_CUDA
+            if not test.known:
+                test = _product_test(value)
             if not test.known and value.lower().startswith(("gfx", "mi3", "mi2")):
                 test = IS_ROCM
             return test if isinstance(op, ast.In) else test.negated()
@@ -267,6 +278,17 @@ def _compare(left: ast.AST, op: ast.cmpop, right: ast.AST, env: Env, depth: int)
             name = _call_name(side) or _dotted(side) or ""
             if "capability" in name or name.endswith(("major", "minor")):
                 return ON_GPU
+    return UNKNOWN
+
+
+def _product_test(value: str) -> Test:
+    """A GPU's product name holds ``value``: NVIDIA's (``Tesla``, ``GeForce``) or AMD's
+    (``Radeon``, ``Instinct``)."""
+    lowered = value.strip().lower()
+    if lowered in _NVIDIA_PRODUCT:
+        return IS_CUDA
+    if lowered in _AMD_PRODUCT:
+        return IS_ROCM
     return UNKNOWN
 
 
