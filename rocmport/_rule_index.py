@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'd7628a46d79c27ec0d8cce20d1679704'
+FINGERPRINT = 'a3121f72c5701d5f1e2da9ccd05d8a29'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -2936,6 +2936,18 @@ RULES = [{'code': 'ROC001',
           '=\n'
           '        ...`), and files whose name says they are for NVIDIA only (`nv-build.yml`,\n'
           '        `Dockerfile.cuda`, `build_nvidia.sh`).\n'
+          '\n'
+          '        Not reported either, because no ROCm build reads the setting:\n'
+          '        - a Dockerfile or YAML file (a CI workflow, a compose or cluster file) that '
+          'names ROCm\n'
+          '          nowhere (`rocm`, `hip`, `amd`, `gfx942`, `MI300`): its base image and runners '
+          'are\n'
+          "          NVIDIA's or CPU-only, so it builds nothing for ROCm (a `FROM rocm/pytorch` "
+          'image, a\n'
+          '          `runs-on: mi300` job are ROCm builds and are reported);\n'
+          '        - a list of arch-specific NVIDIA targets only (`"9.0a"`, `"10.0a;12.0a"`): it '
+          'builds\n'
+          '          Hopper or Blackwell kernels (wgmma, tcgen05) that have no AMD counterpart.\n'
           '        ',
   'why': '\n'
          '        `torch.utils.cpp_extension` builds ROCm extensions for the targets in\n'
@@ -2961,6 +2973,14 @@ RULES = [{'code': 'ROC001',
          'arm of a ROCm test (`if HIP_BUILD: ... else: os.environ["TORCH_CUDA_ARCH_LIST"] =\n'
          '...`), and files whose name says they are for NVIDIA only (`nv-build.yml`,\n'
          '`Dockerfile.cuda`, `build_nvidia.sh`).\n'
+         '\n'
+         'Not reported either, because no ROCm build reads the setting:\n'
+         '- a Dockerfile or YAML file (a CI workflow, a compose or cluster file) that names ROCm\n'
+         '  nowhere (`rocm`, `hip`, `amd`, `gfx942`, `MI300`): its base image and runners are\n'
+         "  NVIDIA's or CPU-only, so it builds nothing for ROCm (a `FROM rocm/pytorch` image, a\n"
+         '  `runs-on: mi300` job are ROCm builds and are reported);\n'
+         '- a list of arch-specific NVIDIA targets only (`"9.0a"`, `"10.0a;12.0a"`): it builds\n'
+         '  Hopper or Blackwell kernels (wgmma, tcgen05) that have no AMD counterpart.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'

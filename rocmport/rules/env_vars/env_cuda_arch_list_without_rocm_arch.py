@@ -10,7 +10,7 @@ import libcst as cst
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import ARCH_LIST_VAR, ROCM_ARCH_VAR, PairRule, py_value
+from .common import ARCH_LIST_VAR, ROCM_ARCH_VAR, PairRule, nvidia_arch_only, py_value
 
 
 class ArchListWithoutRocmArch(PairRule):
@@ -26,6 +26,14 @@ class ArchListWithoutRocmArch(PairRule):
         arm of a ROCm test (`if HIP_BUILD: ... else: os.environ["TORCH_CUDA_ARCH_LIST"] =
         ...`), and files whose name says they are for NVIDIA only (`nv-build.yml`,
         `Dockerfile.cuda`, `build_nvidia.sh`).
+
+        Not reported either, because no ROCm build reads the setting:
+        - a Dockerfile or YAML file (a CI workflow, a compose or cluster file) that names ROCm
+          nowhere (`rocm`, `hip`, `amd`, `gfx942`, `MI300`): its base image and runners are
+          NVIDIA's or CPU-only, so it builds nothing for ROCm (a `FROM rocm/pytorch` image, a
+          `runs-on: mi300` job are ROCm builds and are reported);
+        - a list of arch-specific NVIDIA targets only (`"9.0a"`, `"10.0a;12.0a"`): it builds
+          Hopper or Blackwell kernels (wgmma, tcgen05) that have no AMD counterpart.
         """
     WHY = """
         `torch.utils.cpp_extension` builds ROCm extensions for the targets in
@@ -52,9 +60,21 @@ class ArchListWithoutRocmArch(PairRule):
              '    os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0"\n'),
         Case('import os\nos.environ["TORCH_CUDA_ARCH_LIST"] = ""\n'),
         Case('import os\n# os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0"\n'),
+        # Hopper-only kernels (CUTLASS sm90a): nothing to build for AMD
+        Case("""
+            import os
+            import subprocess
+
+            def build_machete(tmp):
+                env = dict(os.environ)
+                env["TORCH_CUDA_ARCH_LIST"] = "9.0a"
+                subprocess.run(["python", "setup.py", "build_ext"], env=env, check=True)
+            """),
     )
     INVALID = (
         Case(EXAMPLE.replace("\n        ", "\n").strip() + "\n"),
+        # near miss of arch-specific targets: one portable target beside them
+        Case('import os\nos.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0a"\n'),
         Case('import os\nimport subprocess\nsubprocess.check_call(["pip", "install", "."],'
              ' env=dict(os.environ, TORCH_CUDA_ARCH_LIST="8.6+PTX"))\n'),
     )
@@ -72,7 +92,8 @@ class ArchListWithoutRocmArch(PairRule):
             return
         # a branch on ROCm (its NVIDIA arm included) already tells the platforms apart; an
         # empty value clears the list rather than choosing architectures
-        writes = [w for w in self._writes if py_value(w.value) != "" and not self.in_rocm_branch(w.key_node)]
+        writes = [w for w in self._writes if py_value(w.value) != "" and not nvidia_arch_only(py_value(w.value))
+                  and not self.in_rocm_branch(w.key_node)]
         if not writes:
             return
         first = min(writes, key=lambda w: self._where(w))
