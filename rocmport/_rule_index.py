@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'a3121f72c5701d5f1e2da9ccd05d8a29'
+FINGERPRINT = 'c5c6a7b8e98df52f5b7fa0d34cf21ea7'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -1271,6 +1271,17 @@ RULES = [{'code': 'ROC001',
           '          the capture calls is not reported: the warm-up calls of that function entered '
           'it too.\n'
           '\n'
+          '        The first shape is reported only where the capture may run a torch GEMM, whose\n'
+          '        hipBLASLt handle is what fails: a GEMM (`torch.matmul`, `@`, `F.linear`,\n'
+          '        `torch._scaled_mm`, SDPA), a model or module call (`model(x)`, '
+          '`.forward(...)`,\n'
+          '        `.apply(...)`), or any call rocmport cannot see into (a parameter, an imported\n'
+          "        function). A capture of the library's own kernels only (`torch.ops.mylib.*`, a "
+          'Triton\n'
+          '        launch, a collective, elementwise torch ops, functions of the file that do no '
+          'more) makes\n'
+          '        no hipBLASLt handle and is not reported.\n'
+          '\n'
           '        Not reported: `stream=s` given (the warm-up is assumed to run on `s`) or '
           'possibly given\n'
           '        (`**options`), mentions in strings and comments, and `tf.Graph()` or '
@@ -1298,6 +1309,17 @@ RULES = [{'code': 'ROC001',
          'then\n'
          '        passed to `torch.cuda.graph(..., stream=)`, avoids all of it and is neutral on '
          'NVIDIA.\n'
+         '\n'
+         "        The failure, after the capture stream's handle was pre-made: AMD's own fixes of\n"
+         '        June-August 2026 show warm-up on one stream and capture on another failing with '
+         'HIP\n'
+         '        error 900 or hanging on torch 2.13 (pytorch#187745 for '
+         '`make_graphed_callables`,\n'
+         '        ROCm/TransformerEngine#644, lightseekorg/tokenspeed#1059); their fix is to warm '
+         'up on\n'
+         '        the very stream passed as `stream=`. pytorch#179053 is the change that made '
+         'handles\n'
+         "        per stream; #179892 only pre-makes the capturing thread's own stream's handle.\n"
          '        ',
   'default_enabled': True,
   'fix': 'safe',
@@ -1322,6 +1344,15 @@ RULES = [{'code': 'ROC001',
          '  not entered before the capture in the same function. A stream entered in a function\n'
          '  the capture calls is not reported: the warm-up calls of that function entered it too.\n'
          '\n'
+         'The first shape is reported only where the capture may run a torch GEMM, whose\n'
+         'hipBLASLt handle is what fails: a GEMM (`torch.matmul`, `@`, `F.linear`,\n'
+         '`torch._scaled_mm`, SDPA), a model or module call (`model(x)`, `.forward(...)`,\n'
+         '`.apply(...)`), or any call rocmport cannot see into (a parameter, an imported\n'
+         "function). A capture of the library's own kernels only (`torch.ops.mylib.*`, a Triton\n"
+         'launch, a collective, elementwise torch ops, functions of the file that do no more) '
+         'makes\n'
+         'no hipBLASLt handle and is not reported.\n'
+         '\n'
          'Not reported: `stream=s` given (the warm-up is assumed to run on `s`) or possibly given\n'
          '(`**options`), mentions in strings and comments, and `tf.Graph()` or `networkx`\n'
          'look-alikes.\n'
@@ -1340,6 +1371,13 @@ RULES = [{'code': 'ROC001',
          'pytorch#187745, and TransformerEngine#643 made the same change to its own copy. The\n'
          "pattern PyTorch's CUDA-graph notes recommend, a warm-up on a side stream that is then\n"
          'passed to `torch.cuda.graph(..., stream=)`, avoids all of it and is neutral on NVIDIA.\n'
+         '\n'
+         "The failure, after the capture stream's handle was pre-made: AMD's own fixes of\n"
+         'June-August 2026 show warm-up on one stream and capture on another failing with HIP\n'
+         'error 900 or hanging on torch 2.13 (pytorch#187745 for `make_graphed_callables`,\n'
+         'ROCm/TransformerEngine#644, lightseekorg/tokenspeed#1059); their fix is to warm up on\n'
+         'the very stream passed as `stream=`. pytorch#179053 is the change that made handles\n'
+         "per stream; #179892 only pre-makes the capturing thread's own stream's handle.\n"
          '\n'
          '## Example\n'
          '\n'
