@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'c5c6a7b8e98df52f5b7fa0d34cf21ea7'
+FINGERPRINT = '577b172e66aff3508220e2413b994070'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -265,7 +265,15 @@ RULES = [{'code': 'ROC001',
           'attribute, a\n'
           '        config field, a parameter, a call. Its value is only known at run time, and '
           'config\n'
-          '        defaults such as `compile_mode: str = "reduce-overhead"` are common.\n'
+          '        defaults such as `compile_mode: str = "reduce-overhead"` are common. Not '
+          'reported: a\n'
+          '        value whose default turns no CUDA graphs on, which is what runs unless a user '
+          'asks\n'
+          '        for more: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, '
+          '`os.getenv("MODE")`,\n'
+          '        `cfg.get("mode", "default")`, or a name assigned only such values (a default '
+          'that is a\n'
+          '        CUDA-graph mode is reported).\n'
           '        ',
   'why': '\n'
          '        When the value is "reduce-overhead" or "max-autotune", inductor captures CUDA '
@@ -282,7 +290,11 @@ RULES = [{'code': 'ROC001',
          '\n'
          'A `mode=` given by an expression that is not a literal: a variable, an attribute, a\n'
          'config field, a parameter, a call. Its value is only known at run time, and config\n'
-         'defaults such as `compile_mode: str = "reduce-overhead"` are common.\n'
+         'defaults such as `compile_mode: str = "reduce-overhead"` are common. Not reported: a\n'
+         'value whose default turns no CUDA graphs on, which is what runs unless a user asks\n'
+         'for more: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, `os.getenv("MODE")`,\n'
+         '`cfg.get("mode", "default")`, or a name assigned only such values (a default that is a\n'
+         'CUDA-graph mode is reported).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -326,8 +338,15 @@ RULES = [{'code': 'ROC001',
           'contains\n'
           '        "mode". Not flagged: a local variable or a parameter that the same code hands '
           'to\n'
-          '        `torch.compile(mode=...)` (ROC104 fixes that call), and the text in strings,\n'
-          '        comments, docstrings, lists of choices or comparisons.\n'
+          '        `torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, '
+          'comments,\n'
+          '        docstrings, lists of choices or comparisons, and a value whose every reader in '
+          'the\n'
+          '        file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if '
+          'is_rocm\n'
+          "        else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the "
+          'value is\n'
+          '        used, so the finding goes with it.\n'
           '        ',
   'why': '\n'
          '        The value ends up in `torch.compile(mode=...)` somewhere else, often in another '
@@ -347,8 +366,11 @@ RULES = [{'code': 'ROC001',
          'for later: a class attribute or dataclass field, an attribute assignment, a\n'
          'module-level constant, a parameter default or a config-dict value whose name contains\n'
          '"mode". Not flagged: a local variable or a parameter that the same code hands to\n'
-         '`torch.compile(mode=...)` (ROC104 fixes that call), and the text in strings,\n'
-         'comments, docstrings, lists of choices or comparisons.\n'
+         '`torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, comments,\n'
+         'docstrings, lists of choices or comparisons, and a value whose every reader in the\n'
+         'file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if is_rocm\n'
+         "else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the value is\n"
+         'used, so the finding goes with it.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'

@@ -16,7 +16,7 @@ from rocmport.analysis.names import (
     COMPILE_CONFIG_NAMES,
     COMPILE_NAMES,
     PARTIAL_NAMES,
-    is_module_compile_method,
+    is_module_compile_call,
     is_torch_compile,
     qualified_names,
 )
@@ -191,7 +191,7 @@ class CompileCalls(Rule):
     def compile_call_kind(self, call: cst.Call) -> Optional[str]:
         """"compile", "partial" or "config" when ``call`` hands a mode to torch.compile."""
         func = call.func
-        if is_torch_compile(self, func) or is_module_compile_method(self, func):
+        if is_torch_compile(self, func) or is_module_compile_call(self, call):
             return "compile"
         names = qualified_names(self, func, _COMPILE_LAST)
         if names & PARTIAL_NAMES and call.args and call.args[0].keyword is None and call.args[0].star == "":
