@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '577b172e66aff3508220e2413b994070'
+FINGERPRINT = 'c6186a071eb214f9bf1a1f101b5becd8'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -257,3 +257,24 @@ def test_decorator_names_that_skip_on_rocm(name, skips):
 ])
 def test_product_names_of_gpus(source, expected):
     assert read(source) == expected
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("USE_COMPILE = False\nif USE_COMPILE:\n    HERE()\n", set()),
+    ("USE_COMPILE = False\nif not USE_COMPILE:\n    HERE()\n", EVERY),
+    ("FULL = False\nx = HERE() if FULL else 1\n", set()),
+    ("import torch\nFAST = True\nif FAST and torch.version.hip:\n    HERE()\n", {ROCM}),
+    ("if False:\n    HERE()\n", set()),
+    # near misses: a flag assigned twice, one a function may rebind (global), one from the environment
+    ("FLAG = False\nFLAG = True\nif FLAG:\n    HERE()\n", EVERY),
+    ("FLAG = False\ndef enable():\n    global FLAG\n    FLAG = True\nif FLAG:\n    HERE()\n", EVERY),
+    ("import os\nFLAG = os.environ.get('X') == '1'\nif FLAG:\n    HERE()\n", EVERY),
+])
+def test_constant_flags_decide_where_code_runs(source, expected):
+    assert _where(source) == frozenset(expected)
+
+
+def test_a_module_none_is_no_flag():
+    # a parameter of the same name would read as the module's value: only constants are flags
+    assert _where("model = None\ndef f(model):\n    if model is not None:\n        HERE()\n") == EVERY
+    assert _where("use_compile = False\nif use_compile:\n    HERE()\n") == EVERY

@@ -62,6 +62,8 @@ def only(*platforms: str) -> Test:
 
 
 UNKNOWN = Test()
+ALWAYS = Test(EVERY, frozenset())  # ``True``, a module's constant flag set to True
+NEVER = Test(frozenset(), EVERY)  # ``False``, ``FULL_SPACE = False``: its branch runs nowhere
 IS_ROCM = only(ROCM)
 IS_CUDA = only(CUDA)
 HAS_GPU = only(CUDA, ROCM)  # torch.cuda.is_available(), device.type == "cuda": True on ROCm too
@@ -236,6 +238,8 @@ def classify(expr: ast.AST, env: Env, depth: int = 0) -> Test:
         if isinstance(func, ast.Attribute):  # ``current_platform().is_rocm()``, ``get_x().is_hip()``
             return word_test(func.attr, called=True)
         return UNKNOWN
+    if kind is ast.Constant and isinstance(expr.value, (bool, type(None))):
+        return ALWAYS if expr.value else NEVER
     if kind in (ast.Name, ast.Attribute):
         spelled = _dotted(expr)
         if spelled is not None:
@@ -324,7 +328,11 @@ def module_tests(body: Iterable[ast.stmt], env: Env) -> Dict[str, Test]:
     """The predicates a module defines at module level: a name assigned once from a test
     (``_is_cuda = is_cuda()``, ``IS_HIP = torch.version.hip is not None``) and a function
     whose body returns one (``def is_hip(): return torch.version.hip is not None``), in
-    order, so a later one may use an earlier one. Fills and returns ``env.tests``."""
+    order, so a later one may use an earlier one. Fills and returns ``env.tests``. A constant
+    flag (``USE_COMPILE = False``: a bool assigned once at module level to a name spelled as a
+    constant, named in no ``global`` statement) is a test too: true everywhere or nowhere, so
+    code under ``if USE_COMPILE:`` runs nowhere. (``model = None`` is no flag: a local of that
+    name would read as it.)"""
     assigned: Dict[str, int] = {}
     statements = list(body)
     for stmt in statements:
@@ -334,11 +342,22 @@ def module_tests(body: Iterable[ast.stmt], env: Env) -> Dict[str, Test]:
                 assigned[node.id] = assigned.get(node.id, 0) + 1
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             assigned[stmt.name] = assigned.get(stmt.name, 0) + 1
+    rebound: Optional[set] = None  # names a ``global`` statement lets a function rebind
     for stmt in statements:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             if len(targets) == 1 and isinstance(targets[0], ast.Name) and assigned.get(targets[0].id) == 1:
                 test = classify(stmt.value, env)
+                if test.known and test in (ALWAYS, NEVER):
+                    name = targets[0].id
+                    if not (isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, bool)
+                            and name.upper() == name and any(c.isalpha() for c in name)):
+                        continue  # a constant flag is a bool in a constant's name (`model = None` is not)
+                    if rebound is None:
+                        rebound = {name for s in statements for n in ast.walk(s) if isinstance(n, ast.Global)
+                                   for name in n.names}
+                    if targets[0].id in rebound:
+                        continue
                 if test.known:
                     env.tests[targets[0].id] = test
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and assigned.get(stmt.name) == 1:

@@ -9,6 +9,7 @@ from typing import Dict, Iterator, List, Optional, Set
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
+from rocmport.analysis import gates
 from rocmport.analysis import walk as _walk
 from rocmport.analysis.bindings import dotted as _dotted
 from rocmport.analysis.bindings import import_bindings, top_level
@@ -259,9 +260,15 @@ class CompileCalls(Rule):
             if summary is not None:
                 self._wrappers[node] = summary
                 kind = "wrapper"
-        if kind is None or self.in_rocm_branch(node):
+        if kind is None or self.in_rocm_branch(node) or self._disabled(node):
             return
         self.check_call(node, kind)
+
+    def _disabled(self, call: cst.Call) -> bool:
+        """``torch.compile(..., disable=True)`` (or a constant flag that is True): nothing is
+        compiled, whatever the mode."""
+        arg = keyword(call, "disable")
+        return arg is not None and not gates.of(self.context).test(arg.value).false
 
 
     def _file_has_key(self, name: str) -> bool:

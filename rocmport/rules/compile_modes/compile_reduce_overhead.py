@@ -56,8 +56,43 @@ class ReduceOverheadMode(LiteralMode):
         Case('import torch\nif torch.version.hip:\n    f = torch.compile(g)\n'
              'else:\n    f = torch.compile(g, mode="reduce-overhead")\n'),
         Case('def compile(fn, mode):\n    return fn\nf = compile(g, mode="reduce-overhead")\n'),
+        # a constant flag decides that nothing is compiled
+        Case("""
+            import torch
+
+            USE_COMPILE = False
+            if USE_COMPILE:
+                decode = torch.compile(decode, mode="reduce-overhead")
+            """),
+        Case("""
+            import torch
+
+            DEBUG_EAGER = True
+            decode = torch.compile(decode, mode="reduce-overhead", disable=DEBUG_EAGER)
+            step = torch.compile(step, mode="reduce-overhead", disable=True)
+            """),
     )
     INVALID = (
+        # near misses of a decided flag: one the environment sets, one a function may turn on
+        Case("""
+            import os
+            import torch
+
+            USE_COMPILE = os.environ.get("USE_COMPILE") == "1"
+            if USE_COMPILE:
+                decode = torch.compile(decode, mode="reduce-overhead")
+            """, line=6),
+        Case("""
+            import torch
+
+            USE_COMPILE = False
+
+            def enable():
+                global USE_COMPILE
+                USE_COMPILE = True
+
+            decode = torch.compile(decode, mode="reduce-overhead", disable=not USE_COMPILE)
+            """, line=9),
         Case('import torch\nf = torch.compile(g, mode="reduce-overhead")\n',
              'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")\n'),
         Case("import torch as th\n\n@th.compile(mode='reduce-overhead')\ndef f(x):\n    return x\n",

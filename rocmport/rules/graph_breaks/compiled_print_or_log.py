@@ -45,8 +45,50 @@ class CompiledPrint(GraphBreakRule):
         Case(PRE + "@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        print(x)\n"
              "    return x\n"),
         Case(PRE + "import debug_print\n@torch.compile\ndef f(x):\n    debug_print.print_tensor(x)\n"),
+        # a logger that is a no-op object unless an environment variable is set
+        Case("""
+            import logging
+            import os
+
+            import torch
+
+            class _NoOpLogger:
+                def debug(self, *args, **kwargs):
+                    pass
+
+            class _Quiet:
+                def __getattr__(self, name):
+                    return lambda *args, **kwargs: None
+
+            logger = logging.getLogger(__name__) if os.environ.get("MY_DEBUG") else _NoOpLogger()
+            trace_log = logging.getLogger("t") if os.environ.get("TRACE", "0") == "1" else _Quiet()
+
+            @torch.compile
+            def step(x):
+                logger.debug("x %s", x.shape)
+                trace_log.info("step")
+                return x * 2
+            """),
     )
     INVALID = (
+        # near miss: the no-op is the arm taken only when the variable is set
+        Case("""
+            import logging
+            import os
+
+            import torch
+
+            class _Quiet:
+                def __getattr__(self, name):
+                    return lambda *args, **kwargs: None
+
+            quiet_log = _Quiet() if os.environ.get("QUIET") else logging.getLogger("q")
+
+            @torch.compile
+            def step(x):
+                quiet_log.info("step")
+                return x * 2
+            """, line=14),
         Case(PRE + "@torch.compile\ndef f(x):\n    print('step')\n    return x\n"),
         Case(PRE + "import logging\nlogger = logging.getLogger(__name__)\n"
              "def f(x):\n    logger.info('x')\n    return x\nf = torch.compile(f)\n"),

@@ -46,8 +46,51 @@ class CompiledScalarRead(GraphBreakRule):
         Case(PRE + "@torch.compiler.disable\ndef f(x):\n    return x.item()\n"),
         Case(PRE + "@torch.compiler.disable\ndef h(x):\n    return x.item()\n"
              "@torch.compile\ndef f(x):\n    return h(x)\n"),
+        # a branch decided before the compiled call: taken only where the function is not compiled
+        Case("""
+            import torch
+
+            def decode(model, x, model_type):
+                if model_type == "mamba":
+                    steps = x.sum().item()
+                return model(x)
+
+            def generate(model, x, model_type):
+                step = decode
+                if model_type != "mamba":
+                    step = torch.compile(decode)
+                return step(model, x, model_type)
+            """),
+        Case("""
+            import torch
+
+            class Runner:
+                def __init__(self, model):
+                    if not isinstance(model, MambaModel):
+                        self.fn = torch.compile(self.step)
+
+                def step(self, model, x):
+                    if isinstance(model, MambaModel):
+                        return x.sum().item()
+                    return model(x)
+            """),
     )
     INVALID = (
+        # near miss: the branch is another decision than the one the compile call makes
+        Case("""
+            import torch
+
+            def decode(model, x, model_type):
+                if isinstance(model, MambaModel):
+                    steps = x.sum().item()
+                return model(x)
+
+            def generate(model, x, model_type):
+                step = decode
+                if model_type != "mamba":
+                    step = torch.compile(decode)
+                return step(model, x, model_type)
+            """, line=5),
         Case(PRE + "@torch.compile\ndef f(x):\n    return x.sum().item()\n"),
         Case(PRE + "def h(x):\n    return x.tolist()\n@torch.compile(fullgraph=True)\ndef f(x):\n    return h(x)\n"),
         Case(PRE + "class M(torch.nn.Module):\n    def forward(self, x):\n        return x.numpy()\n"
