@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'c6186a071eb214f9bf1a1f101b5becd8'
+FINGERPRINT = '900d78143f0b5b16b7fb3555780fac8f'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -2138,7 +2138,7 @@ RULES = [{'code': 'ROC001',
          '        assertion in the pipeliner or silently compiles the loop without software '
          'pipelining,\n'
          '        a large slowdown for GEMM and attention kernels (triton-lang/triton#4845,\n'
-         "        ROCm/triton#653, ROCm/aiter#3808). The AMD backend's own default is 2\n"
+         "        ROCm/triton#653). The AMD backend's own default is 2\n"
          '        (`triton/backends/amd/compiler.py`, Triton 3.9).\n'
          '        ',
   'default_enabled': True,
@@ -2159,7 +2159,7 @@ RULES = [{'code': 'ROC001',
          "stream-pipelining scheme. Triton's AMD backend no longer has it: 0 now trips an\n"
          'assertion in the pipeliner or silently compiles the loop without software pipelining,\n'
          'a large slowdown for GEMM and attention kernels (triton-lang/triton#4845,\n'
-         "ROCm/triton#653, ROCm/aiter#3808). The AMD backend's own default is 2\n"
+         "ROCm/triton#653). The AMD backend's own default is 2\n"
          '(`triton/backends/amd/compiler.py`, Triton 3.9).\n'
          '\n'
          '## Example\n'
@@ -2353,7 +2353,9 @@ RULES = [{'code': 'ROC001',
          'for\n'
          '        NVIDIA (`cvt.rn.f16x2.f32`, `lop3.b32`, `mov.b32`) is not AMD GCN, so the kernel '
          'fails\n'
-         '        to compile on ROCm (triton-lang/triton#3825 and others).\n'
+         "        to compile on ROCm: Triton's own tests run inline assembly on CUDA only "
+         '("test_inline_asm\n'
+         '        is only supported in CUDA", triton-lang/triton#11225).\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -2383,7 +2385,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          "The assembly string is handed to the backend's assembler unchanged; PTX written for\n"
          'NVIDIA (`cvt.rn.f16x2.f32`, `lop3.b32`, `mov.b32`) is not AMD GCN, so the kernel fails\n'
-         'to compile on ROCm (triton-lang/triton#3825 and others).\n'
+         "to compile on ROCm: Triton's own tests run inline assembly on CUDA only "
+         '("test_inline_asm\n'
+         'is only supported in CUDA", triton-lang/triton#11225).\n'
          '\n'
          '## Example\n'
          '\n'
@@ -2937,7 +2941,11 @@ RULES = [{'code': 'ROC001',
          'runtime\n'
          '        reads both variables as well, so the GPUs torch counts and the GPUs the runtime '
          'opens\n'
-         '        can differ: the wrong GPUs, or none.\n'
+         '        can differ: the wrong GPUs, or none (the failures: pytorch#140318, where torch '
+         'seeded\n'
+         '        devices the visibility variables hid; Parsl/parsl#3858, where setting two of '
+         'them left\n'
+         "        torch with no GPU on Frontier's MI250X).\n"
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -2965,7 +2973,9 @@ RULES = [{'code': 'ROC001',
          'RuntimeError when `HIP_VISIBLE_DEVICES` lists more devices than `ROCR_VISIBLE_DEVICES`.\n'
          'Earlier releases raised when both were set (pytorch#139866, #140398). The HIP runtime\n'
          'reads both variables as well, so the GPUs torch counts and the GPUs the runtime opens\n'
-         'can differ: the wrong GPUs, or none.\n'
+         'can differ: the wrong GPUs, or none (the failures: pytorch#140318, where torch seeded\n'
+         'devices the visibility variables hid; Parsl/parsl#3858, where setting two of them left\n'
+         "torch with no GPU on Frontier's MI250X).\n"
          '\n'
          '## Example\n'
          '\n'
@@ -3017,7 +3027,10 @@ RULES = [{'code': 'ROC001',
          'none in a\n'
          "        `docker build` or on a CPU-only CI runner, and only the local GPU's elsewhere, "
          'so the\n'
-         '        extension fails to load on other AMD GPUs.\n'
+         '        extension fails to load on other AMD GPUs (ROCm/gsplat#22: a `docker build` '
+         'without a\n'
+         '        device compiled the extension for the wrong architecture, and it failed only at '
+         'run time).\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -3049,7 +3062,9 @@ RULES = [{'code': 'ROC001',
          'for\n'
          'the architectures of the GPUs visible at build time (`_get_rocm_arch_flags`): none in a\n'
          "`docker build` or on a CPU-only CI runner, and only the local GPU's elsewhere, so the\n"
-         'extension fails to load on other AMD GPUs.\n'
+         'extension fails to load on other AMD GPUs (ROCm/gsplat#22: a `docker build` without a\n'
+         'device compiled the extension for the wrong architecture, and it failed only at run '
+         'time).\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3109,11 +3124,11 @@ RULES = [{'code': 'ROC001',
           '          torch.version.cuda`, or under `if torch.cuda.is_available():`): there the '
           'test can\n'
           '          only tell NVIDIA from AMD;\n'
-          '        - a module that tells NVIDIA from AMD elsewhere (`torch.version.hip`, '
-          '`is_hip()`,\n'
-          '          `IS_HIP_EXTENSION`), or a comment at the test that says so ("only supported '
-          'on cuda\n'
-          '          for now", "on ROCm we don\'t want this");\n'
+          '        - a function or class that tells NVIDIA from AMD elsewhere '
+          '(`torch.version.hip`,\n'
+          '          `is_hip()`, `IS_HIP_EXTENSION`), or a comment at the test that says so '
+          '("only\n'
+          '          supported on cuda for now", "on ROCm we don\'t want this");\n'
           "        - guarded code that only makes sense with NVIDIA's toolchain (nvcc flags, "
           '`-arch`,\n'
           '          `sm_90`, `TORCH_CUDA_ARCH_LIST`, cuDNN, NVML), also after an early exit (`if '
@@ -3130,14 +3145,19 @@ RULES = [{'code': 'ROC001',
          '(`float(None)`,\n'
          '        `None.split`); as a truth value it silently takes the CPU or "disabled" branch, '
          'for\n'
-         '        example turning bf16 off on an MI300 (13 threads: DeepSpeed#6909, '
-         'pytorch#97013,\n'
-         '        bitsandbytes#1599, torchtune#597, vllm#3481).\n'
+         '        example turning bf16 off on an AMD GPU: '
+         'bitsandbytes-foundation/bitsandbytes#1513\n'
+         '        (`torch.version.cuda.split` raised on ROCm 6.3), meta-pytorch/torchtune#597 and '
+         '#801 (bf16\n'
+         '        reported unsupported on an MI250 and a 7900 XTX), huggingface/transformers#24451 '
+         '(bf16 check\n'
+         '        False on an MI250X), DeepSpeed#6909 (`.split` on None in the op builder).\n'
          '\n'
          '        - `torch.version.cuda` is None on ROCm builds; `torch.version.hip` is the HIP '
          'version string there and None elsewhere. `torch.version.rocm` does not exist on older '
-         'torch: detect ROCm with `torch.version.hip`. (DeepSpeed#6909, pytorch#97013, '
-         'bitsandbytes#1599, torchtune#597, vllm#3481)\n'
+         'torch: detect ROCm with `torch.version.hip`. (bitsandbytes-foundation/bitsandbytes#1513, '
+         'meta-pytorch/torchtune#597, meta-pytorch/torchtune#801, huggingface/transformers#24451, '
+         'DeepSpeed#6909, pytorch#97013)\n'
          '        ',
   'default_enabled': True,
   'fix': 'safe',
@@ -3174,9 +3194,9 @@ RULES = [{'code': 'ROC001',
          '- a test already known to run on a GPU (`torch.cuda.is_available() and\n'
          '  torch.version.cuda`, or under `if torch.cuda.is_available():`): there the test can\n'
          '  only tell NVIDIA from AMD;\n'
-         '- a module that tells NVIDIA from AMD elsewhere (`torch.version.hip`, `is_hip()`,\n'
-         '  `IS_HIP_EXTENSION`), or a comment at the test that says so ("only supported on cuda\n'
-         '  for now", "on ROCm we don\'t want this");\n'
+         '- a function or class that tells NVIDIA from AMD elsewhere (`torch.version.hip`,\n'
+         '  `is_hip()`, `IS_HIP_EXTENSION`), or a comment at the test that says so ("only\n'
+         '  supported on cuda for now", "on ROCm we don\'t want this");\n'
          "- guarded code that only makes sense with NVIDIA's toolchain (nvcc flags, `-arch`,\n"
          '  `sm_90`, `TORCH_CUDA_ARCH_LIST`, cuDNN, NVML), also after an early exit (`if not\n'
          '  torch.version.cuda: return` and the rest of the function);\n'
@@ -3189,13 +3209,18 @@ RULES = [{'code': 'ROC001',
          '\n'
          '`torch.version.cuda` is None on ROCm builds. As a version it raises (`float(None)`,\n'
          '`None.split`); as a truth value it silently takes the CPU or "disabled" branch, for\n'
-         'example turning bf16 off on an MI300 (13 threads: DeepSpeed#6909, pytorch#97013,\n'
-         'bitsandbytes#1599, torchtune#597, vllm#3481).\n'
+         'example turning bf16 off on an AMD GPU: bitsandbytes-foundation/bitsandbytes#1513\n'
+         '(`torch.version.cuda.split` raised on ROCm 6.3), meta-pytorch/torchtune#597 and #801 '
+         '(bf16\n'
+         'reported unsupported on an MI250 and a 7900 XTX), huggingface/transformers#24451 (bf16 '
+         'check\n'
+         'False on an MI250X), DeepSpeed#6909 (`.split` on None in the op builder).\n'
          '\n'
          '- `torch.version.cuda` is None on ROCm builds; `torch.version.hip` is the HIP version '
          'string there and None elsewhere. `torch.version.rocm` does not exist on older torch: '
-         'detect ROCm with `torch.version.hip`. (DeepSpeed#6909, pytorch#97013, bitsandbytes#1599, '
-         'torchtune#597, vllm#3481)\n'
+         'detect ROCm with `torch.version.hip`. (bitsandbytes-foundation/bitsandbytes#1513, '
+         'meta-pytorch/torchtune#597, meta-pytorch/torchtune#801, huggingface/transformers#24451, '
+         'DeepSpeed#6909, pytorch#97013)\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3400,11 +3425,17 @@ RULES = [{'code': 'ROC001',
   'why': '\n'
          '        ROCm has neither `nvidia-smi` nor NVML: the call fails, or the tool is missing '
          'and the\n'
-         '        code silently reports no GPU, zero memory or zero utilisation (8 threads, e.g.\n'
-         '        ROCm/pytorch#1535).\n'
+         '        code silently reports no GPU, zero memory or zero utilisation '
+         '(bytedance/xpu-perf#194: a\n'
+         '        GPU backend crashed on an MI350X for want of nvidia-smi; '
+         'ryujaehun/pytorch-gpu-benchmark#29:\n'
+         '        a benchmark counted GPUs with nvidia-smi; pytorch#133259: with pynvml installed, '
+         "torch's\n"
+         '        own device count failed on ROCm).\n'
          '\n'
          '        - `nvidia-smi` and NVML (`pynvml`) do not exist on ROCm; `torch.cuda` memory and '
-         "device queries work on both, `amdsmi` is AMD's management library. (ROCm/pytorch#1535)\n"
+         "device queries work on both, `amdsmi` is AMD's management library. "
+         '(bytedance/xpu-perf#194, ryujaehun/pytorch-gpu-benchmark#29, pytorch#133259)\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -3428,11 +3459,17 @@ RULES = [{'code': 'ROC001',
          '## Why it is a problem on ROCm\n'
          '\n'
          'ROCm has neither `nvidia-smi` nor NVML: the call fails, or the tool is missing and the\n'
-         'code silently reports no GPU, zero memory or zero utilisation (8 threads, e.g.\n'
-         'ROCm/pytorch#1535).\n'
+         'code silently reports no GPU, zero memory or zero utilisation (bytedance/xpu-perf#194: '
+         'a\n'
+         'GPU backend crashed on an MI350X for want of nvidia-smi; '
+         'ryujaehun/pytorch-gpu-benchmark#29:\n'
+         'a benchmark counted GPUs with nvidia-smi; pytorch#133259: with pynvml installed, '
+         "torch's\n"
+         'own device count failed on ROCm).\n'
          '\n'
          '- `nvidia-smi` and NVML (`pynvml`) do not exist on ROCm; `torch.cuda` memory and device '
-         "queries work on both, `amdsmi` is AMD's management library. (ROCm/pytorch#1535)\n"
+         "queries work on both, `amdsmi` is AMD's management library. (bytedance/xpu-perf#194, "
+         'ryujaehun/pytorch-gpu-benchmark#29, pytorch#133259)\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3486,12 +3523,16 @@ RULES = [{'code': 'ROC001',
          'installed),\n'
          '        so the whole module, and everything importing it, fails to load even when the '
          'code\n'
-         '        path would never call the kernel (10 threads, e.g. vllm#42123, ComfyUI#14865).\n'
+         '        path would never call the kernel (theroyallab/tabbyAPI#5: the server failed to '
+         'start on AMD\n'
+         "        because a module imported flash-attention's CUDA build at its top, with flash "
+         'attention\n'
+         '        turned off in the configuration).\n'
          '\n'
          '        - FlashAttention 3 (`flash_attn_interface`, `flash_attn_3`, built from '
          "flash-attention's hopper/ directory), DeepGEMM, FlashMLA, TensorRT and PyCUDA have no "
-         'ROCm builds: importing them unconditionally fails at import time on AMD. (vllm#42123, '
-         'ComfyUI#14865)\n'
+         'ROCm builds: importing them unconditionally fails at import time on AMD, and so does '
+         'every module that imports them. (theroyallab/tabbyAPI#5)\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -3526,11 +3567,15 @@ RULES = [{'code': 'ROC001',
          '\n'
          'On ROCm the import raises ModuleNotFoundError (or the package cannot be installed),\n'
          'so the whole module, and everything importing it, fails to load even when the code\n'
-         'path would never call the kernel (10 threads, e.g. vllm#42123, ComfyUI#14865).\n'
+         'path would never call the kernel (theroyallab/tabbyAPI#5: the server failed to start on '
+         'AMD\n'
+         "because a module imported flash-attention's CUDA build at its top, with flash attention\n"
+         'turned off in the configuration).\n'
          '\n'
          "- FlashAttention 3 (`flash_attn_interface`, `flash_attn_3`, built from flash-attention's "
          'hopper/ directory), DeepGEMM, FlashMLA, TensorRT and PyCUDA have no ROCm builds: '
-         'importing them unconditionally fails at import time on AMD. (vllm#42123, ComfyUI#14865)\n'
+         'importing them unconditionally fails at import time on AMD, and so does every module '
+         'that imports them. (theroyallab/tabbyAPI#5)\n'
          '\n'
          '## Example\n'
          '\n'

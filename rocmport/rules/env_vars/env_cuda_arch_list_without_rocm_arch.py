@@ -40,7 +40,8 @@ class ArchListWithoutRocmArch(PairRule):
         `PYTORCH_ROCM_ARCH` and ignores `TORCH_CUDA_ARCH_LIST`. Without it, torch 2.13 builds for
         the architectures of the GPUs visible at build time (`_get_rocm_arch_flags`): none in a
         `docker build` or on a CPU-only CI runner, and only the local GPU's elsewhere, so the
-        extension fails to load on other AMD GPUs.
+        extension fails to load on other AMD GPUs (ROCm/gsplat#22: a `docker build` without a
+        device compiled the extension for the wrong architecture, and it failed only at run time).
         """
     EXAMPLE = """
         import os

@@ -51,7 +51,8 @@ class TritonInlinePtx(TritonNameRule):
     WHY = """
         The assembly string is handed to the backend's assembler unchanged; PTX written for
         NVIDIA (`cvt.rn.f16x2.f32`, `lop3.b32`, `mov.b32`) is not AMD GCN, so the kernel fails
-        to compile on ROCm (triton-lang/triton#3825 and others).
+        to compile on ROCm: Triton's own tests run inline assembly on CUDA only ("test_inline_asm
+        is only supported in CUDA", triton-lang/triton#11225).
         """
     EXAMPLE = """
         import triton

@@ -42,7 +42,9 @@ class CudaOnlyImport(VendorRule):
     WHY = """
         On ROCm the import raises ModuleNotFoundError (or the package cannot be installed),
         so the whole module, and everything importing it, fails to load even when the code
-        path would never call the kernel (10 threads, e.g. vllm#42123, ComfyUI#14865).
+        path would never call the kernel (theroyallab/tabbyAPI#5: the server failed to start on AMD
+        because a module imported flash-attention's CUDA build at its top, with flash attention
+        turned off in the configuration).
 
 """ + facts_doc("packages") + """
         """

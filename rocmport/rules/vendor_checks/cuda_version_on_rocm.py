@@ -6,7 +6,7 @@ The rule's documentation is its class's (`rocmport rule ROC701` prints it).
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, List, Optional, Set
+from typing import Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
@@ -85,9 +85,9 @@ class CudaVersionOnRocm(VendorRule):
         - a test already known to run on a GPU (`torch.cuda.is_available() and
           torch.version.cuda`, or under `if torch.cuda.is_available():`): there the test can
           only tell NVIDIA from AMD;
-        - a module that tells NVIDIA from AMD elsewhere (`torch.version.hip`, `is_hip()`,
-          `IS_HIP_EXTENSION`), or a comment at the test that says so ("only supported on cuda
-          for now", "on ROCm we don't want this");
+        - a function or class that tells NVIDIA from AMD elsewhere (`torch.version.hip`,
+          `is_hip()`, `IS_HIP_EXTENSION`), or a comment at the test that says so ("only
+          supported on cuda for now", "on ROCm we don't want this");
         - guarded code that only makes sense with NVIDIA's toolchain (nvcc flags, `-arch`,
           `sm_90`, `TORCH_CUDA_ARCH_LIST`, cuDNN, NVML), also after an early exit (`if not
           torch.version.cuda: return` and the rest of the function);
@@ -99,8 +99,10 @@ class CudaVersionOnRocm(VendorRule):
     WHY = """
         `torch.version.cuda` is None on ROCm builds. As a version it raises (`float(None)`,
         `None.split`); as a truth value it silently takes the CPU or "disabled" branch, for
-        example turning bf16 off on an MI300 (13 threads: DeepSpeed#6909, pytorch#97013,
-        bitsandbytes#1599, torchtune#597, vllm#3481).
+        example turning bf16 off on an AMD GPU: bitsandbytes-foundation/bitsandbytes#1513
+        (`torch.version.cuda.split` raised on ROCm 6.3), meta-pytorch/torchtune#597 and #801 (bf16
+        reported unsupported on an MI250 and a 7900 XTX), huggingface/transformers#24451 (bf16 check
+        False on an MI250X), DeepSpeed#6909 (`.split` on None in the op builder).
 
 """ + facts_doc("detection") + """
         """
@@ -199,8 +201,14 @@ class CudaVersionOnRocm(VendorRule):
             """),
         Case("""
             import torch
-            MODES = ["rowwise"] + (["tensorwise"] if torch.version.cuda else [])
-            EXTRA = ["torch_3d3d"] if torch.version.hip else []
+            from hypothesis import given, strategies as st
+
+            class QuantizeTest:
+                @given(mode=st.sampled_from(["rowwise"] + (["tensorwise"] if torch.version.cuda else [])))
+                def test_matmul(self, mode):
+                    bias = self.bias if torch.version.cuda else None
+                    if bias is not None and torch.version.hip:
+                        self.skipTest("bias fusion not supported on AMD")
             """),
         # guarded code that only NVIDIA's toolchain runs, also after an early exit
         Case(PRE + "if torch.version.cuda:\n    flags = ['-arch=sm_80']\n"),
@@ -358,6 +366,7 @@ class CudaVersionOnRocm(VendorRule):
     def __init__(self, context):
         super().__init__(context)
         self._fixed: Set[int] = set()
+        self._knows: Dict[int, bool] = {}
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "cuda" or not self.is_name(node, CUDA_VERSION):
@@ -467,7 +476,7 @@ class CudaVersionOnRocm(VendorRule):
             return  # a None guard, perhaps with an early exit (`if cuda is None: return`)
         if self._guarded_by_earlier_exit(node):
             return
-        if isinstance(holder, cst.If) and holder.test is top and exits(holder.body):
+        if isinstance(holder, cst.If) and holder.test is top and exits(holder.body) and _says_missing(top, node):
             guarded = guarded + self._rest_of_block(holder)  # `if not cuda: return` guards what follows
         if any(mentions(g, NVIDIA_ONLY) or mentions(g, _NVIDIA_WORD) for g in guarded + [top]) \
                 or self._tests_capability(top):
@@ -497,7 +506,7 @@ class CudaVersionOnRocm(VendorRule):
         purpose: a skip, a vendor dispatch, a test already on a GPU, a module that tells the
         vendors apart, a comment that says so, or a function only called off ROCm?"""
         return (self._skip_condition(top, holder, guarded) or self._dispatches(holder, top)
-                or self._on_a_gpu(node, top) or self._knows_rocm() or self._intent_comment(top, holder)
+                or self._on_a_gpu(node, top) or self._knows_rocm(node) or self._intent_comment(top, holder)
                 or self.callers_off_rocm(node))
 
     def _skip_condition(self, top, holder, guarded) -> bool:
@@ -549,8 +558,17 @@ class CudaVersionOnRocm(VendorRule):
         where = self.platforms(top)
         return ROCM in where and CPU not in where
 
-    def _knows_rocm(self) -> bool:
-        return self.context.shared("roc701-knows-rocm", lambda ctx: _KNOWS_ROCM.search(ctx.text) is not None)
+    def _knows_rocm(self, node: cst.CSTNode) -> bool:
+        """Does the function around ``node`` (its decorators included) or its class tell NVIDIA
+        from AMD elsewhere (``torch.version.hip``, ``is_hip()``)? Its author then means CUDA."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                key = id(ancestor)
+                if key not in self._knows:
+                    self._knows[key] = _KNOWS_ROCM.search(self.context.module.code_for_node(ancestor)) is not None
+                if self._knows[key]:
+                    return True
+        return False
 
     def _intent_comment(self, top, holder) -> bool:
         """A comment on the lines just above the statement, on its line or on the first line
@@ -650,6 +668,17 @@ class CudaVersionOnRocm(VendorRule):
     def _guarded_by_earlier_exit(self, node: cst.CSTNode) -> bool:
         """``if torch.version.cuda is None: return`` (or raise) earlier in an enclosing block."""
         return self.earlier_exit(node, reads_cuda_version)
+
+
+def _says_missing(top: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Is ``top`` true when the CUDA version is missing: ``not torch.version.cuda``,
+    ``torch.version.cuda is None``?"""
+    if isinstance(top, cst.UnaryOperation) and isinstance(top.operator, cst.Not):
+        return top.expression is node
+    if isinstance(top, cst.Comparison) and len(top.comparisons) == 1 and top.left is node:
+        target = top.comparisons[0]
+        return isinstance(target.operator, (cst.Is, cst.Equal)) and is_none(target.comparator)
+    return False
 
 
 def _and_operands(expr: cst.CSTNode) -> List[cst.CSTNode]:

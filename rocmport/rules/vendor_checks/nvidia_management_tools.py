@@ -49,8 +49,10 @@ class NvidiaManagementTools(VendorRule):
         """
     WHY = """
         ROCm has neither `nvidia-smi` nor NVML: the call fails, or the tool is missing and the
-        code silently reports no GPU, zero memory or zero utilisation (8 threads, e.g.
-        ROCm/pytorch#1535).
+        code silently reports no GPU, zero memory or zero utilisation (bytedance/xpu-perf#194: a
+        GPU backend crashed on an MI350X for want of nvidia-smi; ryujaehun/pytorch-gpu-benchmark#29:
+        a benchmark counted GPUs with nvidia-smi; pytorch#133259: with pynvml installed, torch's
+        own device count failed on ROCm).
 
 """ + facts_doc("tools") + """
         """
