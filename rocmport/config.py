@@ -266,17 +266,22 @@ def settings_from_table(table: dict, path: Path) -> Settings:
 # ------------------------------------------------------------------------------------------
 
 _ROCM_CI_WORD = re.compile(r"(?i)\brocm\b|rocm[/_:.-]|\bmi[23]\d\d[a-z]?\b|\bgfx9\d\w*\b|amd-?gpu|\bhip\b")
-_RUNS_TESTS = re.compile(r"(?i)\bpytest\b|-m\s+unittest\b|\brun_tests?\b|\bctest\b|\btests?\.sh\b|\btests?/\S")
+_RUNS_TESTS = re.compile(r"(?i)\bpytest\b|-m\s+unittest\b|\brun_tests?\b|\bctest\b|\btests?\.sh\b|\btests?/\S"
+                         r"|\bmake\s+test|\btox\b|\bnox\b")
+# Where a CI job says it runs on ROCm: its runner, its container or image, its name.
+_ROCM_RUNNER = re.compile(r"(?im)^[ \t-]*(?:runs-on|container|image|name)\s*:.*(?:rocm|\bmi[23]\d\d|gfx9\d|\bamd\b)")
 _MARKER = re.compile(r"(?im)^\s*[\"']?(rocm|hip|amd(?:_gpu)?)\s*[:\"']")
 
 
 @functools.lru_cache(maxsize=32)
 def rocm_ci(root: str) -> Optional[str]:
-    """Where the repository around ``root`` says it runs its tests on ROCm, or None: a CI
-    workflow (``.github/workflows/*.yml``, ``.gitlab-ci.yml``) that names ROCm (``rocm``,
-    ``MI300``, ``gfx942``, an AMD GPU runner) and runs tests, or a pytest marker registered for
-    ROCm (``markers = rocm: ...`` in pytest.ini, setup.cfg, tox.ini or pyproject.toml). Looked
-    for from ``root`` up to the git work tree's top."""
+    """Where the repository around ``root`` says it runs its tests on ROCm, or None: a CI job
+    (of ``.github/workflows/*.yml``, ``.gitlab-ci.yml``) whose runner, container, image or name
+    says ROCm (``rocm``, ``MI300``, ``gfx942``, ``amd``) and that runs tests (pytest, unittest,
+    ``make test``, tox), or a pytest marker registered for ROCm (``markers = rocm: ...`` in
+    pytest.ini, setup.cfg, tox.ini or pyproject.toml). A workflow that builds ROCm wheels in one
+    job and tests on CPU in another is not. Looked for from ``root`` up to the git work tree's
+    top."""
     directory = Path(root).resolve()
     for base in (directory, *directory.parents):
         candidates = sorted((base / ".github" / "workflows").glob("*.y*ml")) if (base / ".github").is_dir() else []
@@ -285,7 +290,7 @@ def rocm_ci(root: str) -> Optional[str]:
         candidates.sort(key=lambda p: not _ROCM_CI_WORD.search(p.stem.replace("_", " ").replace("-", " ")))
         for workflow in candidates:
             text = _small_text(workflow)
-            if text and _ROCM_CI_WORD.search(text) and _RUNS_TESTS.search(text):
+            if text and any(_ROCM_RUNNER.search(job) and _RUNS_TESTS.search(job) for job in _jobs(text)):
                 return f"{workflow.relative_to(base).as_posix()} runs tests on ROCm"
         for name in ("pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml"):
             text = _small_text(base / name)
@@ -294,6 +299,23 @@ def rocm_ci(root: str) -> Optional[str]:
         if (base / ".git").exists():
             break
     return None
+
+
+_JOB = re.compile(r"(?m)^  [\w.-]+:[ \t]*$")
+
+
+def _jobs(text: str) -> List[str]:
+    """The jobs of a CI workflow, each as its text (GitHub's ``jobs:`` map, two-space
+    indented); the whole text when it has none (a GitLab file, an odd layout). A job that
+    names ROCm and runs tests is a ROCm test job; a workflow that builds ROCm wheels in one
+    job and runs CPU tests in another is not."""
+    head, sep, body = text.partition("\njobs:")
+    if not sep:
+        return [text]
+    starts = [m.start() for m in _JOB.finditer(body)]
+    if not starts:
+        return [text]
+    return [body[a:b] for a, b in zip(starts, starts[1:] + [len(body)])]
 
 
 def _small_text(path: Path) -> Optional[str]:

@@ -290,3 +290,28 @@ def test_the_cache_keeps_related_locations_scope_and_the_reason():
 
     assert _valid(finding_to_data(f))
     assert not _valid(dict(finding_to_data(f), sc="everything"))
+
+
+def test_a_workflow_that_builds_rocm_wheels_and_tests_on_cpu_is_no_rocm_ci(tmp_path):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / ".github" / "workflows" / "wheels.yml", """\
+        jobs:
+          build_linux:
+            runs-on: ubuntu-latest
+            steps:
+              - run: dnf install -y rocm-hip-sdk && python -m build
+          test_windows:
+            runs-on: windows-latest
+            steps:
+              - uses: actions/download-artifact@v4
+                with:
+                  name: wheels-windows-cuda-hip
+              - run: python -m pytest tests/
+        """)
+    rocm_ci.cache_clear()
+    assert rocm_ci(str(tmp_path)) is None
+    (tmp_path / ".github" / "workflows" / "amd.yml").write_text(
+        "jobs:\n  tests:\n    runs-on: linux-mi300-gpu-1\n    steps:\n      - run: make test\n")
+    rocm_ci.cache_clear()
+    assert rocm_ci(str(tmp_path)) == ".github/workflows/amd.yml runs tests on ROCm"
+    rocm_ci.cache_clear()

@@ -214,6 +214,16 @@ class CaptureStreamWarmup(CaptureRule):
             """, line=7),
         Case("""
             import torch
+            import mylib as ml
+
+            def capture(x, scale):
+                ml.quantize_fp8(x, scale)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    y = ml.quantize_fp8(x, scale)
+            """, line=7),
+        Case("""
+            import torch
 
             def capture(layer, x, w):
                 layer.forward(x, w)
@@ -360,6 +370,8 @@ def _call_may_gemm(found, call: cst.Call, scope, seen, todo, depth: int = 0) -> 
         return False  # a library's own operator: its kernels, not torch's GEMM
     if any(n.startswith(("torch.", "triton.")) for n in names):
         return False  # torch's other functions (elementwise, reductions, collectives, streams)
+    if names and not all(n.startswith("builtins.") for n in names):
+        return True  # an imported library's function: cannot see into it
     if isinstance(func, cst.Subscript):
         return False  # a Triton launch: kernel[grid](...)
     if isinstance(func, cst.Attribute):
