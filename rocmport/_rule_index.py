@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '900d78143f0b5b16b7fb3555780fac8f'
+FINGERPRINT = 'a2fb992c9780f43eacff51ecc01bd242'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
