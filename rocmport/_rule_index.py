@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'a2fb992c9780f43eacff51ecc01bd242'
+FINGERPRINT = 'd3d3727607ea7f38d73c7008168de3b3'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -68,8 +68,8 @@ class CudaOnlyImport(VendorRule):
             import pycuda.driver as cuda
 
             class Engine:
-                def __init__(self, path):
-                    self.engine = trt.Runtime(trt.Logger()).deserialize_cuda_engine(open(path, "rb").read())
+                def __init__(self, blob):
+                    self.engine = trt.Runtime(trt.Logger()).deserialize_cuda_engine(blob)
             """, path="examples/community/run_tensorrt_controlnet.py"),
         Case("""
             from deep_gemm import ceil_div, get_m_alignment_for_contiguous_layout  # noqa: F401
