@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'd3d3727607ea7f38d73c7008168de3b3'
+FINGERPRINT = 'ee8536f64191a54f8ca86b5a267a55fd'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

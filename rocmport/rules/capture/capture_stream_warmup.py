@@ -353,8 +353,8 @@ def _may_run_gemm(found, node: cst.With) -> bool:
                     if id(target) not in seen:
                         seen.add(id(target))
                         tbody = target.node.body
-                        todo.append((list(tbody.body) if isinstance(tbody, (cst.IndentedBlock, cst.SimpleStatementSuite))
-                                     else [tbody], target))
+                        block = isinstance(tbody, (cst.IndentedBlock, cst.SimpleStatementSuite))
+                        todo.append((list(tbody.body) if block else [tbody], target))
                 continue
             if _call_may_gemm(found, call, scope, seen, todo):
                 return True
