@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'abc295b22e6116805437b6609b1313d4'
+FINGERPRINT = 'c9a18fb28619c0633507bb8a804f96d3'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -265,7 +265,15 @@ RULES = [{'code': 'ROC001',
           'attribute, a\n'
           '        config field, a parameter, a call. Its value is only known at run time, and '
           'config\n'
-          '        defaults such as `compile_mode: str = "reduce-overhead"` are common.\n'
+          '        defaults such as `compile_mode: str = "reduce-overhead"` are common. Not '
+          'reported: a\n'
+          '        value whose default turns no CUDA graphs on, which is what runs unless a user '
+          'asks\n'
+          '        for more: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, '
+          '`os.getenv("MODE")`,\n'
+          '        `cfg.get("mode", "default")`, or a name assigned only such values (a default '
+          'that is a\n'
+          '        CUDA-graph mode is reported).\n'
           '        ',
   'why': '\n'
          '        When the value is "reduce-overhead" or "max-autotune", inductor captures CUDA '
@@ -282,7 +290,11 @@ RULES = [{'code': 'ROC001',
          '\n'
          'A `mode=` given by an expression that is not a literal: a variable, an attribute, a\n'
          'config field, a parameter, a call. Its value is only known at run time, and config\n'
-         'defaults such as `compile_mode: str = "reduce-overhead"` are common.\n'
+         'defaults such as `compile_mode: str = "reduce-overhead"` are common. Not reported: a\n'
+         'value whose default turns no CUDA graphs on, which is what runs unless a user asks\n'
+         'for more: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, `os.getenv("MODE")`,\n'
+         '`cfg.get("mode", "default")`, or a name assigned only such values (a default that is a\n'
+         'CUDA-graph mode is reported).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -326,8 +338,15 @@ RULES = [{'code': 'ROC001',
           'contains\n'
           '        "mode". Not flagged: a local variable or a parameter that the same code hands '
           'to\n'
-          '        `torch.compile(mode=...)` (ROC104 fixes that call), and the text in strings,\n'
-          '        comments, docstrings, lists of choices or comparisons.\n'
+          '        `torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, '
+          'comments,\n'
+          '        docstrings, lists of choices or comparisons, and a value whose every reader in '
+          'the\n'
+          '        file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if '
+          'is_rocm\n'
+          "        else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the "
+          'value is\n'
+          '        used, so the finding goes with it.\n'
           '        ',
   'why': '\n'
          '        The value ends up in `torch.compile(mode=...)` somewhere else, often in another '
@@ -347,8 +366,11 @@ RULES = [{'code': 'ROC001',
          'for later: a class attribute or dataclass field, an attribute assignment, a\n'
          'module-level constant, a parameter default or a config-dict value whose name contains\n'
          '"mode". Not flagged: a local variable or a parameter that the same code hands to\n'
-         '`torch.compile(mode=...)` (ROC104 fixes that call), and the text in strings,\n'
-         'comments, docstrings, lists of choices or comparisons.\n'
+         '`torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, comments,\n'
+         'docstrings, lists of choices or comparisons, and a value whose every reader in the\n'
+         'file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if is_rocm\n'
+         "else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the value is\n"
+         'used, so the finding goes with it.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -1271,6 +1293,17 @@ RULES = [{'code': 'ROC001',
           '          the capture calls is not reported: the warm-up calls of that function entered '
           'it too.\n'
           '\n'
+          '        The first shape is reported only where the capture may run a torch GEMM, whose\n'
+          '        hipBLASLt handle is what fails: a GEMM (`torch.matmul`, `@`, `F.linear`,\n'
+          '        `torch._scaled_mm`, SDPA), a model or module call (`model(x)`, '
+          '`.forward(...)`,\n'
+          '        `.apply(...)`), or any call rocmport cannot see into (a parameter, an imported\n'
+          "        function). A capture of the library's own kernels only (`torch.ops.mylib.*`, a "
+          'Triton\n'
+          '        launch, a collective, elementwise torch ops, functions of the file that do no '
+          'more) makes\n'
+          '        no hipBLASLt handle and is not reported.\n'
+          '\n'
           '        Not reported: `stream=s` given (the warm-up is assumed to run on `s`) or '
           'possibly given\n'
           '        (`**options`), mentions in strings and comments, and `tf.Graph()` or '
@@ -1298,6 +1331,17 @@ RULES = [{'code': 'ROC001',
          'then\n'
          '        passed to `torch.cuda.graph(..., stream=)`, avoids all of it and is neutral on '
          'NVIDIA.\n'
+         '\n'
+         "        The failure, after the capture stream's handle was pre-made: AMD's own fixes of\n"
+         '        June-August 2026 show warm-up on one stream and capture on another failing with '
+         'HIP\n'
+         '        error 900 or hanging on torch 2.13 (pytorch#187745 for '
+         '`make_graphed_callables`,\n'
+         '        ROCm/TransformerEngine#644, lightseekorg/tokenspeed#1059); their fix is to warm '
+         'up on\n'
+         '        the very stream passed as `stream=`. pytorch#179053 is the change that made '
+         'handles\n'
+         "        per stream; #179892 only pre-makes the capturing thread's own stream's handle.\n"
          '        ',
   'default_enabled': True,
   'fix': 'safe',
@@ -1322,6 +1366,15 @@ RULES = [{'code': 'ROC001',
          '  not entered before the capture in the same function. A stream entered in a function\n'
          '  the capture calls is not reported: the warm-up calls of that function entered it too.\n'
          '\n'
+         'The first shape is reported only where the capture may run a torch GEMM, whose\n'
+         'hipBLASLt handle is what fails: a GEMM (`torch.matmul`, `@`, `F.linear`,\n'
+         '`torch._scaled_mm`, SDPA), a model or module call (`model(x)`, `.forward(...)`,\n'
+         '`.apply(...)`), or any call rocmport cannot see into (a parameter, an imported\n'
+         "function). A capture of the library's own kernels only (`torch.ops.mylib.*`, a Triton\n"
+         'launch, a collective, elementwise torch ops, functions of the file that do no more) '
+         'makes\n'
+         'no hipBLASLt handle and is not reported.\n'
+         '\n'
          'Not reported: `stream=s` given (the warm-up is assumed to run on `s`) or possibly given\n'
          '(`**options`), mentions in strings and comments, and `tf.Graph()` or `networkx`\n'
          'look-alikes.\n'
@@ -1340,6 +1393,13 @@ RULES = [{'code': 'ROC001',
          'pytorch#187745, and TransformerEngine#643 made the same change to its own copy. The\n'
          "pattern PyTorch's CUDA-graph notes recommend, a warm-up on a side stream that is then\n"
          'passed to `torch.cuda.graph(..., stream=)`, avoids all of it and is neutral on NVIDIA.\n'
+         '\n'
+         "The failure, after the capture stream's handle was pre-made: AMD's own fixes of\n"
+         'June-August 2026 show warm-up on one stream and capture on another failing with HIP\n'
+         'error 900 or hanging on torch 2.13 (pytorch#187745 for `make_graphed_callables`,\n'
+         'ROCm/TransformerEngine#644, lightseekorg/tokenspeed#1059); their fix is to warm up on\n'
+         'the very stream passed as `stream=`. pytorch#179053 is the change that made handles\n'
+         "per stream; #179892 only pre-makes the capturing thread's own stream's handle.\n"
          '\n'
          '## Example\n'
          '\n'
@@ -2078,7 +2138,7 @@ RULES = [{'code': 'ROC001',
          '        assertion in the pipeliner or silently compiles the loop without software '
          'pipelining,\n'
          '        a large slowdown for GEMM and attention kernels (triton-lang/triton#4845,\n'
-         "        ROCm/triton#653, ROCm/aiter#3808). The AMD backend's own default is 2\n"
+         "        ROCm/triton#653). The AMD backend's own default is 2\n"
          '        (`triton/backends/amd/compiler.py`, Triton 3.9).\n'
          '        ',
   'default_enabled': True,
@@ -2099,7 +2159,7 @@ RULES = [{'code': 'ROC001',
          "stream-pipelining scheme. Triton's AMD backend no longer has it: 0 now trips an\n"
          'assertion in the pipeliner or silently compiles the loop without software pipelining,\n'
          'a large slowdown for GEMM and attention kernels (triton-lang/triton#4845,\n'
-         "ROCm/triton#653, ROCm/aiter#3808). The AMD backend's own default is 2\n"
+         "ROCm/triton#653). The AMD backend's own default is 2\n"
          '(`triton/backends/amd/compiler.py`, Triton 3.9).\n'
          '\n'
          '## Example\n'
@@ -2267,14 +2327,35 @@ RULES = [{'code': 'ROC001',
   'what': '\n'
           '        A call of `tl.inline_asm_elementwise(...)` outside a ROCm branch, unless its '
           'assembly is\n'
-          '        recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`).\n'
+          '        recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`). Several '
+          'assembly\n'
+          '        blocks in one kernel or helper are one finding (at the first), with the others '
+          'as\n'
+          "        related locations: the decision is the function's.\n"
+          '\n'
+          '        Not reported, because the kernel never runs on an AMD GPU:\n'
+          "        - assembly only NVIDIA's Blackwell GPUs run (`tcgen05.*`, the FP4 conversions\n"
+          '          `cvt.rn.satfinite.e2m1x2`, `ue8m0x2`): it fails on every GPU before '
+          'Blackwell,\n'
+          "          NVIDIA's own included, so the code that calls the kernel already picks "
+          'Blackwell\n'
+          '          (compute capability 10 or more, which no AMD GPU reports);\n'
+          '        - code for NVIDIA GPUs only (`gates.nvidia_only`): a kernel or function named '
+          'for an\n'
+          '          NVIDIA-only feature (`nvfp4`, `sm100`, `tma`, `cutlass`), or a module that '
+          'imports a\n'
+          '          package with no ROCm build (`triton.language.extra.tlx`, `tensorrt`): it does '
+          'not\n'
+          '          load on ROCm.\n'
           '        ',
   'why': '\n'
          "        The assembly string is handed to the backend's assembler unchanged; PTX written "
          'for\n'
          '        NVIDIA (`cvt.rn.f16x2.f32`, `lop3.b32`, `mov.b32`) is not AMD GCN, so the kernel '
          'fails\n'
-         '        to compile on ROCm (triton-lang/triton#3825 and others).\n'
+         "        to compile on ROCm: Triton's own tests run inline assembly on CUDA only "
+         '("test_inline_asm\n'
+         '        is only supported in CUDA", triton-lang/triton#11225).\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -2286,13 +2367,27 @@ RULES = [{'code': 'ROC001',
          '\n'
          'A call of `tl.inline_asm_elementwise(...)` outside a ROCm branch, unless its assembly '
          'is\n'
-         'recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`).\n'
+         'recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`). Several assembly\n'
+         'blocks in one kernel or helper are one finding (at the first), with the others as\n'
+         "related locations: the decision is the function's.\n"
+         '\n'
+         'Not reported, because the kernel never runs on an AMD GPU:\n'
+         "- assembly only NVIDIA's Blackwell GPUs run (`tcgen05.*`, the FP4 conversions\n"
+         '  `cvt.rn.satfinite.e2m1x2`, `ue8m0x2`): it fails on every GPU before Blackwell,\n'
+         "  NVIDIA's own included, so the code that calls the kernel already picks Blackwell\n"
+         '  (compute capability 10 or more, which no AMD GPU reports);\n'
+         '- code for NVIDIA GPUs only (`gates.nvidia_only`): a kernel or function named for an\n'
+         '  NVIDIA-only feature (`nvfp4`, `sm100`, `tma`, `cutlass`), or a module that imports a\n'
+         '  package with no ROCm build (`triton.language.extra.tlx`, `tensorrt`): it does not\n'
+         '  load on ROCm.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          "The assembly string is handed to the backend's assembler unchanged; PTX written for\n"
          'NVIDIA (`cvt.rn.f16x2.f32`, `lop3.b32`, `mov.b32`) is not AMD GCN, so the kernel fails\n'
-         'to compile on ROCm (triton-lang/triton#3825 and others).\n'
+         "to compile on ROCm: Triton's own tests run inline assembly on CUDA only "
+         '("test_inline_asm\n'
+         'is only supported in CUDA", triton-lang/triton#11225).\n'
          '\n'
          '## Example\n'
          '\n'
@@ -2846,7 +2941,11 @@ RULES = [{'code': 'ROC001',
          'runtime\n'
          '        reads both variables as well, so the GPUs torch counts and the GPUs the runtime '
          'opens\n'
-         '        can differ: the wrong GPUs, or none.\n'
+         '        can differ: the wrong GPUs, or none (the failures: pytorch#140318, where torch '
+         'seeded\n'
+         '        devices the visibility variables hid; Parsl/parsl#3858, where setting two of '
+         'them left\n'
+         "        torch with no GPU on Frontier's MI250X).\n"
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -2874,7 +2973,9 @@ RULES = [{'code': 'ROC001',
          'RuntimeError when `HIP_VISIBLE_DEVICES` lists more devices than `ROCR_VISIBLE_DEVICES`.\n'
          'Earlier releases raised when both were set (pytorch#139866, #140398). The HIP runtime\n'
          'reads both variables as well, so the GPUs torch counts and the GPUs the runtime opens\n'
-         'can differ: the wrong GPUs, or none.\n'
+         'can differ: the wrong GPUs, or none (the failures: pytorch#140318, where torch seeded\n'
+         'devices the visibility variables hid; Parsl/parsl#3858, where setting two of them left\n'
+         "torch with no GPU on Frontier's MI250X).\n"
          '\n'
          '## Example\n'
          '\n'
@@ -2905,6 +3006,18 @@ RULES = [{'code': 'ROC001',
           '=\n'
           '        ...`), and files whose name says they are for NVIDIA only (`nv-build.yml`,\n'
           '        `Dockerfile.cuda`, `build_nvidia.sh`).\n'
+          '\n'
+          '        Not reported either, because no ROCm build reads the setting:\n'
+          '        - a Dockerfile or YAML file (a CI workflow, a compose or cluster file) that '
+          'names ROCm\n'
+          '          nowhere (`rocm`, `hip`, `amd`, `gfx942`, `MI300`): its base image and runners '
+          'are\n'
+          "          NVIDIA's or CPU-only, so it builds nothing for ROCm (a `FROM rocm/pytorch` "
+          'image, a\n'
+          '          `runs-on: mi300` job are ROCm builds and are reported);\n'
+          '        - a list of arch-specific NVIDIA targets only (`"9.0a"`, `"10.0a;12.0a"`): it '
+          'builds\n'
+          '          Hopper or Blackwell kernels (wgmma, tcgen05) that have no AMD counterpart.\n'
           '        ',
   'why': '\n'
          '        `torch.utils.cpp_extension` builds ROCm extensions for the targets in\n'
@@ -2914,7 +3027,10 @@ RULES = [{'code': 'ROC001',
          'none in a\n'
          "        `docker build` or on a CPU-only CI runner, and only the local GPU's elsewhere, "
          'so the\n'
-         '        extension fails to load on other AMD GPUs.\n'
+         '        extension fails to load on other AMD GPUs (ROCm/gsplat#22: a `docker build` '
+         'without a\n'
+         '        device compiled the extension for the wrong architecture, and it failed only at '
+         'run time).\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -2931,6 +3047,14 @@ RULES = [{'code': 'ROC001',
          '...`), and files whose name says they are for NVIDIA only (`nv-build.yml`,\n'
          '`Dockerfile.cuda`, `build_nvidia.sh`).\n'
          '\n'
+         'Not reported either, because no ROCm build reads the setting:\n'
+         '- a Dockerfile or YAML file (a CI workflow, a compose or cluster file) that names ROCm\n'
+         '  nowhere (`rocm`, `hip`, `amd`, `gfx942`, `MI300`): its base image and runners are\n'
+         "  NVIDIA's or CPU-only, so it builds nothing for ROCm (a `FROM rocm/pytorch` image, a\n"
+         '  `runs-on: mi300` job are ROCm builds and are reported);\n'
+         '- a list of arch-specific NVIDIA targets only (`"9.0a"`, `"10.0a;12.0a"`): it builds\n'
+         '  Hopper or Blackwell kernels (wgmma, tcgen05) that have no AMD counterpart.\n'
+         '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          '`torch.utils.cpp_extension` builds ROCm extensions for the targets in\n'
@@ -2938,7 +3062,9 @@ RULES = [{'code': 'ROC001',
          'for\n'
          'the architectures of the GPUs visible at build time (`_get_rocm_arch_flags`): none in a\n'
          "`docker build` or on a CPU-only CI runner, and only the local GPU's elsewhere, so the\n"
-         'extension fails to load on other AMD GPUs.\n'
+         'extension fails to load on other AMD GPUs (ROCm/gsplat#22: a `docker build` without a\n'
+         'device compiled the extension for the wrong architecture, and it failed only at run '
+         'time).\n'
          '\n'
          '## Example\n'
          '\n'
@@ -2984,20 +3110,54 @@ RULES = [{'code': 'ROC001',
           '        code reads the version again (it is a None guard). A value copied to a variable '
           'first\n'
           '        is not followed.\n'
+          '\n'
+          '        Not reported either: a truth test that means "a CUDA build, not ROCm" on '
+          'purpose, which\n'
+          '        is what `torch.version.cuda` says (its safe fix would turn a deliberate '
+          'exclusion of\n'
+          '        ROCm on there):\n'
+          '        - a vendor dispatch: its `elif` / `else` tests ROCm (`if torch.version.cuda: '
+          '... elif\n'
+          '          torch.version.hip: ...`, `"CUDA" if torch.version.cuda else "HIP" if\n'
+          '          torch.version.hip else None`);\n'
+          '        - a test already known to run on a GPU (`torch.cuda.is_available() and\n'
+          '          torch.version.cuda`, or under `if torch.cuda.is_available():`): there the '
+          'test can\n'
+          '          only tell NVIDIA from AMD;\n'
+          '        - a function or class that tells NVIDIA from AMD elsewhere '
+          '(`torch.version.hip`,\n'
+          '          `is_hip()`, `IS_HIP_EXTENSION`), or a comment at the test that says so '
+          '("only\n'
+          '          supported on cuda for now", "on ROCm we don\'t want this");\n'
+          "        - guarded code that only makes sense with NVIDIA's toolchain (nvcc flags, "
+          '`-arch`,\n'
+          '          `sm_90`, `TORCH_CUDA_ARCH_LIST`, cuDNN, NVML), also after an early exit (`if '
+          'not\n'
+          '          torch.version.cuda: return` and the rest of the function);\n'
+          '        - the condition of a test skip (`@unittest.skipIf(not torch.version.cuda, '
+          '...)`,\n'
+          '          `if not torch.version.cuda: pytest.skip(...)`): a skip on ROCm never fails;\n'
+          '        - a function that every call of the file makes off ROCm (`if not\n'
+          '          self.is_rocm_pytorch(): assert_no_cuda_mismatch()`), for version uses too.\n'
           '        ',
   'why': '\n'
          '        `torch.version.cuda` is None on ROCm builds. As a version it raises '
          '(`float(None)`,\n'
          '        `None.split`); as a truth value it silently takes the CPU or "disabled" branch, '
          'for\n'
-         '        example turning bf16 off on an MI300 (13 threads: DeepSpeed#6909, '
-         'pytorch#97013,\n'
-         '        bitsandbytes#1599, torchtune#597, vllm#3481).\n'
+         '        example turning bf16 off on an AMD GPU: '
+         'bitsandbytes-foundation/bitsandbytes#1513\n'
+         '        (`torch.version.cuda.split` raised on ROCm 6.3), meta-pytorch/torchtune#597 and '
+         '#801 (bf16\n'
+         '        reported unsupported on an MI250 and a 7900 XTX), huggingface/transformers#24451 '
+         '(bf16 check\n'
+         '        False on an MI250X), DeepSpeed#6909 (`.split` on None in the op builder).\n'
          '\n'
          '        - `torch.version.cuda` is None on ROCm builds; `torch.version.hip` is the HIP '
          'version string there and None elsewhere. `torch.version.rocm` does not exist on older '
-         'torch: detect ROCm with `torch.version.hip`. (DeepSpeed#6909, pytorch#97013, '
-         'bitsandbytes#1599, torchtune#597, vllm#3481)\n'
+         'torch: detect ROCm with `torch.version.hip`. (bitsandbytes-foundation/bitsandbytes#1513, '
+         'meta-pytorch/torchtune#597, meta-pytorch/torchtune#801, huggingface/transformers#24451, '
+         'DeepSpeed#6909, pytorch#97013)\n'
          '        ',
   'default_enabled': True,
   'fix': 'safe',
@@ -3025,17 +3185,42 @@ RULES = [{'code': 'ROC001',
          'code reads the version again (it is a None guard). A value copied to a variable first\n'
          'is not followed.\n'
          '\n'
+         'Not reported either: a truth test that means "a CUDA build, not ROCm" on purpose, which\n'
+         'is what `torch.version.cuda` says (its safe fix would turn a deliberate exclusion of\n'
+         'ROCm on there):\n'
+         '- a vendor dispatch: its `elif` / `else` tests ROCm (`if torch.version.cuda: ... elif\n'
+         '  torch.version.hip: ...`, `"CUDA" if torch.version.cuda else "HIP" if\n'
+         '  torch.version.hip else None`);\n'
+         '- a test already known to run on a GPU (`torch.cuda.is_available() and\n'
+         '  torch.version.cuda`, or under `if torch.cuda.is_available():`): there the test can\n'
+         '  only tell NVIDIA from AMD;\n'
+         '- a function or class that tells NVIDIA from AMD elsewhere (`torch.version.hip`,\n'
+         '  `is_hip()`, `IS_HIP_EXTENSION`), or a comment at the test that says so ("only\n'
+         '  supported on cuda for now", "on ROCm we don\'t want this");\n'
+         "- guarded code that only makes sense with NVIDIA's toolchain (nvcc flags, `-arch`,\n"
+         '  `sm_90`, `TORCH_CUDA_ARCH_LIST`, cuDNN, NVML), also after an early exit (`if not\n'
+         '  torch.version.cuda: return` and the rest of the function);\n'
+         '- the condition of a test skip (`@unittest.skipIf(not torch.version.cuda, ...)`,\n'
+         '  `if not torch.version.cuda: pytest.skip(...)`): a skip on ROCm never fails;\n'
+         '- a function that every call of the file makes off ROCm (`if not\n'
+         '  self.is_rocm_pytorch(): assert_no_cuda_mismatch()`), for version uses too.\n'
+         '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          '`torch.version.cuda` is None on ROCm builds. As a version it raises (`float(None)`,\n'
          '`None.split`); as a truth value it silently takes the CPU or "disabled" branch, for\n'
-         'example turning bf16 off on an MI300 (13 threads: DeepSpeed#6909, pytorch#97013,\n'
-         'bitsandbytes#1599, torchtune#597, vllm#3481).\n'
+         'example turning bf16 off on an AMD GPU: bitsandbytes-foundation/bitsandbytes#1513\n'
+         '(`torch.version.cuda.split` raised on ROCm 6.3), meta-pytorch/torchtune#597 and #801 '
+         '(bf16\n'
+         'reported unsupported on an MI250 and a 7900 XTX), huggingface/transformers#24451 (bf16 '
+         'check\n'
+         'False on an MI250X), DeepSpeed#6909 (`.split` on None in the op builder).\n'
          '\n'
          '- `torch.version.cuda` is None on ROCm builds; `torch.version.hip` is the HIP version '
          'string there and None elsewhere. `torch.version.rocm` does not exist on older torch: '
-         'detect ROCm with `torch.version.hip`. (DeepSpeed#6909, pytorch#97013, bitsandbytes#1599, '
-         'torchtune#597, vllm#3481)\n'
+         'detect ROCm with `torch.version.hip`. (bitsandbytes-foundation/bitsandbytes#1513, '
+         'meta-pytorch/torchtune#597, meta-pytorch/torchtune#801, huggingface/transformers#24451, '
+         'DeepSpeed#6909, pytorch#97013)\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3225,16 +3410,32 @@ RULES = [{'code': 'ROC001',
           'runs\n'
           '        nvidia-smi). Not reported: the words in strings, comments or docstrings that '
           'are not\n'
-          '        a command, and code under a ROCm or `torch.version.cuda` test.\n'
+          '        a command, and code that already dispatches on the vendor: under a ROCm or\n'
+          '        `torch.version.cuda` test, or any condition the platform analysis reads as '
+          'NVIDIA\n'
+          '        only (`"nvidia" in gpu_name`, `name.startswith("NVIDIA")`, `vendor == '
+          '"nvidia"`,\n'
+          '        `"Tesla" in name`), a command assigned only in such a branch (`if "nvidia" in '
+          'name: cmd\n'
+          '        = "nvidia-smi ..." else: cmd = "rocm-smi ..."`), and a probe whose failure is '
+          'the AMD\n'
+          '        branch (`try: run(["nvidia-smi"]) except FileNotFoundError: '
+          'run(["rocm-smi"])`).\n'
           '        ',
   'why': '\n'
          '        ROCm has neither `nvidia-smi` nor NVML: the call fails, or the tool is missing '
          'and the\n'
-         '        code silently reports no GPU, zero memory or zero utilisation (8 threads, e.g.\n'
-         '        ROCm/pytorch#1535).\n'
+         '        code silently reports no GPU, zero memory or zero utilisation '
+         '(bytedance/xpu-perf#194: a\n'
+         '        GPU backend crashed on an MI350X for want of nvidia-smi; '
+         'ryujaehun/pytorch-gpu-benchmark#29:\n'
+         '        a benchmark counted GPUs with nvidia-smi; pytorch#133259: with pynvml installed, '
+         "torch's\n"
+         '        own device count failed on ROCm).\n'
          '\n'
          '        - `nvidia-smi` and NVML (`pynvml`) do not exist on ROCm; `torch.cuda` memory and '
-         "device queries work on both, `amdsmi` is AMD's management library. (ROCm/pytorch#1535)\n"
+         "device queries work on both, `amdsmi` is AMD's management library. "
+         '(bytedance/xpu-perf#194, ryujaehun/pytorch-gpu-benchmark#29, pytorch#133259)\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -3248,16 +3449,27 @@ RULES = [{'code': 'ROC001',
          'whose command (a string, a list, or a name assigned one in the same scope) runs\n'
          '`nvidia-smi`; an import of `pynvml`, `py3nvml`, `nvidia_smi` or `GPUtil` (which runs\n'
          'nvidia-smi). Not reported: the words in strings, comments or docstrings that are not\n'
-         'a command, and code under a ROCm or `torch.version.cuda` test.\n'
+         'a command, and code that already dispatches on the vendor: under a ROCm or\n'
+         '`torch.version.cuda` test, or any condition the platform analysis reads as NVIDIA\n'
+         'only (`"nvidia" in gpu_name`, `name.startswith("NVIDIA")`, `vendor == "nvidia"`,\n'
+         '`"Tesla" in name`), a command assigned only in such a branch (`if "nvidia" in name: cmd\n'
+         '= "nvidia-smi ..." else: cmd = "rocm-smi ..."`), and a probe whose failure is the AMD\n'
+         'branch (`try: run(["nvidia-smi"]) except FileNotFoundError: run(["rocm-smi"])`).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          'ROCm has neither `nvidia-smi` nor NVML: the call fails, or the tool is missing and the\n'
-         'code silently reports no GPU, zero memory or zero utilisation (8 threads, e.g.\n'
-         'ROCm/pytorch#1535).\n'
+         'code silently reports no GPU, zero memory or zero utilisation (bytedance/xpu-perf#194: '
+         'a\n'
+         'GPU backend crashed on an MI350X for want of nvidia-smi; '
+         'ryujaehun/pytorch-gpu-benchmark#29:\n'
+         'a benchmark counted GPUs with nvidia-smi; pytorch#133259: with pynvml installed, '
+         "torch's\n"
+         'own device count failed on ROCm).\n'
          '\n'
          '- `nvidia-smi` and NVML (`pynvml`) do not exist on ROCm; `torch.cuda` memory and device '
-         "queries work on both, `amdsmi` is AMD's management library. (ROCm/pytorch#1535)\n"
+         "queries work on both, `amdsmi` is AMD's management library. (bytedance/xpu-perf#194, "
+         'ryujaehun/pytorch-gpu-benchmark#29, pytorch#133259)\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3292,22 +3504,35 @@ RULES = [{'code': 'ROC001',
           "        - `pycuda`: PyCUDA, bindings to NVIDIA's CUDA driver\n"
           "        - `tensorrt`: TensorRT, NVIDIA's inference runtime\n"
           "        - `torch_tensorrt`: Torch-TensorRT, NVIDIA's TensorRT backend for torch\n"
+          "        - `triton.language.extra.tlx`: TLX, Triton's low-level extension for NVIDIA "
+          "Hopper and Blackwell warp specialisation (Meta's Triton; not in ROCm's Triton)\n"
           '\n'
           '        Not reported: the import inside `try: ... except ImportError:` (or any `try`), '
           'inside\n'
-          '        `if not is_rocm:` or any other `if`, or inside a function.\n'
+          '        `if not is_rocm:` or any other `if`, or inside a function; and a module that '
+          'exists for\n'
+          '        that package, which its path names (`third_party/deep_gemm/__init__.py`,\n'
+          '        `flash_attn_interface.py`, `stable_diffusion_tensorrt_img2img.py`, '
+          '`ops/tlx/fwd.py`):\n'
+          '        without the package it has nothing to do, so failing to load on ROCm is what it '
+          'should\n'
+          '        do, and only code that chooses it (TensorRT, DeepGEMM) imports it.\n'
           '        ',
   'why': '\n'
          '        On ROCm the import raises ModuleNotFoundError (or the package cannot be '
          'installed),\n'
          '        so the whole module, and everything importing it, fails to load even when the '
          'code\n'
-         '        path would never call the kernel (10 threads, e.g. vllm#42123, ComfyUI#14865).\n'
+         '        path would never call the kernel (theroyallab/tabbyAPI#5: the server failed to '
+         'start on AMD\n'
+         "        because a module imported flash-attention's CUDA build at its top, with flash "
+         'attention\n'
+         '        turned off in the configuration).\n'
          '\n'
          '        - FlashAttention 3 (`flash_attn_interface`, `flash_attn_3`, built from '
          "flash-attention's hopper/ directory), DeepGEMM, FlashMLA, TensorRT and PyCUDA have no "
-         'ROCm builds: importing them unconditionally fails at import time on AMD. (vllm#42123, '
-         'ComfyUI#14865)\n'
+         'ROCm builds: importing them unconditionally fails at import time on AMD, and so does '
+         'every module that imports them. (theroyallab/tabbyAPI#5)\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -3328,19 +3553,29 @@ RULES = [{'code': 'ROC001',
          "- `pycuda`: PyCUDA, bindings to NVIDIA's CUDA driver\n"
          "- `tensorrt`: TensorRT, NVIDIA's inference runtime\n"
          "- `torch_tensorrt`: Torch-TensorRT, NVIDIA's TensorRT backend for torch\n"
+         "- `triton.language.extra.tlx`: TLX, Triton's low-level extension for NVIDIA Hopper and "
+         "Blackwell warp specialisation (Meta's Triton; not in ROCm's Triton)\n"
          '\n'
          'Not reported: the import inside `try: ... except ImportError:` (or any `try`), inside\n'
-         '`if not is_rocm:` or any other `if`, or inside a function.\n'
+         '`if not is_rocm:` or any other `if`, or inside a function; and a module that exists for\n'
+         'that package, which its path names (`third_party/deep_gemm/__init__.py`,\n'
+         '`flash_attn_interface.py`, `stable_diffusion_tensorrt_img2img.py`, `ops/tlx/fwd.py`):\n'
+         'without the package it has nothing to do, so failing to load on ROCm is what it should\n'
+         'do, and only code that chooses it (TensorRT, DeepGEMM) imports it.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          'On ROCm the import raises ModuleNotFoundError (or the package cannot be installed),\n'
          'so the whole module, and everything importing it, fails to load even when the code\n'
-         'path would never call the kernel (10 threads, e.g. vllm#42123, ComfyUI#14865).\n'
+         'path would never call the kernel (theroyallab/tabbyAPI#5: the server failed to start on '
+         'AMD\n'
+         "because a module imported flash-attention's CUDA build at its top, with flash attention\n"
+         'turned off in the configuration).\n'
          '\n'
          "- FlashAttention 3 (`flash_attn_interface`, `flash_attn_3`, built from flash-attention's "
          'hopper/ directory), DeepGEMM, FlashMLA, TensorRT and PyCUDA have no ROCm builds: '
-         'importing them unconditionally fails at import time on AMD. (vllm#42123, ComfyUI#14865)\n'
+         'importing them unconditionally fails at import time on AMD, and so does every module '
+         'that imports them. (theroyallab/tabbyAPI#5)\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3364,7 +3599,8 @@ RULES = [{'code': 'ROC001',
                'flash_mla',
                'pycuda',
                'tensorrt',
-               'torch_tensorrt'],
+               'torch_tensorrt',
+               'triton.language.extra.tlx'],
   'words': []},
  {'code': 'ROC705',
   'name': 'fp8-format-architecture',

@@ -56,6 +56,10 @@ def _common(func):
                      help="Read the source from stdin (whatever paths are given) and name it this."),
         click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="Configuration file (default: the nearest pyproject.toml with [tool.rocmport])."),
+        click.option("--scope", type=click.Choice(["all", "source", "tests"]), default=None,
+                     help="Which modules to report and fix: all (default), source (not tests) or tests (modules "
+                          "that define tests, as their code proves it), for a source pull request and a tests "
+                          "pull request made apart."),
         click.option("--prelude-style", type=click.Choice(["auto", "inline", "module"]), default=None,
                      help="Generated prelude: inline block or an imported module (default: auto)."),
         click.option("--prelude-profile", type=click.Choice(["safe", "tuned"]), default=None,
@@ -151,7 +155,8 @@ def _stdin_mode(paths: Sequence[str], stdin_filename: Optional[str]) -> bool:
 
 
 def _settings(paths, select, extend_select, ignore, force_exclude, no_respect_gitignore, config_file,
-              prelude_style, prelude_profile, unsafe_fixes=None, stdin_filename=None, stdin=False) -> "Settings":
+              prelude_style, prelude_profile, unsafe_fixes=None, stdin_filename=None, stdin=False,
+              scope=None) -> "Settings":
     from .config import load_settings, prelude_options, validate_selectors
 
     if stdin:
@@ -178,6 +183,8 @@ def _settings(paths, select, extend_select, ignore, force_exclude, no_respect_gi
         changes["respect_gitignore"] = False
     if unsafe_fixes:
         changes["unsafe_fixes"] = True
+    if scope:
+        changes["scope"] = scope
     table = {}
     if prelude_style:
         table["style"] = prelude_style
@@ -195,7 +202,8 @@ def _load(run: _Run, unsafe_fixes=None) -> "Settings":
     try:
         settings = _settings(kw["paths"], kw["select"], kw["extend_select"], kw["ignore"], kw["force_exclude"],
                              kw["no_respect_gitignore"], kw["config_file"], kw["prelude_style"],
-                             kw["prelude_profile"], unsafe_fixes, kw["stdin_filename"], run.stdin)
+                             kw["prelude_profile"], unsafe_fixes, kw["stdin_filename"], run.stdin,
+                             kw.get("scope"))
     except ConfigError as exc:
         raise _usage(exc)
     run.log(f"configuration: {settings.config_file or 'none found (defaults)'}; project root: {settings.root}")

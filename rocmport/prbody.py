@@ -10,7 +10,7 @@ import re
 import textwrap
 from collections import Counter, OrderedDict
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence
 
 from . import __version__
 from .config import CUDA_GRAPH_CODES, Settings

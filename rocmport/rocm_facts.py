@@ -96,7 +96,8 @@ FACTS: Tuple[Fact, ...] = (
     Fact("detection", "`torch.version.cuda` is None on ROCm builds; `torch.version.hip` is the HIP version "
          "string there and None elsewhere. `torch.version.rocm` does not exist on older torch: detect ROCm "
          "with `torch.version.hip`.",
-         ("DeepSpeed#6909", "pytorch#97013", "bitsandbytes#1599", "torchtune#597", "vllm#3481")),
+         ("bitsandbytes-foundation/bitsandbytes#1513", "meta-pytorch/torchtune#597", "meta-pytorch/torchtune#801",
+          "huggingface/transformers#24451", "DeepSpeed#6909", "pytorch#97013")),
     Fact("capability", "`torch.cuda.get_device_capability()` reports the gfx version on ROCm: (9, 0) on MI200, "
          "(9, 4) on MI300, (9, 5) on MI350. Comparisons against NVIDIA generations (`>= (9, 0)` for Hopper, "
          "`major >= 8` for Ampere) pick NVIDIA-only paths on AMD.",
@@ -104,10 +105,12 @@ FACTS: Tuple[Fact, ...] = (
     Fact("capability", "A blanket gate on capability checks lost fp8 on MI300: gate only NVIDIA-only features "
          "(FA3, TMA, wgmma kernels), not features AMD has (fp8, bf16).", ("torchtitan#3760",)),
     Fact("tools", "`nvidia-smi` and NVML (`pynvml`) do not exist on ROCm; `torch.cuda` memory and device "
-         "queries work on both, `amdsmi` is AMD's management library.", ("ROCm/pytorch#1535",)),
+         "queries work on both, `amdsmi` is AMD's management library.",
+         ("bytedance/xpu-perf#194", "ryujaehun/pytorch-gpu-benchmark#29", "pytorch#133259")),
     Fact("packages", "FlashAttention 3 (`flash_attn_interface`, `flash_attn_3`, built from flash-attention's "
          "hopper/ directory), DeepGEMM, FlashMLA, TensorRT and PyCUDA have no ROCm builds: importing them "
-         "unconditionally fails at import time on AMD.", ("vllm#42123", "ComfyUI#14865")),
+         "unconditionally fails at import time on AMD, and so does every module that imports them.",
+         ("theroyallab/tabbyAPI#5",)),
     Fact("fp8", "fp8 formats depend on the GPU architecture, not on ROCm alone: MI300 (gfx942) uses "
          "`float8_e4m3fnuz` (max 240), MI350 (gfx950) and RDNA4 use `float8_e4m3fn` (max 448), MI200 has "
          "no fp8. `torch.finfo(dtype).max` gives the right maximum for the dtype in use.",

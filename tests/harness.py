@@ -139,22 +139,24 @@ def check_case(code: str, case, kind: str) -> None:
     prefilters on and off (so detection itself leaves it alone, not only the prefilter); an
     invalid one gives one (at ``case.line``/``case.column`` with ``case.message`` where the case
     says), and every code of ``case.codes`` too with those rules selected, fixes to
-    ``case.expected`` where given (unsafe fixes for an unsafe rule), and keeps the fix properties."""
+    ``case.expected`` where given (unsafe fixes for an unsafe rule), and keeps the fix
+    properties. A case is linted as the file ``case.path``."""
     from rocmport.analysis.prescan import PREFILTER
     from rocmport.registry import get
 
     unsafe = get(code).FIX_APPLICABILITY is Applicability.UNSAFE
+    path = getattr(case, "path", "snippet.py")
     if kind == "valid":
         for enabled in (True, False):
             PREFILTER["enabled"] = enabled
             try:
-                found = [f for f in lint(case.code, select=[code]) if f.code == code]
+                found = [f for f in lint(case.code, select=[code], path=path) if f.code == code]
             finally:
                 PREFILTER["enabled"] = True
             assert not found, f"{code} should not fire (prefilters {'on' if enabled else 'off'}) on:\n{case.code}\n{found}"
         return
     select = sorted({code, *case.codes})
-    everything = lint(case.code, select=select)
+    everything = lint(case.code, select=select, path=path)
     found = [f for f in everything if f.code == code]
     assert found, f"{code} should fire on:\n{case.code}"
     missing = set(case.codes) - {f.code for f in everything}
@@ -167,8 +169,8 @@ def check_case(code: str, case, kind: str) -> None:
     if case.message is not None:
         assert first.message == case.message, f"{code}: message {first.message!r}, the case says {case.message!r}"
     if case.expected is not None:
-        assert fixed_text(case.code, select=select, unsafe=unsafe) == expand_prelude(case.expected)
-    assert_fix_properties(case.code.encode(), select=select, unsafe=unsafe)
+        assert fixed_text(case.code, select=select, unsafe=unsafe, path=path) == expand_prelude(case.expected)
+    assert_fix_properties(case.code.encode(), select=select, unsafe=unsafe, path=path)
 
 
 # The imports a rule's documentation example takes for granted.

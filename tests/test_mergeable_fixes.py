@@ -238,9 +238,17 @@ def test_cuda_graph_tests_get_a_skip_suggestion_not_a_rewrite(tmp_path):
     (finding,) = lint(src, path=str(tmp_path / "test_model.py"))
     assert not finding.fixable and "skipif" in finding.fix.message
     assert fix(src, path=str(tmp_path / "test_model.py")).fixed is None
-    whole = lint("import torch\nf = torch.compile(g, mode='reduce-overhead')\n",
+    whole = lint("import torch\n\ndef test_replay():\n    f = torch.compile(g, mode='reduce-overhead')\n",
                  path=str(tmp_path / "test_cuda_graphs.py"))
     assert not whole[0].fixable
+    # judged by what the test calls, not only by names
+    calls = lint("import torch\n\ndef test_replay(g):\n    f = torch.compile(g, mode='reduce-overhead')\n"
+                 "    with torch.cuda.graph(torch.cuda.CUDAGraph()):\n        f(1)\n", path=str(tmp_path / "test_m.py"))
+    assert not calls[0].fixable and "calls `torch.cuda.graph`" in calls[0].message
+    # a module that defines no test is not tests, whatever its name
+    script = lint("import torch\nf = torch.compile(g, mode='reduce-overhead')\n",
+                  path=str(tmp_path / "test_cuda_graphs.py"))
+    assert script[0].fixable and script[0].scope == "source"
     # a test about something else is ported as any code is
     other = lint(src.replace("test_cudagraph_replay", "test_loss"), path=str(tmp_path / "test_model.py"))
     assert other[0].fixable

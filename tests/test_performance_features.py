@@ -307,6 +307,7 @@ def launch(x):
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         torch.cuda.synchronize()
+        y = x @ x
 """
 
 

@@ -203,3 +203,78 @@ def test_code_for_nvidia_gpus_only():
     assert _nvidia_only("try:\n    import deep_gemm\nexcept ImportError:\n    deep_gemm = None\nHERE()\n") is None
     assert _nvidia_only("def f():\n    import deep_gemm\n    HERE()\n") is None
     assert _nvidia_only("class Gemm:\n    def run(self):\n        HERE()\n") is None
+
+
+# -- tests that skip themselves: where a test runs (issue 28) --------------------------------------
+
+@pytest.mark.parametrize("source,expected", [
+    ("import torch, unittest\n@unittest.skipIf(torch.version.hip is not None, 'no')\ndef test_x():\n    HERE()\n",
+     EVERY - {ROCM}),
+    ("import torch, unittest\n@unittest.skipIf(not torch.version.cuda, 'Skip on AMD')\ndef test_x():\n    HERE()\n",
+     {CUDA}),
+    ("import torch, pytest\n@pytest.mark.skipif(torch.version.hip is not None or x, reason='r')\n"
+     "def test_x():\n    HERE()\n", EVERY - {ROCM}),
+    ("import torch, unittest\n@unittest.skipUnless(torch.version.hip, 'rocm only')\ndef test_x():\n    HERE()\n",
+     {ROCM}),
+    ("import torch, unittest\n@unittest.skipIf(torch.version.hip, 'no')\nclass T(unittest.TestCase):\n"
+     "    def test_x(self):\n        HERE()\n", EVERY - {ROCM}),
+    ("from torch.testing._internal.common_utils import skipIfRocm\n@skipIfRocm\ndef test_x():\n    HERE()\n",
+     EVERY - {ROCM}),
+    ("import torch, pytest\npytestmark = [pytest.mark.skipif(torch.version.hip is not None, reason='r')]\n"
+     "def test_x():\n    HERE()\n", EVERY - {ROCM}),
+    ("import torch, unittest\nclass T(unittest.TestCase):\n    def test_x(self):\n        if torch.version.hip:\n"
+     "            self.skipTest('no')\n        HERE()\n", EVERY - {ROCM}),
+    ("import torch, pytest\ndef test_x():\n    if torch.version.hip:\n        pytest.skip('no')\n    HERE()\n",
+     EVERY - {ROCM}),
+    # near misses: a skip that depends on nothing known, an unconditional skip (not a platform:
+    # testing.FileTests.skipped), the decorator's own argument, skipIfRocmArch (some ROCm GPUs only)
+    ("import unittest\n@unittest.skipIf(x > 3, 'no')\ndef test_x():\n    HERE()\n", EVERY),
+    ("import unittest\n@unittest.skip('failing')\ndef test_x():\n    HERE()\n", EVERY),
+    ("import torch, unittest\n@unittest.skipIf(HERE, 'no')\ndef test_x():\n    pass\n", EVERY),
+    ("@skipIfRocmArch(MI300_ARCH)\ndef test_x():\n    HERE()\n", EVERY),
+    ("import torch\ndef test_x():\n    if torch.version.hip:\n        log('rocm')\n    HERE()\n", EVERY),
+])
+def test_skip_decorators_say_where_a_test_runs(source, expected):
+    assert _where(source) == frozenset(expected)
+
+
+@pytest.mark.parametrize("name,skips", [
+    ("skipIfRocm", True), ("skipCUDAIfRocm", True), ("skip_if_rocm", True), ("skipOnHip", True),
+    ("skip_rocm", True), ("skipIfRocmArch", False), ("skipif", False), ("skipIfNotRocm", False),
+])
+def test_decorator_names_that_skip_on_rocm(name, skips):
+    from rocmport.analysis.platforms import skips_on_rocm
+
+    assert skips_on_rocm(name) is skips
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("'Tesla' in name", IS_CUDA), ("'GeForce' in torch.cuda.get_device_name()", IS_CUDA),
+    ("name.startswith('NVIDIA')", IS_CUDA), ("gpu_name.lower().startswith('nvidia')", IS_CUDA),
+    ("'Radeon' in name", IS_ROCM), ("name.startswith('AMD')", IS_ROCM), ("'Instinct' not in name", IS_ROCM.negated()),
+    # near misses: a product word that is no vendor's, a method that is not a prefix test
+    ("name.startswith('GPU-')", UNKNOWN), ("'A' in name", UNKNOWN), ("name.count('NVIDIA')", UNKNOWN),
+])
+def test_product_names_of_gpus(source, expected):
+    assert read(source) == expected
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("USE_COMPILE = False\nif USE_COMPILE:\n    HERE()\n", set()),
+    ("USE_COMPILE = False\nif not USE_COMPILE:\n    HERE()\n", EVERY),
+    ("FULL = False\nx = HERE() if FULL else 1\n", set()),
+    ("import torch\nFAST = True\nif FAST and torch.version.hip:\n    HERE()\n", {ROCM}),
+    ("if False:\n    HERE()\n", set()),
+    # near misses: a flag assigned twice, one a function may rebind (global), one from the environment
+    ("FLAG = False\nFLAG = True\nif FLAG:\n    HERE()\n", EVERY),
+    ("FLAG = False\ndef enable():\n    global FLAG\n    FLAG = True\nif FLAG:\n    HERE()\n", EVERY),
+    ("import os\nFLAG = os.environ.get('X') == '1'\nif FLAG:\n    HERE()\n", EVERY),
+])
+def test_constant_flags_decide_where_code_runs(source, expected):
+    assert _where(source) == frozenset(expected)
+
+
+def test_a_module_none_is_no_flag():
+    # a parameter of the same name would read as the module's value: only constants are flags
+    assert _where("model = None\ndef f(model):\n    if model is not None:\n        HERE()\n") == EVERY
+    assert _where("use_compile = False\nif use_compile:\n    HERE()\n") == EVERY

@@ -21,15 +21,17 @@ from libcst.metadata import ParentNodeProvider
 
 from .bindings import module_imports
 from .platforms import (
-    CUDA_ONLY_PACKAGES,
     EVERY,
     IS_ROCM,
+    ROCM,
     UNKNOWN,
     Env,
     Test,
     classify,
+    cuda_only_package,
     module_tests,
     nvidia_feature_word,
+    skips_on_rocm,
 )
 
 
@@ -44,6 +46,8 @@ class FilePlatforms:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self._tests: Dict[int, Test] = {}
+        self._skips: Dict[int, FrozenSet[str]] = {}
+        self._marks: Optional[FrozenSet[str]] = None
         self._module_import: Optional[str] = None
         tree = getattr(ctx.facts, "tree", None) if ctx.facts is not None else None
         if tree is None:
@@ -66,6 +70,7 @@ class FilePlatforms:
     def release(self) -> None:
         self.ctx = None
         self._tests.clear()
+        self._skips.clear()
 
     def test(self, expr) -> Test:
         """The test a LibCST expression is, as a condition."""
@@ -105,13 +110,67 @@ class FilePlatforms:
             elif isinstance(current, cst.BooleanOperation) and child is current.right:
                 left = self.test(current.left)
                 platforms &= left.true if isinstance(current.operator, cst.And) else left.false
+            elif isinstance(current, (cst.FunctionDef, cst.ClassDef)) and child is current.body:
+                platforms &= self._runs_on(current)
             elif isinstance(current, (cst.IndentedBlock, cst.Module)):
                 for stmt in current.body:
                     if stmt is child:
                         break
                     platforms &= self._after(stmt)
+                if isinstance(current, cst.Module):
+                    platforms &= self._module_marks()
             child, current = current, parents.get(current)
         return platforms
+
+    def _runs_on(self, definition) -> FrozenSet[str]:
+        """Where a test runs, by its skip decorators: ``@unittest.skipIf(<test>, ...)`` and
+        ``@pytest.mark.skipif(<test>, ...)`` run where the test is false, ``skipUnless`` where
+        it is true, ``@skipIfRocm`` (torch's, and spellings like it) everywhere but ROCm. A
+        skip that depends on nothing known changes nothing; an unconditional skip is not a
+        platform (``testing.FileTests.skipped``)."""
+        key = id(definition)
+        found = self._skips.get(key)
+        if found is None:
+            found = EVERY
+            for decorator in definition.decorators:
+                found &= self._skip_runs_on(decorator.decorator)
+            self._skips[key] = found
+        return found
+
+    def _skip_runs_on(self, expr) -> FrozenSet[str]:
+        call = expr if isinstance(expr, cst.Call) else None
+        name = _dotted(call.func if call is not None else expr)
+        if name is None:
+            return EVERY
+        last = name.rsplit(".", 1)[-1]
+        if skips_on_rocm(last):
+            return EVERY - {ROCM}
+        if call is None or not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return EVERY
+        lowered = last.lower()
+        if lowered == "skipif":
+            return self.test(call.args[0].value).false
+        if lowered == "skipunless":
+            return self.test(call.args[0].value).true
+        return EVERY
+
+    def _module_marks(self) -> FrozenSet[str]:
+        """Where a test module's tests run, by its ``pytestmark`` (a skip mark, or a list)."""
+        if self._marks is None:
+            self._marks = EVERY
+            for stmt in self.ctx.module.body:
+                if not isinstance(stmt, cst.SimpleStatementLine):
+                    continue
+                for small in stmt.body:
+                    if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                            and isinstance(small.targets[0].target, cst.Name)
+                            and small.targets[0].target.value == "pytestmark"):
+                        value = small.value
+                        marks = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) \
+                            else [value]
+                        for mark in marks:
+                            self._marks &= self._skip_runs_on(mark)
+        return self._marks
 
     def nvidia_only(self, node) -> Optional[str]:
         """Why the code around ``node`` is for NVIDIA GPUs only, or None: a function or class
@@ -139,7 +198,7 @@ class FilePlatforms:
                     elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
                         names = [_dotted(small.module)]
                     for name in names:
-                        if name and name.split(".", 1)[0] in CUDA_ONLY_PACKAGES and not self._module_import:
+                        if name and cuda_only_package(name) and not self._module_import:
                             self._module_import = name
         if self._module_import:
             return f"the module imports `{self._module_import}`, which has no ROCm build, so it does not load on ROCm"
@@ -167,13 +226,24 @@ def _dotted(node) -> Optional[str]:
     return None
 
 
+# Calls that never return: a test skipped or failed there, or the process ended.
+_LEAVING_CALLS = frozenset({"skipTest", "pytest.skip", "pytest.xfail", "pytest.fail", "pytest.exit", "sys.exit",
+                            "os._exit", "exit", "quit", "unittest.SkipTest"})
+
+
 def _leaves(block) -> bool:
     body = getattr(block, "body", ())
     if not body:
         return False
     last = body[-1]
     if isinstance(last, cst.SimpleStatementLine):
-        return any(isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for small in last.body)
+        for small in last.body:
+            if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+                return True
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                name = _dotted(small.value.func) or ""
+                if name in _LEAVING_CALLS or name.endswith(".skipTest"):
+                    return True
     return False
 
 

@@ -62,6 +62,8 @@ def only(*platforms: str) -> Test:
 
 
 UNKNOWN = Test()
+ALWAYS = Test(EVERY, frozenset())  # ``True``, a module's constant flag set to True
+NEVER = Test(frozenset(), EVERY)  # ``False``, ``FULL_SPACE = False``: its branch runs nowhere
 IS_ROCM = only(ROCM)
 IS_CUDA = only(CUDA)
 HAS_GPU = only(CUDA, ROCM)  # torch.cuda.is_available(), device.type == "cuda": True on ROCm too
@@ -84,6 +86,10 @@ _ROCM_VALUE = {"rocm", "hip", "amd"}
 _CUDA_VALUE = {"cuda", "nvidia", "nv"}
 _DEVICE_SUBJECT = re.compile(r"(?i)(?:^|[._])(?:device|dev|type|device_type|accelerator)$")
 _OTHER_VALUE = re.compile(r"(?i)^(?:npu|xpu|hpu|mps|tpu|musa|mlu|neuron|ipex|xla)$")
+# Words of a GPU's product name, as ``torch.cuda.get_device_name()`` or nvidia-smi give it:
+# ``"Tesla" in name``, ``name.startswith("NVIDIA")``.
+_NVIDIA_PRODUCT = {"nvidia", "tesla", "geforce", "quadro", "titan", "jetson"}
+_AMD_PRODUCT = {"amd", "radeon", "instinct"}
 
 
 def word_test(name: str, called: bool) -> Test:
@@ -213,6 +219,11 @@ def classify(expr: ast.AST, env: Env, depth: int = 0) -> Test:
         return _compare(expr.left, expr.ops[0], expr.comparators[0], env, depth)
     if kind is ast.Call:
         func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in ("startswith", "endswith") and len(expr.args) == 1:
+            # ``name.startswith("NVIDIA")``: a product name, as ``"NVIDIA" in name`` reads it
+            value = _string(expr.args[0])
+            if value is not None:
+                return _product_test(value)
         spelled = _dotted(func)
         if spelled is not None:
             if spelled in ("bool", "builtins.bool") and len(expr.args) == 1:
@@ -227,6 +238,8 @@ def classify(expr: ast.AST, env: Env, depth: int = 0) -> Test:
         if isinstance(func, ast.Attribute):  # ``current_platform().is_rocm()``, ``get_x().is_hip()``
             return word_test(func.attr, called=True)
         return UNKNOWN
+    if kind is ast.Constant and isinstance(expr.value, (bool, type(None))):
+        return ALWAYS if expr.value else NEVER
     if kind in (ast.Name, ast.Attribute):
         spelled = _dotted(expr)
         if spelled is not None:
@@ -252,6 +265,8 @@ def _compare(left: ast.AST, op: ast.cmpop, right: ast.AST, env: Env, depth: int)
         value = _string(left)
         if value is not None:
             test = _value_test(value, None) if value.lower() != "cuda" else IS_CUDA
+            if not test.known:
+                test = _product_test(value)
             if not test.known and value.lower().startswith(("gfx", "mi3", "mi2")):
                 test = IS_ROCM
             return test if isinstance(op, ast.In) else test.negated()
@@ -270,12 +285,32 @@ def _compare(left: ast.AST, op: ast.cmpop, right: ast.AST, env: Env, depth: int)
     return UNKNOWN
 
 
+def _product_test(value: str) -> Test:
+    """A GPU's product name holds ``value``: NVIDIA's (``Tesla``, ``GeForce``) or AMD's
+    (``Radeon``, ``Instinct``)."""
+    lowered = value.strip().lower()
+    if lowered in _NVIDIA_PRODUCT:
+        return IS_CUDA
+    if lowered in _AMD_PRODUCT:
+        return IS_ROCM
+    return UNKNOWN
+
+
 def _call_name(node: ast.AST) -> Optional[str]:
     while isinstance(node, ast.Subscript):
         node = node.value
     if isinstance(node, ast.Call):
         return _dotted(node.func)
     return None
+
+
+_SKIP_ON_ROCM = re.compile(r"(?i)^_*skip\w*?_?(?:if|on)_?(?:rocm|hip|amd)$|^_*skip_?(?:rocm|hip|amd)$")
+
+
+def skips_on_rocm(name: str) -> bool:
+    """Does a decorator named ``name`` skip its test on ROCm (torch's ``skipIfRocm``,
+    ``skipCUDAIfRocm``, ``skip_if_rocm``, ``skipOnHip``)?"""
+    return _SKIP_ON_ROCM.match(name) is not None
 
 
 # -- a module's own predicates ------------------------------------------------------------
@@ -293,7 +328,11 @@ def module_tests(body: Iterable[ast.stmt], env: Env) -> Dict[str, Test]:
     """The predicates a module defines at module level: a name assigned once from a test
     (``_is_cuda = is_cuda()``, ``IS_HIP = torch.version.hip is not None``) and a function
     whose body returns one (``def is_hip(): return torch.version.hip is not None``), in
-    order, so a later one may use an earlier one. Fills and returns ``env.tests``."""
+    order, so a later one may use an earlier one. Fills and returns ``env.tests``. A constant
+    flag (``USE_COMPILE = False``: a bool assigned once at module level to a name spelled as a
+    constant, named in no ``global`` statement) is a test too: true everywhere or nowhere, so
+    code under ``if USE_COMPILE:`` runs nowhere. (``model = None`` is no flag: a local of that
+    name would read as it.)"""
     assigned: Dict[str, int] = {}
     statements = list(body)
     for stmt in statements:
@@ -303,11 +342,22 @@ def module_tests(body: Iterable[ast.stmt], env: Env) -> Dict[str, Test]:
                 assigned[node.id] = assigned.get(node.id, 0) + 1
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             assigned[stmt.name] = assigned.get(stmt.name, 0) + 1
+    rebound: Optional[set] = None  # names a ``global`` statement lets a function rebind
     for stmt in statements:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             if len(targets) == 1 and isinstance(targets[0], ast.Name) and assigned.get(targets[0].id) == 1:
                 test = classify(stmt.value, env)
+                if test.known and test in (ALWAYS, NEVER):
+                    name = targets[0].id
+                    if not (isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, bool)
+                            and name.upper() == name and any(c.isalpha() for c in name)):
+                        continue  # a constant flag is a bool in a constant's name (`model = None` is not)
+                    if rebound is None:
+                        rebound = {name for s in statements for n in ast.walk(s) if isinstance(n, ast.Global)
+                                   for name in n.names}
+                    if targets[0].id in rebound:
+                        continue
                 if test.known:
                     env.tests[targets[0].id] = test
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and assigned.get(stmt.name) == 1:
@@ -333,7 +383,19 @@ CUDA_ONLY_PACKAGES: Dict[str, str] = {
     "pycuda": "PyCUDA, bindings to NVIDIA's CUDA driver",
     "tensorrt": "TensorRT, NVIDIA's inference runtime",
     "torch_tensorrt": "Torch-TensorRT, NVIDIA's TensorRT backend for torch",
+    # a dotted name: a module of a package that itself has ROCm builds
+    "triton.language.extra.tlx": "TLX, Triton's low-level extension for NVIDIA Hopper and Blackwell warp"
+                                 " specialisation (Meta's Triton; not in ROCm's Triton)",
 }
+
+
+def cuda_only_package(module: str) -> Optional[str]:
+    """The entry of ``CUDA_ONLY_PACKAGES`` that an imported module ``module`` is (the package
+    itself or one of its modules), or None."""
+    for name in CUDA_ONLY_PACKAGES:
+        if module == name or module.startswith(name + "."):
+            return name
+    return None
 
 # Words of a function's or class's name that say it is for an NVIDIA-only feature: Hopper and
 # Blackwell instructions (TMA, WGMMA, tcgen05), SM generations, NVFP4, and NVIDIA-only kernel

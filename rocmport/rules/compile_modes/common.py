@@ -9,6 +9,7 @@ from typing import Dict, Iterator, List, Optional, Set
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
+from rocmport.analysis import gates
 from rocmport.analysis import walk as _walk
 from rocmport.analysis.bindings import dotted as _dotted
 from rocmport.analysis.bindings import import_bindings, top_level
@@ -16,7 +17,7 @@ from rocmport.analysis.names import (
     COMPILE_CONFIG_NAMES,
     COMPILE_NAMES,
     PARTIAL_NAMES,
-    is_module_compile_method,
+    is_module_compile_call,
     is_torch_compile,
     qualified_names,
 )
@@ -191,7 +192,7 @@ class CompileCalls(Rule):
     def compile_call_kind(self, call: cst.Call) -> Optional[str]:
         """"compile", "partial" or "config" when ``call`` hands a mode to torch.compile."""
         func = call.func
-        if is_torch_compile(self, func) or is_module_compile_method(self, func):
+        if is_torch_compile(self, func) or is_module_compile_call(self, call):
             return "compile"
         names = qualified_names(self, func, _COMPILE_LAST)
         if names & PARTIAL_NAMES and call.args and call.args[0].keyword is None and call.args[0].star == "":
@@ -259,9 +260,15 @@ class CompileCalls(Rule):
             if summary is not None:
                 self._wrappers[node] = summary
                 kind = "wrapper"
-        if kind is None or self.in_rocm_branch(node):
+        if kind is None or self.in_rocm_branch(node) or self._disabled(node):
             return
         self.check_call(node, kind)
+
+    def _disabled(self, call: cst.Call) -> bool:
+        """``torch.compile(..., disable=True)`` (or a constant flag that is True): nothing is
+        compiled, whatever the mode."""
+        arg = keyword(call, "disable")
+        return arg is not None and not gates.of(self.context).test(arg.value).false
 
 
     def _file_has_key(self, name: str) -> bool:
@@ -343,10 +350,16 @@ class LiteralMode(CompileCalls):
                     rocm = ROCM_MODES[self.MODE]
                     self.report(
                         leaf,
-                        f'mode="{self.MODE}" turns on CUDA graphs, which hang or slow down on ROCm;'
-                        f' use "{rocm}" there',
+                        f'mode="{self.MODE}" turns on CUDA graphs, which hang or slow down on ROCm'
+                        + self._advice(leaf, rocm),
                         fix=self.gated_literal_fix(leaf, rocm, f'Use mode="{rocm}" on ROCm'),
                     )
+
+    def _advice(self, node: cst.CSTNode, rocm: str) -> str:
+        """The message's advice: the fix's own, unless the code is not a port (a test of CUDA
+        graphs, NVIDIA-only code): the engine then says what to do instead, and the message
+        says one thing."""
+        return "" if self.not_a_port(node) is not None else f'; use "{rocm}" there'
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         """A parameter default that the function hands to torch.compile's mode (directly,
@@ -361,7 +374,7 @@ class LiteralMode(CompileCalls):
                 self.report(
                     param.default,
                     f'the default mode="{self.MODE}" of `{param.name.value}` reaches torch.compile and turns on'
-                    f' CUDA graphs, which hang or slow down on ROCm; use "{rocm}" there',
+                    f' CUDA graphs, which hang or slow down on ROCm' + self._advice(param.default, rocm),
                     fix=self.gated_literal_fix(param.default, rocm, f'Use mode="{rocm}" on ROCm'),
                 )
 

@@ -45,8 +45,62 @@ class MaxAutotuneMode(LiteralMode):
             import torch
             MODES = ["max-autotune", "default"]
             """),
+        # not nn.Module.compile: a class of this file that is no nn.Module, a keyword
+        # torch.compile does not take (it would raise)
+        Case("""
+            import torch
+
+            class Trainer:
+                def compile(self, optimizer, mode="default"):
+                    self.optimizer, self.mode = optimizer, mode
+
+            Trainer().compile(optimizer="adam", mode="max-autotune")
+            trainer = Trainer()
+            trainer.compile(mode="max-autotune")
+            """),
+        Case("""
+            import torch
+
+            model.compile(optimizer="adam", loss="mse", mode="max-autotune")
+            """),
     )
     INVALID = (
+        # near misses: an nn.Module subclass of this file (through another class), a module's
+        # own compile
+        Case(
+            """
+            import torch
+
+            class Net(torch.nn.Module):
+                pass
+
+            class Big(Net):
+                pass
+
+            Big().compile(mode="max-autotune")
+            """,
+            line=9,
+            column=20,
+            message=(
+                'mode="max-autotune" turns on CUDA graphs, which hang or slow down on ROCm; use '
+                '"max-autotune-no-cudagraphs" there'
+            ),
+        ),
+        Case(
+            """
+            import torch
+
+            class Net(torch.nn.Module):
+                def fast(self):
+                    self.compile(mode="max-autotune")
+            """,
+            line=5,
+            column=27,
+            message=(
+                'mode="max-autotune" turns on CUDA graphs, which hang or slow down on ROCm; use '
+                '"max-autotune-no-cudagraphs" there'
+            ),
+        ),
         Case(
             """
             import torch

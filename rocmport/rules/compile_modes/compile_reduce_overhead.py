@@ -87,8 +87,53 @@ class ReduceOverheadMode(LiteralMode):
                 return fn
             f = compile(g, mode="reduce-overhead")
             """),
+        # a constant flag decides that nothing is compiled
+        Case("""
+            import torch
+
+            USE_COMPILE = False
+            if USE_COMPILE:
+                decode = torch.compile(decode, mode="reduce-overhead")
+            """),
+        Case("""
+            import torch
+
+            DEBUG_EAGER = True
+            decode = torch.compile(decode, mode="reduce-overhead", disable=DEBUG_EAGER)
+            step = torch.compile(step, mode="reduce-overhead", disable=True)
+            """),
     )
     INVALID = (
+        # near misses of a decided flag: one the environment sets, one a function may turn on
+        Case(
+            """
+            import os
+            import torch
+
+            USE_COMPILE = os.environ.get("USE_COMPILE") == "1"
+            if USE_COMPILE:
+                decode = torch.compile(decode, mode="reduce-overhead")
+            """,
+            line=6,
+            column=41,
+            message='mode="reduce-overhead" turns on CUDA graphs, which hang or slow down on ROCm; use "default" there',
+        ),
+        Case(
+            """
+            import torch
+
+            USE_COMPILE = False
+
+            def enable():
+                global USE_COMPILE
+                USE_COMPILE = True
+
+            decode = torch.compile(decode, mode="reduce-overhead", disable=not USE_COMPILE)
+            """,
+            line=9,
+            column=37,
+            message='mode="reduce-overhead" turns on CUDA graphs, which hang or slow down on ROCm; use "default" there',
+        ),
         Case(
             """
             import torch

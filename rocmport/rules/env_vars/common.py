@@ -71,6 +71,21 @@ def py_value(node: cst.BaseExpression):
     return None
 
 
+# An arch list of arch-specific NVIDIA targets only ("9.0a", "10.0a;12.0a", "sm_90a"): a build of
+# Hopper or Blackwell kernels (wgmma, tcgen05), which have no AMD counterpart to target.
+_ARCH_SPECIFIC = re.compile(r"(?i)^(?:sm_?)?\d+\.?\d*a(?:\+ptx)?$")
+# A file that builds for ROCm somewhere: its words.
+ROCM_BUILD_WORD = re.compile(r"(?i)\brocm|\bhip(?:cc|ify|_|\b)|\bamd\b|\bgfx\d|\bmi[23]\d\d|radeon")
+
+
+def nvidia_arch_only(value: Optional[str]) -> bool:
+    """Does an arch list name only arch-specific NVIDIA targets (``9.0a``, ``10.0a``)?"""
+    if not value:
+        return False
+    parts = [p for p in re.split(r"[;,\s]+", value.strip()) if p]
+    return bool(parts) and all(_ARCH_SPECIFIC.match(p) for p in parts)
+
+
 class EnvWrite:
     __slots__ = ("var", "key_node", "value", "where", "live", "anchor")
 

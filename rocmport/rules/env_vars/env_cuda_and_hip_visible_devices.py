@@ -49,7 +49,9 @@ class VisibleDevicesBoth(PairRule):
         RuntimeError when `HIP_VISIBLE_DEVICES` lists more devices than `ROCR_VISIBLE_DEVICES`.
         Earlier releases raised when both were set (pytorch#139866, #140398). The HIP runtime
         reads both variables as well, so the GPUs torch counts and the GPUs the runtime opens
-        can differ: the wrong GPUs, or none.
+        can differ: the wrong GPUs, or none (the failures: pytorch#140318, where torch seeded
+        devices the visibility variables hid; Parsl/parsl#3858, where setting two of them left
+        torch with no GPU on Frontier's MI250X).
         """
     EXAMPLE = """
         import os

@@ -61,8 +61,58 @@ class CompiledPrint(GraphBreakRule):
             def f(x):
                 debug_print.print_tensor(x)
             """),
+        # a logger that is a no-op object unless an environment variable is set
+        Case("""
+            import logging
+            import os
+
+            import torch
+
+            class _NoOpLogger:
+                def debug(self, *args, **kwargs):
+                    pass
+
+            class _Quiet:
+                def __getattr__(self, name):
+                    return lambda *args, **kwargs: None
+
+            logger = logging.getLogger(__name__) if os.environ.get("MY_DEBUG") else _NoOpLogger()
+            trace_log = logging.getLogger("t") if os.environ.get("TRACE", "0") == "1" else _Quiet()
+
+            @torch.compile
+            def step(x):
+                logger.debug("x %s", x.shape)
+                trace_log.info("step")
+                return x * 2
+            """),
     )
     INVALID = (
+        # near miss: the no-op is the arm taken only when the variable is set
+        Case(
+            """
+            import logging
+            import os
+
+            import torch
+
+            class _Quiet:
+                def __getattr__(self, name):
+                    return lambda *args, **kwargs: None
+
+            quiet_log = _Quiet() if os.environ.get("QUIET") else logging.getLogger("q")
+
+            @torch.compile
+            def step(x):
+                quiet_log.info("step")
+                return x * 2
+            """,
+            line=14,
+            column=5,
+            message=(
+                "logging call `quiet_log.info()` breaks the graph inside `step`, compiled at line 12: move it out of "
+                "the compiled code, or guard it with `if not torch.compiler.is_compiling():`"
+            ),
+        ),
         Case(
             """
             import torch

@@ -73,8 +73,59 @@ class CompiledScalarRead(GraphBreakRule):
             def f(x):
                 return h(x)
             """),
+        # a branch decided before the compiled call: taken only where the function is not compiled
+        Case("""
+            import torch
+
+            def decode(model, x, model_type):
+                if model_type == "mamba":
+                    steps = x.sum().item()
+                return model(x)
+
+            def generate(model, x, model_type):
+                step = decode
+                if model_type != "mamba":
+                    step = torch.compile(decode)
+                return step(model, x, model_type)
+            """),
+        Case("""
+            import torch
+
+            class Runner:
+                def __init__(self, model):
+                    if not isinstance(model, MambaModel):
+                        self.fn = torch.compile(self.step)
+
+                def step(self, model, x):
+                    if isinstance(model, MambaModel):
+                        return x.sum().item()
+                    return model(x)
+            """),
     )
     INVALID = (
+        # near miss: the branch is another decision than the one the compile call makes
+        Case(
+            """
+            import torch
+
+            def decode(model, x, model_type):
+                if isinstance(model, MambaModel):
+                    steps = x.sum().item()
+                return model(x)
+
+            def generate(model, x, model_type):
+                step = decode
+                if model_type != "mamba":
+                    step = torch.compile(decode)
+                return step(model, x, model_type)
+            """,
+            line=5,
+            column=17,
+            message=(
+                "`.item()` breaks the graph inside `decode`, compiled at line 11: keep it a tensor, or set "
+                "`torch._dynamo.config.capture_scalar_outputs = True`"
+            ),
+        ),
         Case(
             """
             import torch

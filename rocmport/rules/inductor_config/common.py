@@ -9,7 +9,7 @@ from typing import FrozenSet, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
 
-from rocmport.analysis.names import COMPILE_NAMES, PARTIAL_NAMES, is_module_compile_method, qualified_names
+from rocmport.analysis.names import COMPILE_NAMES, PARTIAL_NAMES, is_module_compile_call, qualified_names
 from rocmport.analysis.prescan import PREFILTER
 from rocmport.analysis.resolve import (
     assigned_values,
@@ -232,7 +232,7 @@ class InductorSetting(Rule):
     # -- the spellings ----------------------------------------------------------------------
     def is_compile_call(self, call: cst.Call) -> bool:
         names = qualified_names(self, call.func, _COMPILE_OR_PARTIAL)
-        if names & COMPILE_NAMES or is_module_compile_method(self, call.func):
+        if names & COMPILE_NAMES or is_module_compile_call(self, call):
             return True
         if names & PARTIAL_NAMES and call.args and call.args[0].keyword is None and call.args[0].star == "":
             return bool(qualified_names(self, call.args[0].value, COMPILE_NAMES) & COMPILE_NAMES)

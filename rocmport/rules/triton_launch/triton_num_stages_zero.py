@@ -43,7 +43,7 @@ class TritonNumStagesZero(TritonRule):
         stream-pipelining scheme. Triton's AMD backend no longer has it: 0 now trips an
         assertion in the pipeliner or silently compiles the loop without software pipelining,
         a large slowdown for GEMM and attention kernels (triton-lang/triton#4845,
-        ROCm/triton#653, ROCm/aiter#3808). The AMD backend's own default is 2
+        ROCm/triton#653). The AMD backend's own default is 2
         (`triton/backends/amd/compiler.py`, Triton 3.9).
         """
     EXAMPLE = """
