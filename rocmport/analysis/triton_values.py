@@ -46,6 +46,8 @@ TILE_NAME = re.compile(r"(?i)(?:block|tile|blk|warp|stage|pow|p2|aligned|padded|
                        r"^num_?(?:ctas|programs)$)")
 KV_CACHE_NAME = re.compile(r"(?i)(?:kv|cache|page)")
 SHAPE_METHODS = frozenset({"size", "numel", "dim", "stride", "nelement", "ndimension"})
+# A dtype's size in bytes (1, 2, 4, 8, 16): a power of two on every dtype.
+BYTE_SIZES = frozenset({"itemsize", "element_size", "primitive_bitwidth"})
 SHAPE_ATTRIBUTES = frozenset({"shape", "ndim"})
 VALUE_METHODS = frozenset({"item", "tolist"})
 DEVICE_ATTRIBUTES = frozenset({"multi_processor_count", "max_shared_memory", "warp_size", "num_sms"})
@@ -393,6 +395,8 @@ class ModuleValues:
         if POW2_FUNCTION.search(name):
             return _POW2
         if isinstance(func, ast.Attribute):
+            if name in BYTE_SIZES:
+                return _POW2
             if name in SHAPE_METHODS:
                 return _shape(call, func.value)
             if name in VALUE_METHODS:
@@ -436,6 +440,8 @@ class ModuleValues:
 
     def _attribute(self, expr: ast.Attribute, at: ast.AST, depth: int) -> Value:
         attr = expr.attr
+        if attr in BYTE_SIZES:
+            return _POW2
         if attr in SHAPE_ATTRIBUTES:
             return _shape(expr, expr.value)
         if attr in DEVICE_ATTRIBUTES:

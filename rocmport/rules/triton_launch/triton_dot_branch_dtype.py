@@ -16,7 +16,7 @@ from rocmport.analysis.triton import DOT, KERNEL_DECORATORS, TL, Kernel, TritonA
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case, Rule
 
-from .common import TritonRule
+from .common import TritonRule, nvidia_only_file
 
 _DTYPES = frozenset(TL + n for n in ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32",
                                      "float8e4nv", "float8e5", "float8e4b8", "float8e5b16", "float8e4b15", "tfloat32"))
@@ -108,6 +108,8 @@ class TritonDotBranchDtype(TritonRule):
         return Rule.may_match.__func__(cls, facts)  # type: ignore[attr-defined]
 
     def check(self, a: TritonAnalysis) -> None:
+        if nvidia_only_file(self.context):
+            return
         for kernel in a.kernels.values():
             if self.skipped(a, kernel.func):
                 continue

@@ -26,7 +26,7 @@ from rocmport.analysis.triton_values import (
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case, Rule
 
-from .common import TritonRule
+from .common import TritonRule, nvidia_only_file
 
 _HEURISTICS = frozenset({"triton.heuristics", "triton.runtime.heuristics", "triton.runtime.autotuner.heuristics"})
 _AUTOTUNE = frozenset({"triton.autotune", "triton.runtime.autotune", "triton.runtime.autotuner.autotune"})
@@ -35,8 +35,6 @@ _STATIC_ASSERT = frozenset({"static_assert"})
 SYSTEM_SIZE = re.compile(r"(?i)block|blk|page|chunk|tile|group_?size|groupsize|group_?b[kmnd]|quant|scale|cta|warp|"
                          r"stage|split|pad|align|bucket")
 KV_SIZE = re.compile(r"(?i)(?:^|_)(?:block|page)_?size$|(?:^|_)kv_?block")
-# Files that use Triton's NVIDIA-only TLX extension (warp specialisation, named barriers).
-_NVIDIA_ONLY_IMPORTS = ("triton.language.extra.tlx",)
 
 _HEAD = "import torch\nimport triton\nimport triton.language as tl\n\n"
 _ROUTER = _HEAD + (
@@ -181,7 +179,7 @@ class TritonRuntimeExtent(TritonRule):
     # -- the kernels ----------------------------------------------------------------------
     def check(self, a: TritonAnalysis) -> None:
         facts = self.context.facts
-        if facts is None or facts.tree is None or _nvidia_only(facts.tree):
+        if facts is None or facts.tree is None or nvidia_only_file(self.context):
             return
         values: Optional[ModuleValues] = None
         for kernel in list(a.kernels.values()):
@@ -332,17 +330,6 @@ class TritonRuntimeExtent(TritonRule):
                           f"to compile (on ROCm as on every backend); launch {rounded} as the extent and mask the "
                           f"lanes past `{param}`",
                     fix=Fix(Applicability.DISPLAY_ONLY, "Round the extent with triton.next_power_of_2 and mask"))
-
-
-def _nvidia_only(tree: ast.AST) -> bool:
-    for node in getattr(tree, "body", ()):
-        if isinstance(node, ast.Import) and any(a.name.startswith(_NVIDIA_ONLY_IMPORTS) for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level and (
-                node.module.startswith(_NVIDIA_ONLY_IMPORTS)
-                or any(f"{node.module}.{a.name}".startswith(_NVIDIA_ONLY_IMPORTS) for a in node.names)):
-            return True
-    return False
 
 
 def _int_node(default: cst.BaseExpression) -> ast.AST:

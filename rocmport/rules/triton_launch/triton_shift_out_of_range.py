@@ -17,7 +17,7 @@ from rocmport.analysis.triton import KERNEL_DECORATORS, TL, Kernel, TritonAnalys
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case, Rule
 
-from .common import TritonRule
+from .common import TritonRule, nvidia_only_file
 
 _SHIFTS = (cst.LeftShift, cst.RightShift)
 _AUG_SHIFTS = (cst.LeftShiftAssign, cst.RightShiftAssign)
@@ -155,6 +155,8 @@ class TritonShiftOutOfRange(TritonRule):
         return Rule.may_match.__func__(cls, facts)  # type: ignore[attr-defined]
 
     def check(self, a: TritonAnalysis) -> None:
+        if nvidia_only_file(self.context):
+            return
         for kernel in a.kernels.values():
             if self.skipped(a, kernel.func):
                 continue
