@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '5d0f09f843304b900441a620427f57dd'
+FINGERPRINT = 'e305e56463371cfdc496c588c69e8fc0'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -248,6 +249,7 @@ class ModuleValues:
         self._calls: Optional[Dict[str, List[ast.Call]]] = None
         self._checked: Dict[Tuple[int, str], bool] = {}
         self._launches: Optional[List[LaunchFact]] = None
+        self._bound: Dict[int, Tuple[ast.Call, "ModuleValues"]] = {}  # helper -> the call being read
 
     # -- tree helpers ------------------------------------------------------------------------
     @property
@@ -423,11 +425,26 @@ class ModuleValues:
         returned = self.returns(func, at)
         if returned is not None:
             owner, target = returned
-            values = [owner.classify(r, r, depth + 1) for r in _return_values(target)]
+            with owner.bound(target, call, self):
+                values = [owner.classify(r, r, depth + 1) for r in _return_values(target)]
             if values:
                 value = combine(values)
                 return value if value.kind != UNKNOWN else _UNKNOWN
         return _UNKNOWN
+
+    @contextmanager
+    def bound(self, func: ast.AST, call: ast.Call, caller: "ModuleValues"):
+        """While a helper's returns are read for one call, its parameters stand for that
+        call's arguments (read in the caller's module)."""
+        previous = self._bound.get(id(func))
+        self._bound[id(func)] = (call, caller)
+        try:
+            yield
+        finally:
+            if previous is None:
+                self._bound.pop(id(func), None)
+            else:
+                self._bound[id(func)] = previous
 
     def returns(self, func: ast.AST, at: ast.AST) -> Optional[Tuple["ModuleValues", ast.AST]]:
         """The function a callee names: a function of this module or of the project."""
@@ -467,7 +484,8 @@ class ModuleValues:
                 if cls is not None:
                     values = [self.classify(value, value, depth + 1) for value in _attribute_writes(cls, attr)]
                     if values:
-                        return combine(values)
+                        found = combine(values)
+                        return found if found.subject else found.named(attr)
                 return _UNKNOWN
         if TILE_NAME.search(attr) and not (KV_CACHE_NAME.search(attr) or KV_CACHE_NAME.search(_text(expr.value))):
             return _UNKNOWN
@@ -564,6 +582,14 @@ class ModuleValues:
         if ordered and ordered[0] in ("self", "cls") and name == ordered[0]:
             return _UNKNOWN
         default = _default(func, name)
+        binding = self._bound.get(id(func))
+        if binding is not None:  # read for one call: its argument
+            call, caller = binding
+            passed = _argument(call, ordered, name)
+            if passed is None:
+                return literal_value(default) if default is not None else _UNKNOWN
+            value = caller.classify(passed, call, depth + 1)
+            return value if value.subject or not value.runtime else value.named(name)
         callers = self.callers(func)
         if callers:
             values = []
@@ -762,7 +788,8 @@ class ModuleValues:
                 return None
             owner, target = returned
             merged: Dict[str, Tuple[Value, str]] = {}
-            results = [owner.dict_items(r, r, depth + 1) for r in _return_values(target)]
+            with owner.bound(target, container, self):
+                results = [owner.dict_items(r, r, depth + 1) for r in _return_values(target)]
             if not results or any(r is None for r in results):
                 return None
             for result in results:

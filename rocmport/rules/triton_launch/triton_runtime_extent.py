@@ -300,7 +300,11 @@ class TritonRuntimeExtent(TritonRule):
             passed = True
             if value.kind == RUNTIME and self._model_size(value, param):
                 where = f"at line {launch.line}" if module == own else f"in `{module}` line {launch.line}"
-                return (f"launched with `{text}` {where}, {value.why}", text), True
+                why = value.why
+                if value.cache and SYSTEM_SIZE.search(value.subject or param):
+                    why = (f"a KV-cache block size ({why[2:] if why.startswith('a ') else why}; hybrid and multimodal"
+                           " models use sizes such as 48, 544 or 1056)")
+                return (f"launched with `{text}` {where}, {why}", text), True
         return None, passed
 
     def _model_size(self, value: Value, param: str) -> bool:
