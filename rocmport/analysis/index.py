@@ -21,6 +21,14 @@ What a summary records, per module:
   such a test), recognised by ``_bindings.means_rocm_build``.
 
 What an import binds and what a name spells are the resolver's answers (``_bindings``).
+
+Triton launches across modules (ROC513), also on demand and recorded for the cache key:
+``module_values`` (a module's launches and value provenance, ``triton_values.ModuleValues``,
+from its bytes), ``triton_launches`` (every launch of one kernel in the modules whose bytes
+spell its name, through re-exports) and ``pow2_checked`` (where the project checks a block
+size for a power of two). A file that asked depends on which modules spell the word and on
+their bytes (``<triton-launches>:word``), and on the bytes of a helper module it read
+(``<source>:module``).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ POW2_TEST = re.compile(r"(?i)(?:pow(?:er)?[ _-]?(?:of)?[ _-]?(?:2|two)\b|pow2|lo
 # tile sizes): no finding comes from them alone.
 TILE_NAME = re.compile(r"(?i)(?:block|tile|blk|warp|stage|pow|p2|aligned|padded|split|chunk|^bs$|^b[mnkd]$|"
                        r"^num_?(?:ctas|programs)$)")
-KV_CACHE_NAME = re.compile(r"(?i)(?:kv|cache|page)")
+KV_CACHE_NAME = re.compile(r"(?i)cache|page|kv_?block")
 SHAPE_METHODS = frozenset({"size", "numel", "dim", "stride", "nelement", "ndimension"})
 # A dtype's size in bytes (1, 2, 4, 8, 16): a power of two on every dtype.
 BYTE_SIZES = frozenset({"itemsize", "element_size", "primitive_bitwidth"})
@@ -156,7 +156,7 @@ def _last_name(node: ast.AST) -> str:
 def pow2_shaped(test: ast.AST, msg: Optional[ast.AST] = None) -> bool:
     """Does a condition (or its message) test for a power of two: ``x & (x - 1) == 0``,
     ``is_power_of_2(x)``, ``next_power_of_2(x) == x``, ``math.log2(x).is_integer()``,
-    ``x in (16, 32, 64)``, ``bin(x).count("1") == 1``, or a message that says so?"""
+    ``x in (16, 32, 64)``, ``x == 8``, ``bin(x).count("1") == 1``, or a message that says so?"""
     if isinstance(msg, ast.Constant) and isinstance(msg.value, str) and POW2_TEST.search(msg.value):
         return True
     if isinstance(msg, ast.JoinedStr) and any(isinstance(v, ast.Constant) and isinstance(v.value, str)
@@ -174,6 +174,9 @@ def pow2_shaped(test: ast.AST, msg: Optional[ast.AST] = None) -> bool:
             if name == "count" and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call) \
                     and _last_name(node.func.value.func) == "bin":
                 return True
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
+                and (is_pow2(int_literal(node.comparators[0])) or is_pow2(int_literal(node.left))):
+            return True  # assert top_k == 8: one value, a power of two
         elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             options = node.comparators[0]
             if isinstance(options, (ast.Tuple, ast.List, ast.Set)) and options.elts \
@@ -955,4 +958,4 @@ def _attribute_writes(cls: ast.ClassDef, attr: str) -> List[ast.AST]:
 
 
 __all__ = ["POW2", "RUNTIME", "CONST", "UNKNOWN", "Value", "LaunchFact", "ModuleValues", "combine", "is_pow2",
-           "pow2_shaped", "pow2_checks", "int_literal", "literal_value", "POW2_FUNCTION", "TILE_NAME", "LAUNCH_OPTIONS"]
+           "pow2_shaped", "pow2_checks", "int_literal", "KV_CACHE_NAME", "literal_value", "POW2_FUNCTION", "TILE_NAME", "LAUNCH_OPTIONS"]

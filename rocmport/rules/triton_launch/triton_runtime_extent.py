@@ -19,6 +19,7 @@ from rocmport.analysis.triton_values import (
     RUNTIME,
     LaunchFact,
     ModuleValues,
+    KV_CACHE_NAME,
     Value,
     literal_value,
     pow2_shaped,
@@ -34,7 +35,6 @@ _STATIC_ASSERT = frozenset({"static_assert"})
 # Sizes the system picks, not the model: tiles, blocks, quantization groups, pages, splits.
 SYSTEM_SIZE = re.compile(r"(?i)block|blk|page|chunk|tile|group_?size|groupsize|group_?b[kmnd]|quant|scale|cta|warp|"
                          r"stage|split|pad|align|bucket")
-KV_SIZE = re.compile(r"(?i)(?:^|_)(?:block|page)_?size$|(?:^|_)kv_?block")
 
 _HEAD = "import torch\nimport triton\nimport triton.language as tl\n\n"
 _ROUTER = _HEAD + (
@@ -81,18 +81,20 @@ class TritonRuntimeExtent(TritonRule):
     WHY = """
         `tl.arange` and every tile dimension must be a power of two on every backend: Triton
         raises `arange's range must be a power of 2` when it compiles the kernel for the value
-        it is given (checked with Triton 3.9 for gfx942 and sm_90 alike). A launch that passes
-        a model-dependent size compiles for the models whose size happens to be a power of two
-        and fails for the others. Hybrid and multimodal models produce such sizes (KV-cache
-        block sizes such as 48, 544 or 1056, head-ratio 3, 80 experts, head size 96) on
-        attention and MoE paths that only ROCm takes, where NVIDIA runs a CUDA kernel instead.
+        it is given (rocmport checked Triton 3.9 for gfx942 and sm_90 alike). A launch that
+        passes a model-dependent size compiles for the models whose size happens to be a power
+        of two and fails for the others. The ROCm angle: hybrid and multimodal models produce
+        KV-cache block sizes such as 48, 544 or 1056 on attention paths that only ROCm takes,
+        so a run-time block size that reaches a `tl.arange` extent needs
+        `triton.next_power_of_2` (and a mask) before the port works.
 
-        Each of these was fixed upstream by rounding the extent and masking: lmdeploy
-        (InternLM/lmdeploy#4676, `KV_RATIO` = 3 on Qwen3.5-27B), Megatron-LM
-        (NVIDIA/Megatron-LM@bc70535, router top-k and experts per rank), FBGEMM
-        (pytorch/FBGEMM#4627 and #4634, 80 experts), FlagGems (FlagOpen/FlagGems#951, head
-        size 96/192), Primus-Turbo (AMD-AGI/Primus-Turbo#62, "support arbitrary experts"); the
-        rule is triton-lang/triton#3722 ("Triton only supports power-of-two tensors").
+        Other model sizes break the same kernels on every platform, and upstream fixed them by
+        rounding the extent and masking: lmdeploy (InternLM/lmdeploy#4676, `KV_RATIO` = 3 on
+        Qwen3.5-27B), Megatron-LM (NVIDIA/Megatron-LM@bc70535, router top-k and experts per
+        rank), FBGEMM (pytorch/FBGEMM#4627 and #4634, 80 experts), FlagGems
+        (FlagOpen/FlagGems#951, head sizes 96 and 192), Primus-Turbo (AMD-AGI/Primus-Turbo#62,
+        "support arbitrary experts"). Triton's maintainers on the rule:
+        triton-lang/triton#3722 ("Triton only supports power-of-two tensors").
         """
     EXAMPLE = _ROUTER + (
         "def route(idx, num_experts):\n"
@@ -148,6 +150,9 @@ class TritonRuntimeExtent(TritonRule):
         Case(_HEAD + "@triton.jit\ndef k(x_ptr, N: tl.constexpr):\n"
              "    tl.static_assert(N & (N - 1) == 0)\n    tl.store(x_ptr + tl.arange(0, N), 0)\n\n"
              "def go(x):\n    k[(1,)](x, x.shape[0])\n"),
+        # torch.arange in the launcher is no Triton extent
+        Case(_ROUTER + "def route(idx, n):\n    rows = torch.arange(0, n)\n"
+             "    topk_mask[(1,)](idx, rows, N_EXP=32)\n"),
         # the hazard in a string, and in a ROCm-only kernel
         Case(_HEAD + "DOC = 'topk_mask[(1,)](idx, idx, N_EXP=idx.shape[1])'\n"),
         Case(_HEAD + "if torch.version.hip:\n"
@@ -314,7 +319,7 @@ class TritonRuntimeExtent(TritonRule):
         subject = value.subject or param
         if not SYSTEM_SIZE.search(subject):
             return True
-        if not value.cache and not KV_SIZE.search(subject):
+        if not value.cache and not KV_CACHE_NAME.search(subject):
             return False
         index = resolve.project_index(self)
         return not any(index.pow2_checked(word) for word in ("block_size", "page_size"))
