@@ -25,9 +25,10 @@ What an import binds and what a name spells are the resolver's answers (``_bindi
 Triton launches across modules (ROC513), also on demand and recorded for the cache key:
 ``module_values`` (a module's launches and value provenance, ``triton_values.ModuleValues``,
 from its bytes), ``triton_launches`` (every launch of one kernel in the modules whose bytes
-spell its name, through re-exports) and ``pow2_checked`` (where the project checks a block
-size for a power of two). A file that asked depends on which modules spell the word and on
-their bytes (``<triton-launches>:word``), and on the bytes of a helper module it read
+subscript its name, ``launchers``, through re-exports) and ``pow2_checked`` (where the project
+checks a block size for a power of two). A file that asked depends on which modules subscript
+the name and on their bytes (``<triton-launches>:word``), on which modules spell a word and on
+their bytes (``<mentions>:word``), and on the bytes of a helper module it read
 (``<source>:module``).
 """
 
@@ -139,6 +140,7 @@ class ProjectIndex:
         self._inputs: Dict[str, str] = {}  # inventory entry -> digest of its input files
         self._values: Dict[str, Optional["ModuleValues"]] = {}  # module -> its Triton launch facts (parsed once)
         self._mentions: Dict[str, List[str]] = {}  # word -> modules whose bytes spell it
+        self._subscripted: Optional[Dict[str, List[str]]] = None  # name -> modules that subscript it
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -496,15 +498,16 @@ class ProjectIndex:
 
     def triton_launches(self, kernel: str, exclude: Optional[str] = None) -> List[Tuple[str, "LaunchFact"]]:
         """(module, launch) for every launch of kernel ``kernel`` (``pkg.mod.kernel``) in the
-        linted modules other than ``exclude``: modules whose bytes spell the kernel's name are
-        read, and their launches kept where the callee resolves to the kernel (directly, or
-        through a package that re-exports it). The file's findings then depend on which
-        modules spell the name, and on their bytes."""
+        linted modules other than ``exclude``: modules whose bytes subscript the kernel's name
+        (``kernel[grid]``, ``wrap_triton(kernel)[grid]``: ``launchers``) are read, and their
+        launches kept where the callee resolves to the kernel (directly, or through a package
+        that re-exports it). The file's findings then depend on which modules subscript the
+        name, and on their bytes."""
         word = kernel.rpartition(".")[2]
         if self._record is not None:
             self._record.add(_LAUNCHES + word)
         out = []
-        for module in self.mentioning(word):
+        for module in self.launchers(word):
             if module == exclude:
                 continue
             values = self.module_values(module, record=False)  # its bytes: recorded above
@@ -521,7 +524,7 @@ class ProjectIndex:
         a project that validates its KV-cache block size so. The file's findings then depend on
         the modules that spell the word."""
         if self._record is not None:
-            self._record.add(_LAUNCHES + word)
+            self._record.add(_MENTIONS + word)
         out = []
         for module in self.mentioning(word):
             path = self.path_of(module)
@@ -536,6 +539,25 @@ class ProjectIndex:
     def values_project(self) -> "_ValuesProject":
         """What ``triton_values.ModuleValues`` of the linted file asks of the other modules."""
         return _ValuesProject(self)
+
+    def launchers(self, word: str) -> List[str]:
+        """The linted modules whose bytes subscript ``word`` (``word[``, ``word)[``): where a
+        kernel of that name can be launched. Every linted file is read once, for all names."""
+        if self._subscripted is None:
+            found: Dict[str, List[str]] = {}
+            for path, name in sorted(self._name_of.items(), key=lambda item: item[1]):
+                blob = self._data.get(path)
+                if blob is None:
+                    try:
+                        blob = read_regular(path)
+                    except OSError:
+                        continue
+                if b"[" not in blob:
+                    continue
+                for spelled in set(_SUBSCRIPTED.findall(blob)):
+                    found.setdefault(spelled.decode("ascii"), []).append(name)
+            self._subscripted = found
+        return self._subscripted.get(word, [])
 
     def mentioning(self, word: str) -> List[str]:
         """The linted modules whose bytes spell ``word`` as a whole identifier (read once)."""
@@ -567,9 +589,9 @@ class ProjectIndex:
             return dotted
         return self.defining_name(target, depth + 1)
 
-    def _launch_inputs(self, word: str) -> str:
+    def _launch_inputs(self, word: str, mentions: bool = False) -> str:
         parts = []
-        for module in self.mentioning(word):
+        for module in (self.mentioning(word) if mentions else self.launchers(word)):
             path = self.path_of(module)
             parts.append(f"{module}:{_hash(self._bytes(path) if path else None)}")
         return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
@@ -593,8 +615,8 @@ class ProjectIndex:
                 path = self.path_of(module)
                 out[name] = (_hash(self._bytes(path) if path else None), self._platform_digest(module))
                 continue
-            if name.startswith(_LAUNCHES):
-                inputs = self._launch_inputs(name[len(_LAUNCHES):])
+            if name.startswith(_LAUNCHES) or name.startswith(_MENTIONS):
+                inputs = self._launch_inputs(name.partition(">:")[2], name.startswith(_MENTIONS))
                 out[name] = (inputs, inputs)
                 continue
             if name.startswith(_SOURCE):
@@ -628,8 +650,8 @@ class ProjectIndex:
                 same = _hash(self._bytes(path) if path else None) == recorded_hash
                 parts.append(f"{name}:{recorded_digest if same else self._platform_digest(module)}")
                 continue
-            if name.startswith(_LAUNCHES):
-                parts.append(f"{name}:{self._launch_inputs(name[len(_LAUNCHES):])}")
+            if name.startswith(_LAUNCHES) or name.startswith(_MENTIONS):
+                parts.append(f"{name}:{self._launch_inputs(name.partition('>:')[2], name.startswith(_MENTIONS))}")
                 continue
             if name.startswith(_SOURCE):
                 path = self.path_of(name[len(_SOURCE):])
@@ -648,7 +670,10 @@ class ProjectIndex:
 
 _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
 _PLATFORMS = "<platform-tests>:"  # a recorded dependency on a module's platform predicates
-_LAUNCHES = "<triton-launches>:"  # a recorded dependency on which modules spell a kernel's name
+_LAUNCHES = "<triton-launches>:"  # a recorded dependency on which modules subscript a kernel's name
+_MENTIONS = "<mentions>:"  # a recorded dependency on which modules spell a word
+# An identifier subscripted, maybe through a call: ``kernel[grid]``, ``wrap_triton(kernel)[grid]``.
+_SUBSCRIPTED = re.compile(rb"([A-Za-z_][A-Za-z0-9_]*)[ \t]*\)?[ \t]*\[")
 _SOURCE = "<source>:"  # a recorded dependency on a module's bytes (facts read from its code)
 # Bytes a module must hold to check a value for a power of two (``triton_values.pow2_shaped``).
 _POW2_BYTES = re.compile(rb"(?i)-\s*1\s*\)|pow(?:er)?.?(?:of)?.?(?:2|two)|pow2|log2|bin\(")
