@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'c9a18fb28619c0633507bb8a804f96d3'
+FINGERPRINT = '726f7688e1a4cf9c2bbae5d888680bde'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -2643,6 +2643,387 @@ RULES = [{'code': 'ROC001',
          'cannot tell which GPU the code runs on, so it does not pick 64.\n',
   'triggers': ['warp', 'WARP', 'Warp'],
   'words': []},
+ {'code': 'ROC513',
+  'name': 'triton-runtime-extent',
+  'summary': 'A run-time value (a shape, a parameter, a config value) used as a `tl.arange` '
+             'extent.',
+  'what': '\n'
+          "        A kernel's `tl.constexpr` used as the extent of `tl.arange(0, P)` (or as a "
+          'dimension of\n'
+          '        a tile shape: `tl.zeros((P,))`, `tl.full`, `reshape`, `broadcast_to`, '
+          '`block_shape=`)\n'
+          "        whose value, at some launch, is decided at run time: a tensor's shape\n"
+          '        (`x.shape[1]`, `a, b = x.shape`), a parameter of the launching function (its '
+          'callers\n'
+          '        in the module are followed; a tuning knob -- a tile-like name, a power-of-two\n'
+          '        default -- is not a finding), an attribute of a run-time object '
+          '(`config.num_experts`,\n'
+          '        `ctx.topk` as the class assigns it), arithmetic on those (`heads // kv_heads`), '
+          'a value\n'
+          '        of a config dict built in the function or returned by a helper of the project, '
+          'or a\n'
+          '        `triton.heuristics` value taken straight from a launch argument. Launches are\n'
+          '        followed by keyword and by position, through `wrap_triton(kernel)[grid]`, a '
+          'bound\n'
+          "        `run = kernel[grid]`, `**config` dicts, and into the project's other modules "
+          '(the\n'
+          "        kernel's name, imported or re-exported). A constexpr listed in the kernel's "
+          'autotune\n'
+          '        `key` with no visible launch is a run-time value too (Triton re-tunes for each '
+          'value\n'
+          '        it takes). Reported once per kernel parameter, at its first `tl.arange`.\n'
+          '\n'
+          '        Not findings: a value rounded with `triton.next_power_of_2` (also inside '
+          '`max`/`min`\n'
+          '        with powers of two, or shifted: `1 << k`), a literal, a value from autotune\n'
+          '        `triton.Config` dicts, a name that the launching function checks for a power of '
+          'two\n'
+          '        (`assert n & (n - 1) == 0`, `assert is_power_of_2(n)`, `if n not in (16, 32, '
+          '64):\n'
+          '        raise`) or the kernel checks with `tl.static_assert`, `tl.static_range(0, P)` '
+          'and\n'
+          '        `range` bounds (any integer works there), and kernels in ROCm-only or other\n'
+          "        accelerators' code.\n"
+          '        ',
+  'why': '\n'
+         '        `tl.arange` and every tile dimension must be a power of two on every backend: '
+         'Triton\n'
+         "        raises `arange's range must be a power of 2` when it compiles the kernel for the "
+         'value\n'
+         '        it is given (rocmport checked Triton 3.9 for gfx942 and sm_90 alike). A launch '
+         'that\n'
+         '        passes a model-dependent size compiles for the models whose size happens to be a '
+         'power\n'
+         '        of two and fails for the others. The ROCm angle: hybrid and multimodal models '
+         'produce\n'
+         '        KV-cache block sizes such as 48, 544 or 1056 on attention paths that only ROCm '
+         'takes,\n'
+         '        so a run-time block size that reaches a `tl.arange` extent needs\n'
+         '        `triton.next_power_of_2` (and a mask) before the port works.\n'
+         '\n'
+         '        Other model sizes break the same kernels on every platform, and upstream fixed '
+         'them by\n'
+         '        rounding the extent and masking: lmdeploy (InternLM/lmdeploy#4676, `KV_RATIO` = '
+         '3 on\n'
+         '        Qwen3.5-27B), Megatron-LM (NVIDIA/Megatron-LM@bc70535, router top-k and experts '
+         'per\n'
+         '        rank), FBGEMM (pytorch/FBGEMM#4627 and #4634, 80 experts), FlagGems\n'
+         '        (FlagOpen/FlagGems#951, head sizes 96 and 192), Primus-Turbo '
+         '(AMD-AGI/Primus-Turbo#62,\n'
+         '        "support arbitrary experts"). Triton\'s maintainers on the rule:\n'
+         '        triton-lang/triton#3722 ("Triton only supports power-of-two tensors").\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC513 triton-runtime-extent\n'
+         '\n'
+         'A run-time value (a shape, a parameter, a config value) used as a `tl.arange` extent.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         "A kernel's `tl.constexpr` used as the extent of `tl.arange(0, P)` (or as a dimension of\n"
+         'a tile shape: `tl.zeros((P,))`, `tl.full`, `reshape`, `broadcast_to`, `block_shape=`)\n'
+         "whose value, at some launch, is decided at run time: a tensor's shape\n"
+         '(`x.shape[1]`, `a, b = x.shape`), a parameter of the launching function (its callers\n'
+         'in the module are followed; a tuning knob -- a tile-like name, a power-of-two\n'
+         'default -- is not a finding), an attribute of a run-time object (`config.num_experts`,\n'
+         '`ctx.topk` as the class assigns it), arithmetic on those (`heads // kv_heads`), a value\n'
+         'of a config dict built in the function or returned by a helper of the project, or a\n'
+         '`triton.heuristics` value taken straight from a launch argument. Launches are\n'
+         'followed by keyword and by position, through `wrap_triton(kernel)[grid]`, a bound\n'
+         "`run = kernel[grid]`, `**config` dicts, and into the project's other modules (the\n"
+         "kernel's name, imported or re-exported). A constexpr listed in the kernel's autotune\n"
+         '`key` with no visible launch is a run-time value too (Triton re-tunes for each value\n'
+         'it takes). Reported once per kernel parameter, at its first `tl.arange`.\n'
+         '\n'
+         'Not findings: a value rounded with `triton.next_power_of_2` (also inside `max`/`min`\n'
+         'with powers of two, or shifted: `1 << k`), a literal, a value from autotune\n'
+         '`triton.Config` dicts, a name that the launching function checks for a power of two\n'
+         '(`assert n & (n - 1) == 0`, `assert is_power_of_2(n)`, `if n not in (16, 32, 64):\n'
+         'raise`) or the kernel checks with `tl.static_assert`, `tl.static_range(0, P)` and\n'
+         '`range` bounds (any integer works there), and kernels in ROCm-only or other\n'
+         "accelerators' code.\n"
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         '`tl.arange` and every tile dimension must be a power of two on every backend: Triton\n'
+         "raises `arange's range must be a power of 2` when it compiles the kernel for the value\n"
+         'it is given (rocmport checked Triton 3.9 for gfx942 and sm_90 alike). A launch that\n'
+         'passes a model-dependent size compiles for the models whose size happens to be a power\n'
+         'of two and fails for the others. The ROCm angle: hybrid and multimodal models produce\n'
+         'KV-cache block sizes such as 48, 544 or 1056 on attention paths that only ROCm takes,\n'
+         'so a run-time block size that reaches a `tl.arange` extent needs\n'
+         '`triton.next_power_of_2` (and a mask) before the port works.\n'
+         '\n'
+         'Other model sizes break the same kernels on every platform, and upstream fixed them by\n'
+         'rounding the extent and masking: lmdeploy (InternLM/lmdeploy#4676, `KV_RATIO` = 3 on\n'
+         'Qwen3.5-27B), Megatron-LM (NVIDIA/Megatron-LM@bc70535, router top-k and experts per\n'
+         'rank), FBGEMM (pytorch/FBGEMM#4627 and #4634, 80 experts), FlagGems\n'
+         '(FlagOpen/FlagGems#951, head sizes 96 and 192), Primus-Turbo (AMD-AGI/Primus-Turbo#62,\n'
+         '"support arbitrary experts"). Triton\'s maintainers on the rule:\n'
+         'triton-lang/triton#3722 ("Triton only supports power-of-two tensors").\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'import torch\n'
+         'import triton\n'
+         'import triton.language as tl\n'
+         '\n'
+         '@triton.jit\n'
+         'def topk_mask(idx_ptr, out_ptr, N_EXP: tl.constexpr):\n'
+         '    row = tl.program_id(0)\n'
+         '    offs = tl.arange(0, N_EXP)\n'
+         '    tl.store(out_ptr + row * N_EXP + offs, tl.load(idx_ptr + row * N_EXP + offs))\n'
+         '\n'
+         'def route(idx, num_experts):\n'
+         '    out = torch.empty_like(idx)\n'
+         '    topk_mask[(idx.shape[0],)](idx, out, N_EXP=num_experts)\n'
+         '    return out\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only. Launch a second constexpr `BLOCK = triton.next_power_of_2(n)` (maybe\n'
+         '`max(..., 16)`), use it as the extent (`tl.arange(0, BLOCK)`), and mask every load,\n'
+         'store and reduction it indexes with `offs < n` (reductions need a neutral `other=`).\n'
+         'The value keeps its other uses (strides, grid). rocmport does not apply it: the kernel\n'
+         'gains a parameter and every access the block indexes needs a mask whose neutral value\n'
+         'depends on what the kernel computes, which it cannot prove for both paths.\n',
+  'triggers': ['autotune', 'heuristics', 'jit'],
+  'words': [['autotune', 'heuristics', 'jit'],
+            ['arange',
+             'broadcast_to',
+             'full',
+             'make_block_ptr',
+             'make_tensor_descriptor',
+             'reshape',
+             'view',
+             'zeros']]},
+ {'code': 'ROC514',
+  'name': 'triton-shift-out-of-range',
+  'summary': 'A Triton shift whose amount can be negative or at least the bit width: AMD and '
+             'NVIDIA differ.',
+  'what': '\n'
+          '        A `<<` or `>>` in a Triton kernel whose amount can be out of range, where the '
+          'kernel\n'
+          '        itself shows it: (a) the amount comes (through `%`, `*`, `-`, casts and names) '
+          'from a\n'
+          '        `tl.load(..., other=-1)` (any negative `other=`) or a `tl.where(c, x, -1)`, and '
+          'the\n'
+          '        shifted value reaches memory or a reduction on the lanes that hold that '
+          'negative\n'
+          '        value (a store or atomic whose mask does not exclude them, `tl.sum`, '
+          '`tl.reduce`,\n'
+          '        ...); or (b) the amount is `x % c` or `x & c` with `c` beyond the bit width of '
+          'a\n'
+          '        shifted 32-bit value (`1 << (i % 64)`). Not findings: amounts masked into '
+          'range\n'
+          '        (`& 31`), clamped (`tl.maximum(s, 0)`), a shift inside `tl.where(idx >= 0, '
+          '...)` or\n'
+          '        whose result a `tl.where` on the same condition discards, stores masked with '
+          'the\n'
+          "        load's own mask, and constant amounts (Triton warns about those itself).\n"
+          '        ',
+  'why': '\n'
+         "        Triton lowers a shift to LLVM's `shl` / `lshr` / `ashr`, whose result is "
+         'undefined\n'
+         '        (poison) when the amount is negative or at least the bit width. The backends '
+         'then\n'
+         "        differ: NVIDIA's `shl.b32` clamps the amount, so a shift by 32 or more, or by a\n"
+         "        negative amount (read as unsigned), gives 0; AMD's `v_lshlrev_b32` uses the "
+         "amount's\n"
+         '        low 5 bits (CDNA3 ISA), so `1 << 33` is 2 and `1 << -1` is `1 << 31`. rocmport '
+         'checked\n'
+         '        both ends: Triton 3.9 compiles the same kernel to `shl.b32` for sm_90 and to\n'
+         '        `v_lshlrev_b32` for gfx942, with no range check in either, and on an NVIDIA '
+         'H200\n'
+         '        (Triton 3.6) `1 << s` gave 0 for s = 32, 33, 63, 64 and -1. Code that relies on\n'
+         '        NVIDIA\'s 0 (a sentinel index of -1 whose bit "disappears") sets a wrong bit on '
+         'AMD.\n'
+         '\n'
+         '        Triton itself warns only for constant amounts ("This may result in undefined\n'
+         '        behavior", triton-lang/triton#2996, where AMD\'s shift test had to stop shifting '
+         'past\n'
+         "        the bit width); ROCm's port had to define the result of such shifts\n"
+         "        (ROCm/triton#57), and JAX's Pallas-on-Triton bitshift test failed on ROCm for "
+         'the same\n'
+         '        reason (jax-ml/jax#33157). No fixed real-world kernel bug of this shape was '
+         'found\n'
+         '        outside reserved projects, so the rule reports only what the kernel proves.\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC514 triton-shift-out-of-range\n'
+         '\n'
+         'A Triton shift whose amount can be negative or at least the bit width: AMD and NVIDIA '
+         'differ.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'A `<<` or `>>` in a Triton kernel whose amount can be out of range, where the kernel\n'
+         'itself shows it: (a) the amount comes (through `%`, `*`, `-`, casts and names) from a\n'
+         '`tl.load(..., other=-1)` (any negative `other=`) or a `tl.where(c, x, -1)`, and the\n'
+         'shifted value reaches memory or a reduction on the lanes that hold that negative\n'
+         'value (a store or atomic whose mask does not exclude them, `tl.sum`, `tl.reduce`,\n'
+         '...); or (b) the amount is `x % c` or `x & c` with `c` beyond the bit width of a\n'
+         'shifted 32-bit value (`1 << (i % 64)`). Not findings: amounts masked into range\n'
+         '(`& 31`), clamped (`tl.maximum(s, 0)`), a shift inside `tl.where(idx >= 0, ...)` or\n'
+         'whose result a `tl.where` on the same condition discards, stores masked with the\n'
+         "load's own mask, and constant amounts (Triton warns about those itself).\n"
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         "Triton lowers a shift to LLVM's `shl` / `lshr` / `ashr`, whose result is undefined\n"
+         '(poison) when the amount is negative or at least the bit width. The backends then\n'
+         "differ: NVIDIA's `shl.b32` clamps the amount, so a shift by 32 or more, or by a\n"
+         "negative amount (read as unsigned), gives 0; AMD's `v_lshlrev_b32` uses the amount's\n"
+         'low 5 bits (CDNA3 ISA), so `1 << 33` is 2 and `1 << -1` is `1 << 31`. rocmport checked\n'
+         'both ends: Triton 3.9 compiles the same kernel to `shl.b32` for sm_90 and to\n'
+         '`v_lshlrev_b32` for gfx942, with no range check in either, and on an NVIDIA H200\n'
+         '(Triton 3.6) `1 << s` gave 0 for s = 32, 33, 63, 64 and -1. Code that relies on\n'
+         'NVIDIA\'s 0 (a sentinel index of -1 whose bit "disappears") sets a wrong bit on AMD.\n'
+         '\n'
+         'Triton itself warns only for constant amounts ("This may result in undefined\n'
+         'behavior", triton-lang/triton#2996, where AMD\'s shift test had to stop shifting past\n'
+         "the bit width); ROCm's port had to define the result of such shifts\n"
+         "(ROCm/triton#57), and JAX's Pallas-on-Triton bitshift test failed on ROCm for the same\n"
+         'reason (jax-ml/jax#33157). No fixed real-world kernel bug of this shape was found\n'
+         'outside reserved projects, so the rule reports only what the kernel proves.\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'import triton\n'
+         'import triton.language as tl\n'
+         '\n'
+         '@triton.jit\n'
+         'def expert_bits(ids_ptr, bits_ptr, n, BLOCK: tl.constexpr):\n'
+         '    offs = tl.arange(0, BLOCK)\n'
+         '    ids = tl.load(ids_ptr + offs, mask=offs < n, other=-1)\n'
+         '    bit = 1 << (ids % 32)\n'
+         '    tl.atomic_or(bits_ptr + ids // 32, bit)\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only. Keep the amount in range on every lane, or discard the lanes where it\n'
+         'is not: `tl.where(ids >= 0, 1 << (ids % 32), 0)`, mask the store or atomic with the\n'
+         "load's mask, or shift by `ids & 31` when a wrap-around is what is meant. Which one is\n"
+         'right depends on what the kernel means by the sentinel, so rocmport does not choose.\n',
+  'triggers': ['autotune', 'heuristics', 'jit'],
+  'words': [['autotune', 'heuristics', 'jit']]},
+ {'code': 'ROC515',
+  'name': 'triton-dot-branch-dtype',
+  'summary': 'A `tl.dot` operand whose dtype depends on a compile-time branch (off by default).',
+  'what': '\n'
+          '        A `tl.dot(a, b)` in a Triton kernel where an operand is assigned on both arms '
+          'of an\n'
+          '        `if` (or a conditional expression) decided at compile time -- a test of '
+          '`tl.constexpr`\n'
+          '        parameters and literals -- and the two arms give it different explicit dtypes\n'
+          '        (`.to(tl.bfloat16)` on one, `.to(tl.float16)` on the other; `tl.zeros(..., '
+          'dtype)`).\n'
+          '        Arms whose dtype the kernel does not state (a descriptor load on one arm, a '
+          'pointer\n'
+          "        load on the other) are not findings: their dtypes are the launch arguments', "
+          'which\n'
+          '        rocmport cannot see; nor are branches on run-time values (Triton rejects a type '
+          'that\n'
+          '        differs between their arms on every backend), nor dots whose operands are cast '
+          'at the\n'
+          '        call (`tl.dot(a.to(tl.float16), b)`).\n'
+          '        ',
+  'why': '\n'
+         '        `tl.dot` requires both operands in one dtype ("Both operands must be same '
+         'dtype",\n'
+         '        `triton/language/semantic.py`, Triton 3.9), except pairs of fp8 formats. A '
+         'branch on\n'
+         '        a `tl.constexpr` compiles only the arm the launch selects, so an operand whose '
+         'dtype\n'
+         '        differs between the arms is a kernel that compiles for one configuration and '
+         'not\n'
+         '        for the other, or runs its dot in another precision. Where the configuration '
+         'follows\n'
+         '        the platform (a TMA-descriptor path selected on NVIDIA, a pointer path or an '
+         'fp8\n'
+         "        format selected on ROCm), the arm ROCm compiles is one that NVIDIA's runs never\n"
+         '        compile.\n'
+         '\n'
+         '        Evidence is thin: the issue that asked for this rule describes the failure on '
+         'ROCm,\n'
+         '        but no public thread or fixed kernel that shows it was found outside reserved\n'
+         "        projects, and rocmport's own check (Triton 3.9, gfx942, gfx950 and sm_90) "
+         'compiles a\n'
+         '        descriptor load on one arm and a pointer load on the other to the same type '
+         'when\n'
+         '        the two read the same tensor. So the rule is off by default and reports only '
+         'dtypes\n'
+         '        the kernel states.\n'
+         '        ',
+  'default_enabled': False,
+  'fix': 'display-only',
+  'doc': '# ROC515 triton-dot-branch-dtype\n'
+         '\n'
+         'A `tl.dot` operand whose dtype depends on a compile-time branch (off by default).\n'
+         '\n'
+         'Off by default: enable it with `--select ROC515` or `extend-select`.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'A `tl.dot(a, b)` in a Triton kernel where an operand is assigned on both arms of an\n'
+         '`if` (or a conditional expression) decided at compile time -- a test of `tl.constexpr`\n'
+         'parameters and literals -- and the two arms give it different explicit dtypes\n'
+         '(`.to(tl.bfloat16)` on one, `.to(tl.float16)` on the other; `tl.zeros(..., dtype)`).\n'
+         'Arms whose dtype the kernel does not state (a descriptor load on one arm, a pointer\n'
+         "load on the other) are not findings: their dtypes are the launch arguments', which\n"
+         'rocmport cannot see; nor are branches on run-time values (Triton rejects a type that\n'
+         'differs between their arms on every backend), nor dots whose operands are cast at the\n'
+         'call (`tl.dot(a.to(tl.float16), b)`).\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         '`tl.dot` requires both operands in one dtype ("Both operands must be same dtype",\n'
+         '`triton/language/semantic.py`, Triton 3.9), except pairs of fp8 formats. A branch on\n'
+         'a `tl.constexpr` compiles only the arm the launch selects, so an operand whose dtype\n'
+         'differs between the arms is a kernel that compiles for one configuration and not\n'
+         'for the other, or runs its dot in another precision. Where the configuration follows\n'
+         'the platform (a TMA-descriptor path selected on NVIDIA, a pointer path or an fp8\n'
+         "format selected on ROCm), the arm ROCm compiles is one that NVIDIA's runs never\n"
+         'compile.\n'
+         '\n'
+         'Evidence is thin: the issue that asked for this rule describes the failure on ROCm,\n'
+         'but no public thread or fixed kernel that shows it was found outside reserved\n'
+         "projects, and rocmport's own check (Triton 3.9, gfx942, gfx950 and sm_90) compiles a\n"
+         'descriptor load on one arm and a pointer load on the other to the same type when\n'
+         'the two read the same tensor. So the rule is off by default and reports only dtypes\n'
+         'the kernel states.\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'import triton\n'
+         'import triton.language as tl\n'
+         '\n'
+         '@triton.jit\n'
+         'def mm(a_ptr, b_ptr, c_ptr, USE_BF16: tl.constexpr):\n'
+         '    offs = tl.arange(0, 16)\n'
+         '    ptrs = offs[:, None] * 16 + offs[None, :]\n'
+         '    b = tl.load(b_ptr + ptrs).to(tl.float16)\n'
+         '    if USE_BF16:\n'
+         '        a = tl.load(a_ptr + ptrs).to(tl.bfloat16)\n'
+         '    else:\n'
+         '        a = tl.load(a_ptr + ptrs).to(tl.float16)\n'
+         '    tl.store(c_ptr + ptrs, tl.dot(a, b))\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only. Give the operand one dtype on every arm (cast after the `if`, or cast\n'
+         'at the call: `tl.dot(a.to(b.dtype), b)`), or make the other operand follow it.\n'
+         "Which dtype is right depends on the kernel's precision, so rocmport does not choose.\n",
+  'triggers': ['autotune', 'heuristics', 'jit'],
+  'words': [['autotune', 'heuristics', 'jit'], ['dot']]},
  {'code': 'ROC601',
   'name': 'env-max-autotune',
   'summary': 'TORCHINDUCTOR_MAX_AUTOTUNE (or _POINTWISE, _GEMM) set to a true value.',

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Optional, Set
 
 import libcst as cst
@@ -57,6 +59,28 @@ class TritonRule(Rule):
         if isinstance(parent, (cst.Arg, cst.DictElement, cst.Assign, cst.AnnAssign, cst.Param)):
             return text
         return f"({text})"
+
+
+# Triton's NVIDIA-only TLX extension (warp specialisation, named barriers), and the folders a
+# kernel library keeps for NVIDIA alone (``kernels/nvidia/``, ``backend/_nvidia/``, beside ``amd/``).
+_NVIDIA_ONLY_IMPORTS = ("triton.language.extra.tlx",)
+_NVIDIA_FOLDER = re.compile(r"(?i)(?:^|[/\\])_?nvidia[/\\]")
+
+
+def nvidia_only_file(context) -> bool:
+    """A file whose Triton code does not run on ROCm: it lives in a folder for NVIDIA alone, or
+    imports TLX at module level."""
+    if _NVIDIA_FOLDER.search(context.path or ""):
+        return True
+    tree = context.facts.tree if context.facts is not None else None
+    for node in getattr(tree, "body", ()):
+        if isinstance(node, ast.Import) and any(a.name.startswith(_NVIDIA_ONLY_IMPORTS) for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level and (
+                node.module.startswith(_NVIDIA_ONLY_IMPORTS)
+                or any(f"{node.module}.{a.name}".startswith(_NVIDIA_ONLY_IMPORTS) for a in node.names)):
+            return True
+    return False
 
 
 def in_rocm_named_assignment(rule: Rule, node: cst.CSTNode) -> bool:
