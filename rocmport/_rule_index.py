@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'f11faa23b6f383599091592c56de3b33'
+FINGERPRINT = '90c3209e1e913f3fdee3c6c8ad7f804b'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -3118,18 +3118,22 @@ RULES = [{'code': 'ROC001',
          '        - A blanket gate on capability checks lost fp8 on MI300: gate only NVIDIA-only '
          'features (FA3, TMA, wgmma kernels), not features AMD has (fp8, bf16). (torchtitan#3760)\n'
          '\n'
-         '        | gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | sources |\n'
-         '        | --- | --- | --- | --- | --- | --- |\n'
-         '        | gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | torchtitan#3738, '
-         'torch-facts.md |\n'
+         '        | gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | '
+         'sources |\n'
+         '        | --- | --- | --- | --- | --- | --- | --- |\n'
+         '        | gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | '
+         'torchtitan#3738, torch-facts.md |\n'
          '        | gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | '
-         '240 | sglang#39628, DiffSynth-Studio#1528, torch-facts.md |\n'
-         '        | gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | '
-         'torchtitan#3760, torch-facts.md |\n'
-         '        | gfx1200 | RDNA4 (Radeon RX 9060) | not recorded | `torch.float8_e4m3fn` | 448 '
-         '| torch-facts.md |\n'
-         '        | gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | not recorded | '
-         '`torch.float8_e4m3fn` | 448 | torch-facts.md |\n'
+         '240 | no | sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '        | gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '        | gfx1100 | RDNA3 (Radeon RX 7900, PRO W7900) | (11, 0) | none | - | no | '
+         'ROCm/rocm-systems rocm-bootstrap |\n'
+         '        | gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no '
+         '| ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '        | gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | '
+         '`torch.float8_e4m3fn` | 448 | no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems '
+         'rocm-bootstrap, torch-facts.md |\n'
          '        ',
   'default_enabled': True,
   'fix': 'safe',
@@ -3167,18 +3171,21 @@ RULES = [{'code': 'ROC001',
          '- A blanket gate on capability checks lost fp8 on MI300: gate only NVIDIA-only features '
          '(FA3, TMA, wgmma kernels), not features AMD has (fp8, bf16). (torchtitan#3760)\n'
          '\n'
-         '| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | sources |\n'
-         '| --- | --- | --- | --- | --- | --- |\n'
-         '| gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | torchtitan#3738, '
+         '| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | sources '
+         '|\n'
+         '| --- | --- | --- | --- | --- | --- | --- |\n'
+         '| gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | torchtitan#3738, '
          'torch-facts.md |\n'
-         '| gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | 240 | '
-         'sglang#39628, DiffSynth-Studio#1528, torch-facts.md |\n'
-         '| gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | '
-         'torchtitan#3760, torch-facts.md |\n'
-         '| gfx1200 | RDNA4 (Radeon RX 9060) | not recorded | `torch.float8_e4m3fn` | 448 | '
-         'torch-facts.md |\n'
-         '| gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | not recorded | `torch.float8_e4m3fn` '
-         '| 448 | torch-facts.md |\n'
+         '| gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | 240 | no '
+         '| sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '| gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '| gfx1100 | RDNA3 (Radeon RX 7900, PRO W7900) | (11, 0) | none | - | no | '
+         'ROCm/rocm-systems rocm-bootstrap |\n'
+         '| gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no | '
+         'ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '| gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | `torch.float8_e4m3fn` | 448 '
+         '| no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3292,6 +3299,9 @@ RULES = [{'code': 'ROC001',
           "        - `pycuda`: PyCUDA, bindings to NVIDIA's CUDA driver\n"
           "        - `tensorrt`: TensorRT, NVIDIA's inference runtime\n"
           "        - `torch_tensorrt`: Torch-TensorRT, NVIDIA's TensorRT backend for torch\n"
+          '        - `cutlass`: the CUTLASS / CuTe DSL (nvidia-cutlass-dsl), for NVIDIA GPUs only\n'
+          '        - `cuda`: cuda-python (cuda.bindings, cuda.core, cuda.tile), bindings to '
+          "NVIDIA's driver and runtime\n"
           '\n'
           '        Not reported: the import inside `try: ... except ImportError:` (or any `try`), '
           'inside\n'
@@ -3328,6 +3338,9 @@ RULES = [{'code': 'ROC001',
          "- `pycuda`: PyCUDA, bindings to NVIDIA's CUDA driver\n"
          "- `tensorrt`: TensorRT, NVIDIA's inference runtime\n"
          "- `torch_tensorrt`: Torch-TensorRT, NVIDIA's TensorRT backend for torch\n"
+         '- `cutlass`: the CUTLASS / CuTe DSL (nvidia-cutlass-dsl), for NVIDIA GPUs only\n'
+         "- `cuda`: cuda-python (cuda.bindings, cuda.core, cuda.tile), bindings to NVIDIA's driver "
+         'and runtime\n'
          '\n'
          'Not reported: the import inside `try: ... except ImportError:` (or any `try`), inside\n'
          '`if not is_rocm:` or any other `if`, or inside a function.\n'
@@ -3364,7 +3377,9 @@ RULES = [{'code': 'ROC001',
                'flash_mla',
                'pycuda',
                'tensorrt',
-               'torch_tensorrt'],
+               'torch_tensorrt',
+               'cutlass',
+               'cuda'],
   'words': []},
  {'code': 'ROC705',
   'name': 'fp8-format-architecture',
@@ -3391,18 +3406,22 @@ RULES = [{'code': 'ROC001',
          '448), MI200 has no fp8. `torch.finfo(dtype).max` gives the right maximum for the dtype '
          'in use. (sglang#39628, DiffSynth-Studio#1528)\n'
          '\n'
-         '        | gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | sources |\n'
-         '        | --- | --- | --- | --- | --- | --- |\n'
-         '        | gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | torchtitan#3738, '
-         'torch-facts.md |\n'
+         '        | gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | '
+         'sources |\n'
+         '        | --- | --- | --- | --- | --- | --- | --- |\n'
+         '        | gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | '
+         'torchtitan#3738, torch-facts.md |\n'
          '        | gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | '
-         '240 | sglang#39628, DiffSynth-Studio#1528, torch-facts.md |\n'
-         '        | gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | '
-         'torchtitan#3760, torch-facts.md |\n'
-         '        | gfx1200 | RDNA4 (Radeon RX 9060) | not recorded | `torch.float8_e4m3fn` | 448 '
-         '| torch-facts.md |\n'
-         '        | gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | not recorded | '
-         '`torch.float8_e4m3fn` | 448 | torch-facts.md |\n'
+         '240 | no | sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '        | gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '        | gfx1100 | RDNA3 (Radeon RX 7900, PRO W7900) | (11, 0) | none | - | no | '
+         'ROCm/rocm-systems rocm-bootstrap |\n'
+         '        | gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no '
+         '| ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '        | gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | '
+         '`torch.float8_e4m3fn` | 448 | no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems '
+         'rocm-bootstrap, torch-facts.md |\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -3430,18 +3449,21 @@ RULES = [{'code': 'ROC001',
          'MI200 has no fp8. `torch.finfo(dtype).max` gives the right maximum for the dtype in use. '
          '(sglang#39628, DiffSynth-Studio#1528)\n'
          '\n'
-         '| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | sources |\n'
-         '| --- | --- | --- | --- | --- | --- |\n'
-         '| gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | torchtitan#3738, '
+         '| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | sources '
+         '|\n'
+         '| --- | --- | --- | --- | --- | --- | --- |\n'
+         '| gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | torchtitan#3738, '
          'torch-facts.md |\n'
-         '| gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | 240 | '
-         'sglang#39628, DiffSynth-Studio#1528, torch-facts.md |\n'
-         '| gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | '
-         'torchtitan#3760, torch-facts.md |\n'
-         '| gfx1200 | RDNA4 (Radeon RX 9060) | not recorded | `torch.float8_e4m3fn` | 448 | '
-         'torch-facts.md |\n'
-         '| gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | not recorded | `torch.float8_e4m3fn` '
-         '| 448 | torch-facts.md |\n'
+         '| gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | 240 | no '
+         '| sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '| gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '| gfx1100 | RDNA3 (Radeon RX 7900, PRO W7900) | (11, 0) | none | - | no | '
+         'ROCm/rocm-systems rocm-bootstrap |\n'
+         '| gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no | '
+         'ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '| gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | `torch.float8_e4m3fn` | 448 '
+         '| no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3535,4 +3557,210 @@ RULES = [{'code': 'ROC001',
          '(`torch.finfo` is not available there). Otherwise display-only: use\n'
          '`torch.finfo(dtype).max` for the dtype in use.\n',
   'triggers': ['448'],
-  'words': []}]
+  'words': []},
+ {'code': 'ROC711',
+  'name': 'arch-feature-on-every-amd-gpu',
+  'summary': 'A feature of one AMD architecture (fnuz fp8, FP4 / MX, AITER) chosen for every AMD '
+             'GPU by a vendor test.',
+  'what': '\n'
+          '        Code that a vendor test alone (`torch.version.hip`, `is_hip()`, `SYSTEM == '
+          '"rocm"`,\n'
+          '        `not torch.version.cuda`, the `else` of `if torch.version.cuda:`) sends down a '
+          'path that\n'
+          '        only one AMD architecture has:\n'
+          '\n'
+          "        - the fnuz fp8 formats (`torch.float8_e4m3fnuz`, `float8_e5m2fnuz`, Triton's\n"
+          '          `tl.float8e4b8` / `float8e5b16`), chosen or asserted: gfx942 (MI300) only. '
+          '"ROCm" used\n'
+          '          as "fnuz" is the common shape (`if torch.version.hip: dtype = '
+          'torch.float8_e4m3fnuz`);\n'
+          '        - the OCP `float8_e4m3fn` (gfx950 and RDNA4), FP4 (`torch.float4_e2m1fn_x2`) '
+          'and the MX\n'
+          '          scale format (`torch.float8_e8m0fnu`, gfx950 only), chosen on a ROCm-only '
+          'branch;\n'
+          '        - an availability probe of a package built for some AMD architectures only '
+          '(AITER:\n'
+          '          `try: import aiter`, `importlib.util.find_spec("aiter")`), whose success '
+          'turns the\n'
+          '          package on for every AMD GPU.\n'
+          '\n'
+          '        Reported at the vendor test that stands in for an architecture test (once per '
+          'test),\n'
+          '        or at the probe. Not reported: the same code under an architecture test '
+          'anywhere around\n'
+          '        it (`"gfx94" in props.gcnArchName`, `arch.startswith("gfx95")`, a capability '
+          'comparison\n'
+          '        under a HIP test, a helper named for an architecture or for fnuz such as '
+          '`on_gfx950()`,\n'
+          '        `_on_mi3xx()`, `supports_float8_fnuz()`, `current_platform.is_fp8_fnuz()`, or '
+          'a\n'
+          "        project helper that answers by one, followed through the project's modules), in "
+          'a\n'
+          '        function named for one (`def _fp8_dtype_mi300():`), dtype comparisons that '
+          'only\n'
+          '        inspect a tensor (`if x.dtype == torch.float8_e4m3fnuz:`), lists that name '
+          'several\n'
+          '        formats, strings and comments. A module-level probe is left alone when the '
+          'module tests\n'
+          '        the architecture somewhere.\n'
+          '        ',
+  'why': '\n'
+         '        A vendor test is true on every AMD GPU, but fp8 and FP4 differ between them: '
+         'MI300\n'
+         '        (gfx942) has fnuz fp8 only, MI350 (gfx950) and RDNA4 have OCP `float8_e4m3fn` '
+         'only,\n'
+         '        and only MI350 has FP4 / MX GEMMs. hipBLASLt takes fnuz types on gfx942 only\n'
+         '        (ROCm/legacy-rocm-build#6019: fnuz GEMMs are NotImplemented on RDNA4), IREE '
+         'rejects\n'
+         '        fnuz on gfx950 (nod-ai/amd-shark-ai#1604), and Triton emulates e4m3fn on gfx942\n'
+         '        (triton-lang/triton#7186). FBGEMM chose fnuz for "ROCm" and had to split it by\n'
+         '        architecture when MI350 arrived ("Only MI300 supports e4m3fnuz - MI350 supports\n'
+         '        e4m3fn", pytorch/FBGEMM#4280; the dtype asserts failed on MI350, #4282 and '
+         '#4889).\n'
+         '        AITER imports on Radeon GPUs but its kernels do not run there: xDiT "fails to '
+         'run on\n'
+         '        Radeon GPU" until it tests the architecture (xdit-project/xDiT#651, #660).\n'
+         '\n'
+         '        - AMD GPUs are not one architecture: a vendor test (`torch.version.hip`, '
+         '`is_hip()`) is true on all of them, but only gfx942 (MI300) has fnuz fp8 in hardware '
+         '(hipBLASLt: fnuz types on gfx942 only, OCP fp8 on gfx950 and gfx12), only gfx950 (MI350) '
+         "runs FP4 and MX-format GEMMs, and AITER's kernels are built for CDNA3 / CDNA4 only; test "
+         '`torch.cuda.get_device_properties(0).gcnArchName` instead. (pytorch/FBGEMM#4280, '
+         'pytorch/FBGEMM#4282, triton-lang/triton#7186, ROCm/legacy-rocm-build#6019, '
+         'nod-ai/amd-shark-ai#1604, xdit-project/xDiT#651)\n'
+         '\n'
+         '        | gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | '
+         'sources |\n'
+         '        | --- | --- | --- | --- | --- | --- | --- |\n'
+         '        | gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | '
+         'torchtitan#3738, torch-facts.md |\n'
+         '        | gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | '
+         '240 | no | sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '        | gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '        | gfx1100 | RDNA3 (Radeon RX 7900, PRO W7900) | (11, 0) | none | - | no | '
+         'ROCm/rocm-systems rocm-bootstrap |\n'
+         '        | gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no '
+         '| ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '        | gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | '
+         '`torch.float8_e4m3fn` | 448 | no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems '
+         'rocm-bootstrap, torch-facts.md |\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC711 arch-feature-on-every-amd-gpu\n'
+         '\n'
+         'A feature of one AMD architecture (fnuz fp8, FP4 / MX, AITER) chosen for every AMD GPU '
+         'by a vendor test.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'Code that a vendor test alone (`torch.version.hip`, `is_hip()`, `SYSTEM == "rocm"`,\n'
+         '`not torch.version.cuda`, the `else` of `if torch.version.cuda:`) sends down a path '
+         'that\n'
+         'only one AMD architecture has:\n'
+         '\n'
+         "- the fnuz fp8 formats (`torch.float8_e4m3fnuz`, `float8_e5m2fnuz`, Triton's\n"
+         '  `tl.float8e4b8` / `float8e5b16`), chosen or asserted: gfx942 (MI300) only. "ROCm" '
+         'used\n'
+         '  as "fnuz" is the common shape (`if torch.version.hip: dtype = '
+         'torch.float8_e4m3fnuz`);\n'
+         '- the OCP `float8_e4m3fn` (gfx950 and RDNA4), FP4 (`torch.float4_e2m1fn_x2`) and the MX\n'
+         '  scale format (`torch.float8_e8m0fnu`, gfx950 only), chosen on a ROCm-only branch;\n'
+         '- an availability probe of a package built for some AMD architectures only (AITER:\n'
+         '  `try: import aiter`, `importlib.util.find_spec("aiter")`), whose success turns the\n'
+         '  package on for every AMD GPU.\n'
+         '\n'
+         'Reported at the vendor test that stands in for an architecture test (once per test),\n'
+         'or at the probe. Not reported: the same code under an architecture test anywhere around\n'
+         'it (`"gfx94" in props.gcnArchName`, `arch.startswith("gfx95")`, a capability comparison\n'
+         'under a HIP test, a helper named for an architecture or for fnuz such as `on_gfx950()`,\n'
+         '`_on_mi3xx()`, `supports_float8_fnuz()`, `current_platform.is_fp8_fnuz()`, or a\n'
+         "project helper that answers by one, followed through the project's modules), in a\n"
+         'function named for one (`def _fp8_dtype_mi300():`), dtype comparisons that only\n'
+         'inspect a tensor (`if x.dtype == torch.float8_e4m3fnuz:`), lists that name several\n'
+         'formats, strings and comments. A module-level probe is left alone when the module tests\n'
+         'the architecture somewhere.\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         'A vendor test is true on every AMD GPU, but fp8 and FP4 differ between them: MI300\n'
+         '(gfx942) has fnuz fp8 only, MI350 (gfx950) and RDNA4 have OCP `float8_e4m3fn` only,\n'
+         'and only MI350 has FP4 / MX GEMMs. hipBLASLt takes fnuz types on gfx942 only\n'
+         '(ROCm/legacy-rocm-build#6019: fnuz GEMMs are NotImplemented on RDNA4), IREE rejects\n'
+         'fnuz on gfx950 (nod-ai/amd-shark-ai#1604), and Triton emulates e4m3fn on gfx942\n'
+         '(triton-lang/triton#7186). FBGEMM chose fnuz for "ROCm" and had to split it by\n'
+         'architecture when MI350 arrived ("Only MI300 supports e4m3fnuz - MI350 supports\n'
+         'e4m3fn", pytorch/FBGEMM#4280; the dtype asserts failed on MI350, #4282 and #4889).\n'
+         'AITER imports on Radeon GPUs but its kernels do not run there: xDiT "fails to run on\n'
+         'Radeon GPU" until it tests the architecture (xdit-project/xDiT#651, #660).\n'
+         '\n'
+         '- AMD GPUs are not one architecture: a vendor test (`torch.version.hip`, `is_hip()`) is '
+         'true on all of them, but only gfx942 (MI300) has fnuz fp8 in hardware (hipBLASLt: fnuz '
+         'types on gfx942 only, OCP fp8 on gfx950 and gfx12), only gfx950 (MI350) runs FP4 and '
+         "MX-format GEMMs, and AITER's kernels are built for CDNA3 / CDNA4 only; test "
+         '`torch.cuda.get_device_properties(0).gcnArchName` instead. (pytorch/FBGEMM#4280, '
+         'pytorch/FBGEMM#4282, triton-lang/triton#7186, ROCm/legacy-rocm-build#6019, '
+         'nod-ai/amd-shark-ai#1604, xdit-project/xDiT#651)\n'
+         '\n'
+         '| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | sources '
+         '|\n'
+         '| --- | --- | --- | --- | --- | --- | --- |\n'
+         '| gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | torchtitan#3738, '
+         'torch-facts.md |\n'
+         '| gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | 240 | no '
+         '| sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '| gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '| gfx1100 | RDNA3 (Radeon RX 7900, PRO W7900) | (11, 0) | none | - | no | '
+         'ROCm/rocm-systems rocm-bootstrap |\n'
+         '| gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no | '
+         'ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '| gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | `torch.float8_e4m3fn` | 448 '
+         '| no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'if torch.version.hip is not None:\n'
+         '    fp8_dtype = torch.float8_e4m3fnuz\n'
+         'else:\n'
+         '    fp8_dtype = torch.float8_e4m3fn\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         "Display-only: which architecture a branch is for is the author's decision. Test the\n"
+         'architecture where the vendor is tested, once, e.g.\n'
+         '\n'
+         '    @functools.lru_cache\n'
+         '    def uses_fnuz() -> bool:\n'
+         '        return torch.version.hip is not None and \\\n'
+         '            "gfx94" in torch.cuda.get_device_properties(0).gcnArchName\n'
+         '\n'
+         '    fp8_dtype = torch.float8_e4m3fnuz if uses_fnuz() else torch.float8_e4m3fn\n'
+         '\n'
+         'and derive maxima with `torch.finfo(fp8_dtype).max`. For AITER, return False from the\n'
+         'probe unless `gcnArchName` names gfx942 or gfx950.\n',
+  'triggers': ['aiter',
+               'find_spec',
+               'float4_e2m1fn_x2',
+               'float8_e4m3fn',
+               'float8_e4m3fnuz',
+               'float8_e5m2fnuz',
+               'float8_e8m0fnu',
+               'float8e4b8',
+               'float8e4nv',
+               'float8e5b16',
+               'import_module'],
+  'words': [['aiter',
+             'find_spec',
+             'float4_e2m1fn_x2',
+             'float8_e4m3fn',
+             'float8_e4m3fnuz',
+             'float8_e5m2fnuz',
+             'float8_e8m0fnu',
+             'float8e4b8',
+             'float8e4nv',
+             'float8e5b16',
+             'import_module']]}]

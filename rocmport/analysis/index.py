@@ -457,7 +457,7 @@ class ProjectIndex:
 
     def _platform_digest(self, name: str) -> str:
         tests = self.platform_tests(name)
-        text = repr(sorted((key, sorted(t.true), sorted(t.false)) for key, t in tests.items()))
+        text = repr(sorted((key, sorted(t.true), sorted(t.false), t.arch) for key, t in tests.items()))
         return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
     # -- cache keys: the summaries a file's findings depend on ----------------------------
@@ -520,7 +520,7 @@ _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a pac
 _PLATFORMS = "<platform-tests>:"  # a recorded dependency on a module's platform predicates
 # Bytes a module must hold to define a platform predicate that ``platforms.module_tests``
 # reads (a test of torch's, or a name whose words decide).
-PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|cpu|is_available|capability")
+PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|cpu|is_available|capability|fnuz|mi3")
 # Bytes a module must hold to define a ROCm-build test (``means_rocm_build``) at module level:
 # ``NAME = [(][bool(][getattr(]torch.version`` ... ``hip`` at the start of a line, or a
 # ``return`` of that shape. A function that returns such a constant needs the constant too.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Dict, Iterator, List, Optional
 
@@ -10,6 +11,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport import rocm_facts
 from rocmport.analysis.names import qualified_names
+from rocmport.analysis.platforms import other_accelerator_path
 from rocmport.analysis.syntax import ROCM_WORD, dotted_name, literal_string, mentions_rocm
 from rocmport.analysis.triton import FOREIGN_TEST, KERNEL_DECORATORS, is_foreign_path
 from rocmport.analysis.walk import children as _children
@@ -114,11 +116,17 @@ class VendorRule(Rule):
     def is_name(self, node: cst.CSTNode, names) -> bool:
         return bool(qualified_names(self, node, names) & names)
 
+    # Decide from the file's name too (``..._sm90.py``, ``nvidia.py``, ``test_rocm_support.py``).
+    # The architecture and fp8 rules (ROC702, ROC705, ROC706, ROC711) set it False: a file named
+    # for ROCm is where those bugs live, and what a file imports and tests decides, not its name.
+    BY_FILE_NAME: bool = True
+
     def gated(self, node: cst.CSTNode) -> bool:
         """Already gated: under a ROCm test (``in_rocm_branch``), or where a test of
         ``torch.version.cuda`` proves a CUDA build (the body of ``if torch.version.cuda:``,
         the ``else`` of ``if torch.version.cuda is None:``, the right of ``cuda and ...``)."""
-        if self.in_rocm_branch(node) or is_foreign_path(self.context.path) or _vendor_path(self.context.path):
+        if self.in_rocm_branch(node) or is_foreign_path(self.context.path) or \
+                other_accelerator_path(self.context.path) or (self.BY_FILE_NAME and _vendor_path(self.context.path)):
             return True
         if self.earlier_exit(node, lambda test: mentions_rocm(test, self.context.gate_name) and not (
                 isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And))):
@@ -188,6 +196,44 @@ class VendorRule(Rule):
         self.report(node, message, fix=Fix(Applicability.DISPLAY_ONLY, suggestion))
 
 
+class Decisions:
+    """One finding per decision, for a display-only rule that meets the same choice many times
+    in a module (the same default down a builder chain, the same skip on five test classes).
+    Where the engine groups findings by a decision key (``Rule.report(..., decision=key)``:
+    one finding, the count in its message, the others as related locations in JSON and SARIF)
+    every place is reported with its key; otherwise the first place of each key is reported
+    when the module ends, with the count and lines of the places that follow from it."""
+
+    def __init__(self, rule: "VendorRule"):
+        self.rule = rule
+        self._found: Dict[object, list] = {}
+
+    def add(self, key: str, node: cst.CSTNode, message: str, hint: str) -> None:
+        if _ENGINE_GROUPS:
+            self.rule.report(node, message, fix=Fix(Applicability.DISPLAY_ONLY, hint), decision=key)
+            return
+        entry = self._found.get(key)
+        if entry is None:
+            self._found[key] = [node, message, hint, []]
+        else:
+            entry[3].append(node)
+
+    def flush(self) -> None:
+        positions = self.rule.context.metadata(PositionProvider) if any(e[3] for e in self._found.values()) else {}
+        for node, message, hint, more in self._found.values():
+            if more:
+                lines = sorted({positions[n].start.line for n in more})
+                shown = ", ".join(str(line) for line in lines[:6]) + (", ..." if len(lines) > 6 else "")
+                many = len(more) != 1
+                message += (f" ({len(more)} more place{'s' if many else ''} in this file follow{'' if many else 's'}"
+                            f" from this decision: line{'s' if len(lines) > 1 else ''} {shown})")
+            self.rule.display_only(node, message, hint)
+        self._found.clear()
+
+
+_ENGINE_GROUPS = "decision" in inspect.signature(Rule.report).parameters
+
+
 def facts_doc(topic: str) -> str:
     return "\n".join("        - " + f.claim + " (" + ", ".join(f.sources) + ")"
                      for f in rocm_facts.FACTS if f.topic == topic)
@@ -252,7 +298,8 @@ PROPERTIES = frozenset({"torch.cuda.get_device_properties"})
 # Features that exist only on NVIDIA: a capability test that guards one is gated off ROCm.
 NVIDIA_ONLY = re.compile(
     r"(?i)(?:^|[^a-z0-9])(?:fa3|tma|wgmma|hopper|blackwell|tcgen05|sm_?9\d+a?|sm_?1[0-2]\d+a?|"
-    r"flash_attn_interface|flash_attn_3|flash_mla|deep_gemm|cutlass|nvfp4|mxfp4_nv)(?:[^a-z]|$)")
+    r"flash_attn_interface|flash_attn_3|flash_mla|deep_gemm|cutlass|nvfp4|mxfp4_nv|marlin|machete|trtllm)"
+    r"(?:[^a-z]|$)")
 
 
 
