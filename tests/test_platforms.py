@@ -216,7 +216,7 @@ def test_names_that_say_nvidia_only(name, word):
     assert nvidia_feature_word(name) == word
 
 
-def _nvidia_only(source: str):
+def _nvidia_only(source: str, names: bool = True):
     module = cst.parse_module(source)
     from rocmport.analysis.metadata import Metadata
 
@@ -232,7 +232,7 @@ def _nvidia_only(source: str):
                 found.append(node)
 
     module.visit(Find())
-    return gates.of(ctx).nvidia_only(found[0])
+    return gates.of(ctx).nvidia_only(found[0], names=names)
 
 
 def test_code_for_nvidia_gpus_only():
@@ -242,3 +242,60 @@ def test_code_for_nvidia_gpus_only():
     assert _nvidia_only("try:\n    import deep_gemm\nexcept ImportError:\n    deep_gemm = None\nHERE()\n") is None
     assert _nvidia_only("def f():\n    import deep_gemm\n    HERE()\n") is None
     assert _nvidia_only("class Gemm:\n    def run(self):\n        HERE()\n") is None
+
+
+def test_code_after_a_cuda_only_import_that_must_succeed_is_for_nvidia_only():
+    """``try: import deep_gemm`` whose handlers leave, or ``pytest.importorskip("flash_mla")``:
+    the code after it runs only where the package imports, never on ROCm."""
+    leave = "def f():\n    try:\n        import deep_gemm\n    except ImportError:\n        return False\n    HERE()\n"
+    assert "deep_gemm" in _nvidia_only(leave)
+    assert "flash_mla" in _nvidia_only("import pytest\ndef test():\n    pytest.importorskip('flash_mla')\n    HERE()\n")
+    assert "cutlass" in _nvidia_only("import cutlass.cute as cute\ndef f():\n    HERE()\n")
+    assert "cuda.bindings" in _nvidia_only("import cuda.bindings.driver as cuda\ndef f():\n    HERE()\n")
+    # near misses: a fallback in the handler, the package found portable, a try after the node
+    stay = "def f():\n    try:\n        import deep_gemm\n    except ImportError:\n        deep_gemm = None\n    HERE()\n"
+    assert _nvidia_only(stay) is None
+    assert _nvidia_only("def f():\n    try:\n        import flash_attn\n    except ImportError:\n        return\n    HERE()\n") \
+        is None
+    assert _nvidia_only("def f():\n    HERE()\n    try:\n        import deep_gemm\n    except ImportError:\n        return\n") \
+        is None
+
+
+def test_a_predicate_named_for_a_feature_is_not_code_for_it_when_names_are_left_out():
+    assert _nvidia_only("def is_hopper():\n    return HERE()\n") is not None
+    assert _nvidia_only("def is_hopper():\n    return HERE()\n", names=False) is None
+    assert _nvidia_only("import deep_gemm\ndef is_hopper():\n    return HERE()\n", names=False) is not None
+
+
+@pytest.mark.parametrize("source,rocm", [
+    ("importlib.util.find_spec('cutlass') is not None", False),
+    ("find_spec('deep_gemm') is not None and torch.cuda.is_available()", False),
+    ("importlib.util.find_spec('cutlass') is None", True),
+    ("importlib.util.find_spec('flash_attn') is not None", None),  # ROCm builds exist
+])
+def test_finding_a_package_with_no_rocm_build_is_false_on_rocm(source, rocm):
+    test = read(source)
+    if rocm is None:
+        assert not test.known
+    elif rocm:
+        assert ROCM not in test.false
+    else:
+        assert ROCM not in test.true
+
+
+def test_acronyms_are_words_of_their_own():
+    from rocmport.analysis.platforms import name_words
+
+    assert list(name_words("NVIDIAModelOptQuantizer")) == ["nvidia", "model", "opt", "quantizer"]
+    assert list(name_words("FP8GemmSM90")) == ["fp8", "gemm", "sm90"]
+
+
+@pytest.mark.parametrize("path,other", [
+    ("src/flag_gems/runtime/backend/_kunlunxin/ops/mm.py", True), ("backend/_mthreads/fused/x.py", True),
+    ("pkg/npu/attention.py", True), ("src/flag_gems/runtime/backend/_amd/ops/mm.py", False),
+    ("lmdeploy/pytorch/kernels/cuda/attention.py", False), ("npu_utils.py", False),
+])
+def test_other_accelerators_backend_trees(path, other):
+    from rocmport.analysis.platforms import other_accelerator_path
+
+    assert other_accelerator_path(path) is other

@@ -129,6 +129,41 @@ def test_file_names_do_not_decide_the_architecture_rules():
     assert codes(src, select=SELECT, path="ops/backend/_kunlunxin/mm.py") == []
 
 
+def test_fp8_max_already_chosen_per_format_is_neither_reported_nor_rewritten():
+    """FBGEMM's HSTU: `448.0 if fp8_type == torch.float8_e4m3fn else 57344.0` is exactly right on
+    every GPU; rewriting 448.0 to finfo(e4m3fn).max there changed nothing and made three new
+    ROC705 findings (false-alarms.md)."""
+    src = ("import torch\n\ndef fp8_max(fp8_type):\n"
+           "    return 448.0 if fp8_type == torch.float8_e4m3fn else 57344.0\n\n"
+           "def limit(dtype):\n    if dtype is torch.float8_e4m3fn:\n        m = 448.0\n    else:\n"
+           "        m = torch.finfo(dtype).max\n    return m\n")
+    assert codes(src, select=SELECT) == []
+    assert fix(src, select=SELECT).fixed is None
+
+
+def test_a_vendor_choice_in_the_else_arm_is_reported_at_the_test_through_the_arm():
+    """The finding sits at the vendor test that stands in for an architecture test, and its
+    range runs on to the fnuz choice it makes in the `else` arm (one finding per test)."""
+    src = ("import torch\n\ndef check(a):\n    if torch.version.cuda:\n"
+           "        assert a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)\n    else:\n"
+           "        assert a.dtype in (torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)\n")
+    (finding,) = lint(src, select=["ROC711"])
+    assert (finding.start.row, finding.end.row) == (4, 7)
+    assert "`torch.version.cuda` is true on every AMD GPU" in finding.message
+    body = "import torch\nif torch.version.hip:\n    A = torch.float8_e4m3fnuz\n    B = torch.float8_e5m2fnuz\nX = 1\n"
+    (finding,) = lint(body, select=["ROC711"])
+    assert (finding.start.row, finding.end.row) == (2, 2)
+
+
+def test_an_aiter_probe_is_judged_with_the_module():
+    probe = "try:\n    import aiter\n    HAS_AITER = True\nexcept ImportError:\n    HAS_AITER = False\n"
+    assert codes(probe, select=["ROC711"]) == ["ROC711"]
+    knows = "import torch\nMI3XX = 'gfx94' in torch.cuda.get_device_properties(0).gcnArchName\n" + probe
+    assert codes(knows, select=["ROC711"]) == []
+    used = "import aiter\n\ndef attention(q, k, v):\n    return aiter.flash_attn_func(q, k, v)\n"
+    assert codes(used, select=["ROC711"]) == []  # an import that uses it, not a probe
+
+
 def test_rule_docs_quote_the_facts_table():
     for code in ("ROC702", "ROC705"):
         doc = get(code).doc()
@@ -202,6 +237,7 @@ def test_nvidia_values_are_the_expected_ones(executed):
     assert h100["attention_impl"] == "fa3" and a100["attention_impl"] == "sdpa"
     assert h100["tma"] is True and a100["tma"] is False
     assert h100["kernel_for_sm"] == "wgmma" and h100["is_hopper"] is True
+    assert h100["attention_by_platform"] == "fa3" and a100["attention_by_platform"] == "sdpa"
     assert h100["quantize"] == [-448.0, -3.0, 0.5, 448.0]
     assert h100["quantize_int_max"] == [448.0] and h100["fixed_dtype"] == [448.0]
 
@@ -213,10 +249,12 @@ def test_rocm_path_takes_the_ported_branches(executed):
     assert original["major_version"] == original["version_prefix"] == "raised AttributeError"
     assert original["device_kind"] == "cpu" and original["attention_impl"] == "fa3"
     assert original["tma"] is True and original["is_hopper"] is True and original["kernel_for_sm"] == "wgmma"
+    assert original["attention_by_platform"] == "fa3"
     assert original["quantize"][-1] != 240.0
     # with it
     assert fixed == {
         "attention_impl": "sdpa", "both_checks": "gpu", "bf16_by_version": False, "device_kind": "gpu",
+        "attention_by_platform": "sdpa",
         "fixed_dtype": [448.0], "gpu_flag": "gpu", "is_hopper": False, "kernel_for_sm": "mma",
         "major_version": False, "no_gpu_build": False, "quantize": [-240.0, -3.0, 0.5, 240.0],
         "quantize_int_max": [240.0], "tma": False, "version_prefix": "other",

@@ -183,25 +183,50 @@ class CapabilityAsNvidiaGeneration(VendorRule):
     BY_FILE_NAME = False
     FIX_APPLICABILITY = Applicability.SAFE
     WHAT = """
-        A comparison of `torch.cuda.get_device_capability()` with a number or a tuple of
-        numbers: the call itself, its `[0]`, `.major` / `.minor` of
-        `torch.cuda.get_device_properties()`, names assigned from them in the same scope
-        (`major, minor = torch.cuda.get_device_capability()`, `cap = ...`) and arithmetic on
-        them (`major * 10 + minor >= 90`), when the comparison names Hopper or later (a
-        major of 9 or more: `>= (9, 0)`, `== 9`, `>= 90`, which MI200 equals and MI300 / MI350
-        pass) or decides an NVIDIA-only feature or fp8 / bf16 / tf32. Lower thresholds that
-        guard nothing of the kind (`major >= 7` for fp16, `== 8` for an Ampere-only kernel)
-        are not findings: on AMD they answer "a recent GPU" or "not that one", as the code
-        expects. Printing or logging the capability is not a finding, nor is a comparison
-        already gated (`not is_rocm and ...`, under `if torch.version.cuda:` or
-        `if not torch.version.hip:`, after `if torch.version.hip: return`) or in code for
-        another accelerator (an `hpu` / `xpu` / `npu` path, function or branch).
+        A comparison of the compute capability with a number or a tuple of numbers, judged by
+        what it answers on AMD Instinct GPUs, which report their gfx version: MI200 (9, 0),
+        MI300 (9, 4), MI350 (9, 5). The capability is `torch.cuda.get_device_capability()`,
+        its `[0]`, `.major` / `.minor` of `torch.cuda.get_device_properties()`, a platform
+        object's `get_device_capability()` (`current_platform.get_device_capability()`, its
+        `.to_int()`), `has_device_capability(90)` / `is_device_capability(100)`, names assigned
+        from them (`major, minor = ...`, `cap = ...`, a module global) and arithmetic on them
+        (`major * 10 + minor >= 89`). Reported where AMD GPUs pass the comparison into:
+
+        - an NVIDIA-only feature (FA3, TMA, wgmma, Hopper / Blackwell kernels, CUTLASS,
+          Marlin, Machete, DeepGEMM, FlashMLA, TensorRT-LLM) named by the code it decides,
+          below Hopper too (`major >= 8` before a Marlin kernel); one NVIDIA generation
+          named exactly (`== 9`, `!= (9, 0)`) picks that generation's kernels;
+        - fp8 or FP4 / MX formats that some of them lack (MI200 has no fp8; only MI350 has FP4
+          and MX GEMMs): `>= (8, 9)` turning fp8 on, `major < 8 or (major == 8 and minor < 9)`
+          skipping a fallback;
+        - a Hopper-or-later path of something else (a major of 9 or more: tiles, stages,
+          configurations tuned for Hopper).
+
+        Not reported: answers that are right on AMD (`major >= 8` for bf16 or fp16, which
+        every AMD GPU has; an fp8 test skipped, or an fp8 model rejected, below (9, 0), which
+        MI300 and MI350 pass and run; a path turned on below the generation that has the
+        feature in hardware, which converts or emulates it); comparisons that no Instinct GPU
+        passes (`== (10, 0)`, `major >= 10`, a rejection below Blackwell); a skip whose reason
+        names an AMD GPU ("MI300 or H100"); comparisons under a ROCm test (there they compare
+        AMD architectures: `torch.version.hip and cap >= (9, 5)`), conjoined with a test that
+        excludes ROCm (`not is_rocm and ...`, `is_cuda() and ...` where `is_cuda()` tests the
+        CUDA platform or Triton's backend, `find_spec("cutlass") is not None and ...`, a CUDA
+        version that is `(0, 0)` off CUDA), under `if torch.version.cuda:`, after an early
+        exit; code for NVIDIA GPUs only (a module that imports a package with no ROCm build, a
+        function or class named for an NVIDIA-only feature, code after `try: import deep_gemm`
+        / `pytest.importorskip("flash_mla")`), another accelerator's code (`hpu` / `xpu` /
+        `npu` paths, backend trees such as `_kunlunxin/`); printing the capability. A file's
+        name decides nothing. The same comparison written again in the module (the same skip
+        on five test classes) is one finding with the count of the places that follow.
         """
     WHY = """
         On ROCm `get_device_capability()` reports the gfx version, so comparisons written
         against NVIDIA generations pick Hopper-only (`>= (9, 0)`) or Ampere (`major >= 8`)
         paths on AMD: FA3, TMA, sm90 kernels, Hopper-tuned tiles (11 threads: torchtitan#3738
-        and #4778, sglang#28486, vllm#40620).
+        and #4778, sglang#28486, vllm#40620). lmdeploy read MI300's (9, 4) as Hopper and gave
+        it Hopper tile sizes, which ran out of AMD's LDS (InternLM/lmdeploy#3925);
+        GPTQModel's `major >= 8` sent AMD GPUs to the NVIDIA-only Marlin kernels
+        (ModelCloud/GPTQModel#1040).
 
 """ + facts_doc("capability") + """
 
@@ -218,10 +243,11 @@ class CapabilityAsNvidiaGeneration(VendorRule):
     FIX = """
         Safe where the comparison guards an NVIDIA-only feature: FA3 (`flash_attn_interface`,
         `flash_attn_3`, `fa3`), TMA, wgmma, Hopper / Blackwell / `sm90`+ kernels, CUTLASS,
-        DeepGEMM, FlashMLA, named in the guarded branch, in the rest of an `and` chain, in the
+        Marlin, Machete, DeepGEMM, FlashMLA, TensorRT-LLM, named in the guarded branch, in the rest of an `and` chain, in the
         name the result is assigned to (`use_fa3 = ...`) or in the name of the function that
         returns it (`def is_hopper(): return ...`), when the comparison says "this generation
-        or later" (`>=`, `>`, `==`, `in`) and its branch does not raise. The comparison becomes
+        or later" (`>=`, `>`, `==`, `in`; a platform object's capability too) and its branch
+        does not raise. The comparison becomes
         `not is_rocm and <comparison>`: on NVIDIA `not False and x` is `x`; on ROCm the feature
         is off. A branch that also turns on something AMD has (bf16, fp8) is display-only, so
         that the gate cannot take it from AMD. A comparison that rejects GPUs (`< (10, 0)`,
@@ -252,6 +278,94 @@ class CapabilityAsNvidiaGeneration(VendorRule):
         # rejections that AMD GPUs do not pass: the NVIDIA-only path stays off there
         Case(PRE + "if nvfp4 and torch.cuda.get_device_capability() < (10, 0):\n    raise ValueError('needs Blackwell')\n"),
         Case(PRE + "if torch.cuda.get_device_capability()[0] == 9:\n    raise ValueError('not supported on Hopper')\n"),
+        # right on AMD: every AMD GPU has bf16; MI300 / MI350 run an fp8 test skipped below (9, 0)
+        Case("""
+            import torch
+            def supports_bf16():
+                return torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
+            """),
+        Case("""
+            import torch
+            import unittest
+            @unittest.skipIf(torch.cuda.get_device_capability()[0] < 9, "needs H100")
+            class TestFp8RowwiseGemm(unittest.TestCase):
+                pass
+            """),
+        Case("""
+            import torch
+            import pytest
+            @pytest.mark.skipif(torch.cuda.get_device_capability()[0] < 9, reason="MI300 or H100 is not available")
+            def test_grouped_gemm():
+                pass
+            """),
+        # a path turned on below the generation with fp8 in hardware converts or emulates it
+        Case("""
+            import torch
+            if torch.cuda.get_device_capability()[0] >= 8:
+                kv_cache_dtype = torch.float8_e4m3fn
+            """),
+        # no Instinct GPU passes these
+        Case("""
+            import torch
+            if torch.cuda.get_device_capability() == (10, 0):
+                import flash_attn_interface
+            use_tcgen05 = torch.cuda.get_device_capability()[0] >= 10
+            """),
+        Case("""
+            from .platforms import current_platform
+            if current_platform.is_device_capability(100):
+                use_tcgen05 = True
+            """),
+        # AMD architectures compared under a HIP test
+        Case("""
+            import torch
+            def _skip_config(block_k):
+                return block_k == 64 and torch.version.hip is not None and torch.cuda.get_device_capability() >= (9, 5)
+            """),
+        # conjoined with a test that is false on ROCm
+        Case("""
+            import torch
+            import triton
+            def is_cuda():
+                return triton.runtime.driver.active.get_current_target().backend == "cuda"
+            def supports_tma():
+                return is_cuda() and torch.cuda.get_device_capability()[0] >= 9
+            """),
+        Case("""
+            import torch
+            _cuda_ver = tuple(int(x) for x in torch.version.cuda.split(".")[:2]) if torch.version.cuda else (0, 0)
+            if torch.cuda.get_device_capability()[0] >= 8 and _cuda_ver >= (12, 3):
+                import flash_attn_interface
+            """),
+        Case("""
+            import importlib.util
+            import torch
+            CUTEDSL = importlib.util.find_spec("cutlass") is not None and torch.cuda.get_device_capability() >= (9, 0)
+            """),
+        # code for NVIDIA GPUs only
+        Case("""
+            import torch
+            def _has_deep_gemm():
+                try:
+                    import deep_gemm
+                except ImportError:
+                    return False
+                return torch.cuda.get_device_capability()[0] >= 9
+            """),
+        Case("""
+            import cutlass.cute as cute
+            import torch
+            def tile_config():
+                return 256 if torch.cuda.get_device_capability()[0] >= 9 else 128
+            """),
+        # on AMD it only skips a test
+        Case("""
+            import torch
+            import pytest
+            def test_loss(loss_type):
+                if loss_type == "luspo" and torch.cuda.get_device_capability()[0] >= 9:
+                    pytest.skip("flaky on H100")
+            """),
     )
     # reported, never gated: a branch that also enables bf16 (AMD has it), and comparisons
     # that reject GPUs (gating them would let AMD through)
@@ -271,6 +385,109 @@ class CapabilityAsNvidiaGeneration(VendorRule):
              "    return not is_rocm and torch.cuda.get_device_capability()[0] == 9\n"),
         Case(PRE + "props = torch.cuda.get_device_properties(0)\nsm = props.major * 10 + props.minor\n"
              "if sm >= 89:\n    use_fp8 = True\n"),
+        Case(
+            """
+            import torch
+            from .platforms import current_platform
+            if current_platform.get_device_capability() >= (9, 0):
+                import flash_attn_interface
+            """,
+            """
+            import torch
+            from .platforms import current_platform
+
+            {PRELUDE}
+
+            if not is_rocm and current_platform.get_device_capability() >= (9, 0):
+                import flash_attn_interface
+            """,
+            line=3,
+            column=4,
+        ),
+        Case(
+            """
+            from .platforms import current_platform
+            use_tma = current_platform.has_device_capability(90)
+            """,
+            line=2,
+            column=11,
+        ),
+        Case(
+            """
+            from .platforms import current_platform
+            if current_platform.get_device_capability().to_int() >= 89:
+                quant_dtype = "fp8"
+            """,
+            line=2,
+            column=4,
+            message=(
+                "get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), MI350 (9, 5)): "
+                "this comparison reads it as an NVIDIA generation (fp8 on MI200 (9, 0), which has none)"
+            ),
+        ),
+        # below Hopper, before an NVIDIA-only kernel
+        Case(
+            """
+            import torch
+            def _validate_marlin_device_support():
+                return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8
+            """,
+            """
+            import torch
+
+            {PRELUDE}
+
+            def _validate_marlin_device_support():
+                return torch.cuda.is_available() and not is_rocm and torch.cuda.get_device_capability()[0] >= 8
+            """,
+            line=3,
+            column=42,
+        ),
+        # MI200 skips the fallback it needs
+        Case(
+            """
+            import torch
+            major, minor = torch.cuda.get_device_capability()
+            if (major < 8) or (major == 8 and minor < 9):
+                logger.warning("fp8 needs compute capability 8.9: dequantizing to bf16")
+                config.dequantize = True
+            """,
+            line=3,
+            column=5,
+        ),
+        # one generation named exactly: MI200, MI300 and MI350 all report major 9
+        Case(
+            """
+            import torch
+            def _has_gluon():
+                if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
+                    return False
+                from .blocked_fp8_gemm_gluon import fp8_gemm_nt
+                return True
+            """,
+            line=3,
+            column=41,
+        ),
+        # one decision, written on two test classes: one finding, the second place counted
+        Case(
+            """
+            import torch
+            import unittest
+            @unittest.skipIf(torch.cuda.get_device_capability()[0] < 9, "needs H100")
+            class TestFp4Quantize(unittest.TestCase):
+                pass
+            @unittest.skipIf(torch.cuda.get_device_capability()[0] < 9, "needs H100")
+            class TestFp4RmsQuantize(unittest.TestCase):
+                pass
+            """,
+            line=3,
+            column=18,
+            message=(
+                "get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), MI350 (9, 5)): "
+                "this comparison reads it as an NVIDIA generation (FP4 / MX formats on MI300 (9, 4), which has none) "
+                "(1 more place in this file follows from this decision: line 6)"
+            ),
+        ),
     ) + tuple(Case(PRE + code) for code in REJECTIONS)
 
     @classmethod
@@ -368,10 +585,9 @@ class CapabilityAsNvidiaGeneration(VendorRule):
             return
         amd = [f for f in features if f in _AMD_SUPPORT]
         if use.kind in (ENABLE, OTHER):
-            # a path turned on below the generation that has the feature in hardware (fp8 at
-            # (8, 9), FP4 at (10, 0)) converts or emulates it: AMD GPUs take it as NVIDIA's do
-            highest = max(_thresholds(top, self._capability), default=0)
-            amd = [f for f in amd if highest >= _HARDWARE_MAJOR.get(f, 0)]
+            # a path that NVIDIA's generation below the hardware feature takes too (Ampere (8, 6)
+            # for fp8, Hopper for FP4) converts or emulates it: AMD GPUs take it as NVIDIA's do
+            amd = [f for f in amd if _BELOW_HARDWARE[f] not in self._taken(top, node, at_least, (_BELOW_HARDWARE[f],))]
         if amd:
             wrong = {cap for cap in taken for f in amd if cap not in _AMD_SUPPORT[f]}
             if use.kind in (REJECT, REJECT_SOFT):
@@ -481,7 +697,7 @@ class CapabilityAsNvidiaGeneration(VendorRule):
                     names.append(n.value)
                 elif isinstance(n, cst.SimpleString) and id(n) not in messages:
                     names.append(str(literal_string(n) or ""))  # `return "fa3"`, `impl = "wgmma"`
-            words.extend(identifiers(piece))
+            words.extend(" ".join(name_words(w)) if w.isidentifier() else w for w in identifiers(piece))
         text = " ".join(words)
         # NVIDIA-only features named by the code, not by a message ("requires sm90+" states the
         # threshold): names, and strings that are values rather than what a raise, a skip or a log says
@@ -511,12 +727,12 @@ class CapabilityAsNvidiaGeneration(VendorRule):
                 at_least = not at_least
         return at_least
 
-    def _taken(self, top: cst.CSTNode, node: cst.CSTNode, wanted: bool) -> Set[Tuple[int, int]]:
-        """The AMD capabilities on which the condition is ``wanted`` (True: the feature is on;
-        False: a rejection lets the GPU through). An operand the analysis cannot evaluate
-        counts as going along with the comparison."""
+    def _taken(self, top: cst.CSTNode, node: cst.CSTNode, wanted: bool, caps=None) -> Set[Tuple[int, int]]:
+        """The capabilities (the Instinct GPUs' unless ``caps``) on which the condition is
+        ``wanted`` (True: the feature is on; False: a rejection lets the GPU through). An
+        operand the analysis cannot evaluate counts as going along with the comparison."""
         out: Set[Tuple[int, int]] = set()
-        for cap in INSTINCT:
+        for cap in caps or INSTINCT:
             value = self._evaluate(top, cap, 0)
             if value is None:
                 value = self._push(node, top, cap)  # an unknown operand: what this comparison adds
@@ -747,7 +963,8 @@ _OPS = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.L
         cst.LessThanEqual: lambda a, b: a <= b, cst.GreaterThan: lambda a, b: a > b,
         cst.GreaterThanEqual: lambda a, b: a >= b, cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}
 _PLATFORM_QUERIES = ("has_device_capability", "is_device_capability")
-_HARDWARE_MAJOR = {"fp8": 8, "mx": 10}  # the NVIDIA generation with the feature in hardware (fp8: (8, 9))
+# the NVIDIA generation just below the one with the feature in hardware (fp8 came with (8, 9), FP4 with (10, 0))
+_BELOW_HARDWARE = {"fp8": (8, 6), "mx": (9, 0), "bf16": (7, 5)}
 # The AMD GPUs the rule judges on: Instinct (gfx9, MI200 / MI300 / MI350), which report (9, x).
 # Radeon GPUs report (11, 0) and (12, 0), above every Hopper threshold and beside no NVIDIA
 # feature these checks guard; the docs say so rather than every finding.
@@ -883,7 +1100,9 @@ def _only_returns_false(block: cst.CSTNode) -> bool:
     """A block that only leaves with False / None: the feature is off."""
     body = getattr(block, "body", ())
     statements = [s for s in body if not (isinstance(s, cst.SimpleStatementLine) and all(
-        isinstance(x, cst.Expr) for x in s.body))]
+        isinstance(x, cst.Expr) and (isinstance(x.value, (cst.SimpleString, cst.ConcatenatedString)) or (
+            isinstance(x.value, cst.Call) and (dotted_name(x.value.func) or "").rsplit(".", 1)[-1] in _MESSAGE_CALLS))
+        for x in s.body))]  # a docstring, a log line
     if len(statements) != 1:
         return False
     smalls = statements[0].body if isinstance(statements[0], cst.SimpleStatementLine) else [statements[0]]

@@ -40,16 +40,36 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         `torch.float8_e4m3fn` or Triton's `tl.float8e4nv` chosen as a dtype (assigned, passed,
-        converted to). Not reported: comparisons that only inspect a dtype
-        (`x.dtype == torch.float8_e4m3fn`), statements that also name the fnuz format or the
-        architecture (`(torch.float8_e4m3fn, torch.float8_e4m3fnuz)`,
-        `... if "gfx942" in arch else ...`), code under a ROCm test, strings and comments.
+        returned, converted to) in code that runs on AMD GPUs, once per module: the first
+        choice is reported with the count of the places that follow it (a default passed down
+        a builder chain, the same dtype in sibling functions). Not reported, because the code
+        around it proves the choice is not MI300's problem:
+
+        - the module or statement names the fnuz format or an AMD architecture (`(e4m3fn,
+          e4m3fnuz)`, `... if "gfx942" in arch else ...`, a conversion elsewhere such as
+          `if is_fp8_fnuz(): normalize_e4m3fn_to_e4m3fnuz(w)`): the e4m3fn is the format it
+          reads or converts from (a vendor test alone choosing fnuz is ROC711's);
+        - code for NVIDIA GPUs only: a module that imports a package with no ROCm build, a
+          function or class named for an NVIDIA-only feature (`..._sm90`, `Hopper...`,
+          `NVIDIAModelOpt...`), another accelerator's backend tree;
+        - a format whose own definition fixes E4M3: OCP MX formats (MXFP8 elements), NVFP4 and
+          FP4 block scales, named by the function, class or module around it (`to_mxfp8`,
+          `_kernel_nvfp4_quantize`);
+        - fp8 only as storage: a `storage_dtype` (layerwise casting upcasts before the math), a
+          file format's table (`"F8_E4M3": torch.float8_e4m3fn`), a tensor made and converted
+          on the CPU (`torch.randn(4, 8).to(torch.float8_e4m3fn)`, `.cpu()` after it);
+        - questions, not choices: comparisons (`x.dtype == torch.float8_e4m3fn`), inventories
+          (tuples, lists, sets, dict keys, subscripts), queries (`supports_dtype(dev,
+          torch.float8_e4m3fn)`), the default of a method that only raises NotImplementedError;
+        - code under a ROCm test, strings and comments. A file's name decides nothing.
         """
     WHY = """
         fp8 on AMD depends on the architecture: MI300 (gfx942) computes in
         `float8_e4m3fnuz` (max 240, `tl.float8e4b8` in Triton), so e4m3fn tensors fail in
         hipBLASLt's scaled GEMMs or give wrong scales there, while MI350 and RDNA4 use
-        e4m3fn like NVIDIA (10 threads, e.g. sglang#39628, DiffSynth-Studio#1528).
+        e4m3fn like NVIDIA (10 threads, e.g. sglang#39628, DiffSynth-Studio#1528; "MI300 only
+        has hardware support for FNUZ FP8 types", ROCm/AMDMIGraphX#3547; tritonbench had to
+        switch MI300 to fnuz, meta-pytorch/tritonbench#553).
 
 """ + facts_doc("fp8") + """
 
@@ -72,11 +92,82 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
              "dtype = torch.float8_e4m3fnuz if 'gfx942' in arch else torch.float8_e4m3fn\n"),
         Case(PRE + "# use torch.float8_e4m3fn\nname = 'torch.float8_e4m3fn'\n"),
         Case(PRE + "dtype = torch.float8_e5m2\n"),
+        # code for NVIDIA GPUs only: a module that cannot load on ROCm, a function named for Hopper
+        Case("""
+            import cutlass.cute as cute
+            import torch
+            FP8 = torch.float8_e4m3fn
+            """),
+        Case("""
+            import torch
+            def fp8_gemm_sm90(x):
+                return x.to(torch.float8_e4m3fn)
+            """),
+        # formats whose definition fixes E4M3: MXFP8 elements, NVFP4 block scales
+        Case("""
+            import torch
+            def to_mxfp8(x, scale):
+                return (x / scale).to(torch.float8_e4m3fn)
+            def nvfp4_quantize(x, global_scale):
+                return (x.abs().amax(-1) / 6.0 * global_scale).to(torch.float8_e4m3fn)
+            """),
+        # storage only: layerwise casting, a file format's table, tensors made on the CPU
+        Case("""
+            import torch
+            model.enable_layerwise_casting(storage_dtype=torch.float8_e4m3fn, compute_dtype=torch.bfloat16)
+            DTYPES = {"F8_E4M3": torch.float8_e4m3fn, "BF16": torch.bfloat16}
+            w = torch.randn(4, 8, dtype=torch.float32).to(torch.float8_e4m3fn)
+            packed = model.weight.detach().to(torch.float8_e4m3fn).cpu()
+            """),
+        # converted to fnuz elsewhere in the module, a gfx950 path
+        Case("""
+            import torch
+            def load(w):
+                w = w.to(torch.float8_e4m3fn)
+                if current_platform.is_fp8_fnuz():
+                    w = normalize_e4m3fn_to_e4m3fnuz(w)
+                return w
+            """),
+        Case("""
+            import torch
+            def fp8_dtype(arch):
+                if "gfx95" in arch:
+                    return torch.float8_e4m3fn
+                return None
+            """),
+        # questions and signatures, not choices
+        Case("""
+            import torch
+            SUPPORTED = (torch.int8, torch.float8_e4m3fn, torch.float8_e5m2)
+            native = supports_dtype(device, torch.float8_e4m3fn)
+            class LinearBuilder:
+                def build(self, fp8_dtype=torch.float8_e4m3fn):
+                    raise NotImplementedError
+            """),
     )
     INVALID = (
         Case(PRE + "y = x.to(torch.float8_e4m3fn)\n"),
         Case("import triton.language as tl\n\ndef k(x):\n    return x.to(tl.float8e4nv)\n"),
         Case("from torch import float8_e4m3fn as F8\nFP8_DTYPE = F8\n"),
+        # one decision: the layer's default and the defaults of the builders it passes it to
+        Case(
+            """
+            import torch
+            class BlockedF8Linear:
+                def __init__(self, fp8_dtype=torch.float8_e4m3fn):
+                    self.fp8_dtype = fp8_dtype
+            class MergedBlockedF8Linear(BlockedF8Linear):
+                def __init__(self, fp8_dtype=torch.float8_e4m3fn):
+                    super().__init__(fp8_dtype)
+            """,
+            line=3,
+            column=34,
+            message=(
+                "MI300 (gfx942) uses the fnuz fp8 format (torch.float8_e4m3fnuz, max 240), not this one; MI350 and "
+                "RDNA4 use it: the format depends on the GPU architecture (1 more place in this file follows from "
+                "this decision: line 6)"
+            ),
+        ),
     )
 
     @classmethod
@@ -333,8 +424,9 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
         function = next((a for a in self.ancestors(parent) if isinstance(a, cst.FunctionDef)), None)
         if function is None or not isinstance(function.body, cst.IndentedBlock):
             return False
-        body = [s for s in function.body.body if not (
-            isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Expr) for x in s.body))]
+        body = [s for s in function.body.body if not (isinstance(s, cst.SimpleStatementLine) and all(
+            isinstance(x, cst.Expr) and isinstance(x.value, (cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis))
+            for x in s.body))]  # a docstring, `...`
         if not body:
             return True  # a docstring or `...`
         return len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and \

@@ -11,6 +11,7 @@ from typing import FrozenSet, List, Optional
 import libcst as cst
 
 from rocmport.analysis import gates
+from rocmport.analysis.platforms import CUDA
 from rocmport.analysis.syntax import dotted_name, mentions_rocm
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
@@ -33,9 +34,13 @@ class Fp8MaxConstant(Fp8Rule):
     WHAT = """
         The literal `448` (or `448.0`) in a statement about fp8: one that names fp8 in an
         identifier (`fp8`, `float8`, `e4m3`: `FP8_MAX = 448.0`, `x.clamp(-448, 448).to(fp8_dtype)`,
-        `fp8_max=448`). Not reported: 448 elsewhere (an image size), in strings or comments,
-        in statements that already name the fnuz format or the architecture, and under a ROCm
-        test.
+        `fp8_max=448`). Not reported: 448 elsewhere (an image size, a head dimension such as
+        `D_NOPE=448` in a call about fp8), in strings or comments, in statements that already
+        name the fnuz format or the architecture, 448 already chosen for e4m3fn only
+        (`448.0 if dtype == torch.float8_e4m3fn else 57344.0`, `if dtype is
+        torch.float8_e4m3fn: fp8_max = 448.0`: exactly right on every GPU, so no fix either),
+        code for NVIDIA GPUs only (as ROC705 reads it), and under a ROCm test. A file's name
+        decides nothing.
         """
     WHY = """
         448 is the maximum of `float8_e4m3fn`. MI300 (gfx942) uses `float8_e4m3fnuz`, whose
@@ -45,18 +50,19 @@ class Fp8MaxConstant(Fp8Rule):
 """ + facts_doc("fp8") + """
         """
     EXAMPLE = """
-        fp8_dtype = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn
+        fp8_dtype = torch.float8_e4m3fnuz if uses_fnuz() else torch.float8_e4m3fn
         y = (x / scale).clamp(-448.0, 448.0).to(fp8_dtype)
         """
     FIXED_EXAMPLE = """
-        fp8_dtype = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn
+        fp8_dtype = torch.float8_e4m3fnuz if uses_fnuz() else torch.float8_e4m3fn
         y = (x / scale).clamp(-torch.finfo(fp8_dtype).max, torch.finfo(fp8_dtype).max).to(fp8_dtype)
         """
     FIX = """
         Safe when the statement names the dtype and that dtype is `float8_e4m3fn` on NVIDIA:
         `torch.float8_e4m3fn` itself, or a name whose every assignment in the file is
-        `torch.float8_e4m3fn` or a ROCm conditional whose NVIDIA arm is
-        (`torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn`). `448.0` becomes
+        `torch.float8_e4m3fn` or a conditional on ROCm or on an AMD architecture whose NVIDIA
+        arm is (`torch.float8_e4m3fnuz if uses_fnuz() else torch.float8_e4m3fn`; a vendor test
+        there is ROC711's finding, the maximum follows the dtype either way). `448.0` becomes
         `torch.finfo(dtype).max` and `448` becomes `int(torch.finfo(dtype).max)`: on NVIDIA
         exactly 448.0 / 448 as before; with an fnuz dtype, 240. Not inside a Triton kernel
         (`torch.finfo` is not available there). Otherwise display-only: use
@@ -69,6 +75,23 @@ class Fp8MaxConstant(Fp8Rule):
         Case(PRE + "# FP8_MAX = 448.0\ns = 'fp8 max 448'\n"),
         Case(PRE + "fp8_max = 240.0 if 'gfx942' in arch else 448.0\n"),
         Case(PRE + "resize(img, 448).to(torch.float32)\n"),
+        # 448 already chosen for e4m3fn: right on every GPU, and no fix
+        Case("""
+            import torch
+            def fp8_max(fp8_type):
+                return 448.0 if fp8_type == torch.float8_e4m3fn else 57344.0
+            def limit(fp8_dtype):
+                if fp8_dtype is torch.float8_e4m3fn:
+                    fp8_max = 448.0
+                return fp8_max
+            """),
+        # a head dimension in a call about fp8; code for NVIDIA GPUs only
+        Case("""
+            import torch
+            flatten_kv(fp8_nope_ptr, fp8_scale_ptr, D_NOPE=448, D_ROPE=64)
+            def quant_sm90(x):
+                return x.clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+            """),
     )
     INVALID = (
         Case(PRE + "y = x.clamp(-448.0, 448.0).to(torch.float8_e4m3fn)\n",
@@ -204,10 +227,14 @@ class Fp8MaxConstant(Fp8Rule):
         if isinstance(value, (cst.Attribute, cst.Name)):
             return self.is_name(value, E4M3FN)
         if isinstance(value, cst.IfExp):
+            test = gates.of(self.context).test(value.test)  # `is_rocm`, `uses_fnuz()`, `"gfx94" in arch`
             polarity = _rocm_polarity(value.test, self.context.gate_name)
-            if polarity is None:
+            if CUDA not in test.true or polarity is True:
+                nvidia = value.orelse
+            elif CUDA not in test.false or polarity is False:
+                nvidia = value.body
+            else:
                 return False
-            nvidia = value.orelse if polarity else value.body
             return self._e4m3fn_on_nvidia(nvidia)
         return False
 
