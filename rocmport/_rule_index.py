@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'cafef39f3700d5de554fcd5f22b16b88'
+FINGERPRINT = 'fc99ef75f32226f7446c31e02ca99b27'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

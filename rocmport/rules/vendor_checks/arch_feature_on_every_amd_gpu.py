@@ -20,7 +20,7 @@ from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import VendorRule, arch_doc, facts_doc
+from .common import VendorRule, arch_doc, facts_doc, walk
 
 # gfx942 (MI300) only: the fnuz fp8 formats, in torch and in Triton
 FNUZ = frozenset({"torch.float8_e4m3fnuz", "torch.float8_e5m2fnuz",
@@ -176,6 +176,12 @@ class ArchFeatureOnEveryAmdGpu(VendorRule):
                         from aiter.ops.groupnorm import GroupNorm
                     except ImportError:
                         GroupNorm = None
+            """),
+        Case("""
+            try:
+                from aiter.mla import mla_decode_fwd
+            except ImportError:
+                print("aiter is AMD's kernel library: install it to compare with it")
             """),
         Case("""
             def use_aiter_attention(q, k, v):
@@ -488,18 +494,21 @@ class ArchFeatureOnEveryAmdGpu(VendorRule):
                           "(gcnArchName contains gfx942 or gfx950)")
 
     def _in_import_probe(self, node: cst.CSTNode) -> bool:
-        """Inside the body of a ``try`` that catches ImportError (or broader)."""
+        """Inside the body of a ``try`` that catches ImportError (or broader) and records the
+        outcome: a handler that returns or sets a name (``return False``, ``HAS_AITER =
+        False``). A handler that only prints leaves nothing to decide by."""
         child = node
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, cst.Try) and child is ancestor.body:
                 for handler in ancestor.handlers:
-                    if handler.type is None:
+                    kinds = [] if handler.type is None else \
+                        handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+                    catches = handler.type is None or any(
+                        (dotted_name(k.value if isinstance(k, cst.Element) else k) or "").rsplit(".", 1)[-1]
+                        in _IMPORT_ERRORS for k in kinds)
+                    if catches and any(isinstance(n, (cst.Return, cst.Assign, cst.AnnAssign))
+                                       for n in walk(handler.body)):
                         return True
-                    kinds = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
-                    for kind in kinds:
-                        value = kind.value if isinstance(kind, cst.Element) else kind
-                        if (dotted_name(value) or "").rsplit(".", 1)[-1] in _IMPORT_ERRORS:
-                            return True
                 return False
             if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
                 return False

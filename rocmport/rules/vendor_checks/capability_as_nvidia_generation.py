@@ -569,7 +569,7 @@ class CapabilityAsNvidiaGeneration(VendorRule):
         if use.kind == ENABLE and not at_least and isinstance(use.site, (cst.Return, cst.Assign, cst.AnnAssign)):
             use = Use(REJECT_SOFT, use.site, use.guarded, use.raises)  # `return cap[0] < 9`: a "too old" test
         # the GPUs that reach the decided code: read as new enough, or not rejected
-        taken = self._taken(top, node, at_least if use.kind in (ENABLE, OTHER) else False)
+        taken = self._taken(top, node, at_least if use.kind in (ENABLE, OTHER) else use.kind == REQUIRE)
         message = ("get_device_capability() is an AMD gfx version on ROCm (MI200 (9, 0), MI300 (9, 4), "
                    "MI350 (9, 5)): this comparison reads it as an NVIDIA generation")
         if "nvidia" in features:
@@ -590,7 +590,7 @@ class CapabilityAsNvidiaGeneration(VendorRule):
             amd = [f for f in amd if _BELOW_HARDWARE[f] not in self._taken(top, node, at_least, (_BELOW_HARDWARE[f],))]
         if amd:
             wrong = {cap for cap in taken for f in amd if cap not in _AMD_SUPPORT[f]}
-            if use.kind in (REJECT, REJECT_SOFT):
+            if use.kind in (REJECT, REJECT_SOFT, REQUIRE):
                 wrong &= {GFX942}  # MI200 without fp8 fails either way: a raise, a skip or the kernel
             if not wrong:
                 return  # bf16 on `major >= 8`, an fp8 test skipped below (9, 0): right on AMD
@@ -600,8 +600,11 @@ class CapabilityAsNvidiaGeneration(VendorRule):
                          "(torch.cuda.is_bf16_supported()) or the architecture (get_device_properties(0).gcnArchName) "
                          "rather than an NVIDIA generation")
             return
-        if use.kind in (REJECT, REJECT_SOFT) and _names_amd(text):
+        if use.kind in (REJECT, REJECT_SOFT, REQUIRE) and _names_amd(text):
             return  # `skipIf(major < 9, "Skip when MI300 or H100 is not available")`: AMD is meant to run it
+        if use.kind == ENABLE and isinstance(use.site, (cst.If, cst.IfExp)):
+            # a ladder of generations (`< 8`, `< 9`, `< 10`): the branch AMD GPUs enter is the misreading
+            taken = self._taken(top, node, True)
         if not taken or not _names_a_generation(top, self._capability):
             return  # `major >= 7` for fp16, `>= 8` for Triton: AMD GPUs pass, and have the feature
         self._decide(top, node, message, "Test the feature or the architecture (get_device_properties(0).gcnArchName)"
@@ -662,7 +665,7 @@ class CapabilityAsNvidiaGeneration(VendorRule):
             function = next((a for a in self.ancestors(parent) if isinstance(a, cst.FunctionDef)), None)
             return Use(ENABLE, parent, [function.name] if function is not None else [], False)
         if isinstance(parent, cst.Assert):
-            return Use(REJECT, parent, [], True)
+            return Use(REQUIRE, parent, [parent.msg] if parent.msg is not None else [], True)
         skip = self._skip_decorator(top)
         if skip is not None:
             return skip
@@ -943,14 +946,15 @@ class CapabilityAsNvidiaGeneration(VendorRule):
 
 
 # -- how a decision is used -------------------------------------------------------------------
-ENABLE, REJECT, REJECT_SOFT, OTHER = "enable", "reject", "reject-soft", "other"
+ENABLE, REJECT, REJECT_SOFT, REQUIRE, OTHER = "enable", "reject", "reject-soft", "require", "other"
 GFX942 = (9, 4)
 
 
 @dataclass
 class Use:
-    """``kind``: ENABLE (true turns the decided code on), REJECT (true raises, skips or
-    asserts), REJECT_SOFT (true returns False / None: the feature is off); ``site``: the
+    """``kind``: ENABLE (true turns the decided code on), REJECT (true raises or skips),
+    REJECT_SOFT (true returns False / None: the feature is off), REQUIRE (``assert``: false
+    raises); ``site``: the
     statement or call that uses it; ``guarded``: the code it decides; ``raises``."""
 
     kind: str

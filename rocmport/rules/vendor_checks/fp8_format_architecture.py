@@ -314,9 +314,12 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
         top_level = True
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
-                top_level = False
                 if _format_word(ancestor.name.value):
                     return True
+                if top_level and isinstance(ancestor, cst.FunctionDef) and any(
+                        _format_word(name) for name in identifiers(ancestor.body, strings=False)):
+                    return True  # `o_s = torch.empty(..., dtype=e4m3fn)` for `scaled_fp4_quant(...)`, MXFP_BLOCK_SIZE
+                top_level = False
         if top_level and self._module_of_formats():
             return True  # `E4M3_MAX = ...` beside the NVFP4 / MXFP8 code it serves
         header = header_of(statement)
