@@ -345,7 +345,10 @@ class ArchFeatureOnEveryAmdGpu(VendorRule):
         else:
             what = (f"{short} is the fp8 format of MI350 (gfx950) and RDNA4 only: MI300 (gfx942) uses "
                     "float8_e4m3fnuz")
-        message = f"`{condition}` is true on every AMD GPU, but {what}"
+        if after:  # the else of `if torch.version.cuda:`, the code after `if not is_hip(): return`
+            message = f"`{condition}` is false on every AMD GPU, so this code runs on all of them, but {what}"
+        else:
+            message = f"`{condition}` is true on every AMD GPU, but {what}"
         self.report_at(test, node if after else None, message)
 
     def qualified(self, node: cst.CSTNode) -> Set[str]:
