@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'fc99ef75f32226f7446c31e02ca99b27'
+FINGERPRINT = 'c1e28e6059a5bfeddf4cab6565251b8c'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -488,6 +488,22 @@ class CapabilityAsNvidiaGeneration(VendorRule):
                 "(1 more place in this file follows from this decision: line 6)"
             ),
         ),
+        # the capability read from nvidia-smi, else from torch: on an AMD GPU, torch's
+        Case(
+            """
+            import subprocess
+            import torch
+            def check_fp8_capability():
+                try:
+                    out = subprocess.check_output(["nvidia-smi", "--query-gpu=compute_capability", "--format=csv"])
+                    cap = tuple(map(int, out.decode().split(".")))
+                except Exception:
+                    cap = torch.cuda.get_device_capability()
+                return cap >= (8, 9)
+            """,
+            line=9,
+            column=12,
+        ),
     ) + tuple(Case(PRE + code) for code in REJECTIONS)
 
     @classmethod
@@ -587,7 +603,7 @@ class CapabilityAsNvidiaGeneration(VendorRule):
         if use.kind in (ENABLE, OTHER):
             # a path that NVIDIA's generation below the hardware feature takes too (Ampere (8, 6)
             # for fp8, Hopper for FP4) converts or emulates it: AMD GPUs take it as NVIDIA's do
-            amd = [f for f in amd if _BELOW_HARDWARE[f] not in self._taken(top, node, at_least, (_BELOW_HARDWARE[f],))]
+            amd = [f for f in amd if not self._emulated(top, node, at_least, _BELOW_HARDWARE[f])]
         if amd:
             wrong = {cap for cap in taken for f in amd if cap not in _AMD_SUPPORT[f]}
             if use.kind in (REJECT, REJECT_SOFT, REQUIRE):
@@ -743,6 +759,14 @@ class CapabilityAsNvidiaGeneration(VendorRule):
                 out.add(cap)
         return out
 
+    def _emulated(self, top: cst.CSTNode, node: cst.CSTNode, at_least: bool, below) -> bool:
+        """Does the NVIDIA generation just below the feature's hardware (``below``) provably take
+        the path too? Then the path converts or emulates the feature."""
+        value = self._evaluate(top, below, 0)
+        if value is None:
+            value = self._push(node, top, below)
+        return value is at_least
+
     def _push(self, node: cst.CSTNode, top: cst.CSTNode, cap) -> Optional[bool]:
         """Which way the comparison alone moves its decision on ``cap``: its value, flipped by
         each ``not`` between it and the top."""
@@ -852,7 +876,12 @@ class CapabilityAsNvidiaGeneration(VendorRule):
         """A name's value on ROCm: one assignment (or a tuple unpacking) of a capability, or a
         ROCm-decided conditional (``ver = parse(...) if torch.version.cuda else (0, 0)``)."""
         found = []
-        for value, index in self._assigned(name):
+        assigned = self._assigned(name)
+        if len(assigned) > 1 and any(self._capability(v) for v, _ in assigned):
+            # `cap = parse(nvidia_smi())` beside `cap = torch.cuda.get_device_capability()`: on an AMD GPU,
+            # where nvidia-smi fails, the capability
+            assigned = [(v, i) for v, i in assigned if self._capability(v)]
+        for value, index in assigned:
             if isinstance(value, cst.IfExp):
                 test = gates.of(self.context).test(value.test)
                 if test.known and not test.arch and ROCM not in test.true:
@@ -861,8 +890,6 @@ class CapabilityAsNvidiaGeneration(VendorRule):
                     value = value.body
                 else:
                     return None
-            if _literal_ints(value) and len(self.values(name)) > 1:
-                continue  # `cap = (0, 0)` before `if torch.cuda.is_available(): cap = ...`: off a GPU
             v = self._value(value, cap, depth + 1)
             if index is not None:
                 v = v[index] if isinstance(v, tuple) and index < len(v) else None
