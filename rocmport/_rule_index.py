@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'c1e28e6059a5bfeddf4cab6565251b8c'
+FINGERPRINT = 'eeb21e490c998b2c4974b9f0e7011798'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -3271,9 +3271,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Safe where the comparison guards an NVIDIA-only feature: FA3 (`flash_attn_interface`,\n'
          '`flash_attn_3`, `fa3`), TMA, wgmma, Hopper / Blackwell / `sm90`+ kernels, CUTLASS,\n'
-         'Marlin, Machete, DeepGEMM, FlashMLA, TensorRT-LLM, named in the guarded branch, in the '
-         'rest of an `and` chain, in the\n'
-         'name the result is assigned to (`use_fa3 = ...`) or in the name of the function that\n'
+         'Marlin, Machete, DeepGEMM, FlashMLA, TensorRT-LLM, named in the guarded branch, in\n'
+         'the rest of an `and` chain, in the name the result is assigned to (`use_fa3 = ...`) or '
+         'in the name of the function that\n'
          'returns it (`def is_hopper(): return ...`), when the comparison says "this generation\n'
          'or later" (`>=`, `>`, `==`, `in`; a platform object\'s capability too) and its branch\n'
          'does not raise. The comparison becomes\n'
@@ -3367,9 +3367,6 @@ RULES = [{'code': 'ROC001',
           "        - `pycuda`: PyCUDA, bindings to NVIDIA's CUDA driver\n"
           "        - `tensorrt`: TensorRT, NVIDIA's inference runtime\n"
           "        - `torch_tensorrt`: Torch-TensorRT, NVIDIA's TensorRT backend for torch\n"
-          '        - `cutlass`: the CUTLASS / CuTe DSL (nvidia-cutlass-dsl), for NVIDIA GPUs only\n'
-          '        - `cuda`: cuda-python (cuda.bindings, cuda.core, cuda.tile), bindings to '
-          "NVIDIA's driver and runtime\n"
           '\n'
           '        Not reported: the import inside `try: ... except ImportError:` (or any `try`), '
           'inside\n'
@@ -3406,9 +3403,6 @@ RULES = [{'code': 'ROC001',
          "- `pycuda`: PyCUDA, bindings to NVIDIA's CUDA driver\n"
          "- `tensorrt`: TensorRT, NVIDIA's inference runtime\n"
          "- `torch_tensorrt`: Torch-TensorRT, NVIDIA's TensorRT backend for torch\n"
-         '- `cutlass`: the CUTLASS / CuTe DSL (nvidia-cutlass-dsl), for NVIDIA GPUs only\n'
-         "- `cuda`: cuda-python (cuda.bindings, cuda.core, cuda.tile), bindings to NVIDIA's driver "
-         'and runtime\n'
          '\n'
          'Not reported: the import inside `try: ... except ImportError:` (or any `try`), inside\n'
          '`if not is_rocm:` or any other `if`, or inside a function.\n'
@@ -3445,9 +3439,7 @@ RULES = [{'code': 'ROC001',
                'flash_mla',
                'pycuda',
                'tensorrt',
-               'torch_tensorrt',
-               'cutlass',
-               'cuda'],
+               'torch_tensorrt'],
   'words': []},
  {'code': 'ROC705',
   'name': 'fp8-format-architecture',

@@ -253,12 +253,13 @@ def test_code_after_a_cuda_only_import_that_must_succeed_is_for_nvidia_only():
     assert "cutlass" in _nvidia_only("import cutlass.cute as cute\ndef f():\n    HERE()\n")
     assert "cuda.bindings" in _nvidia_only("import cuda.bindings.driver as cuda\ndef f():\n    HERE()\n")
     # near misses: a fallback in the handler, the package found portable, a try after the node
-    stay = "def f():\n    try:\n        import deep_gemm\n    except ImportError:\n        deep_gemm = None\n    HERE()\n"
+    stay = "def f():\n    try:\n        import deep_gemm\n    except ImportError:\n        deep_gemm = None\n" \
+           "    HERE()\n"
     assert _nvidia_only(stay) is None
-    assert _nvidia_only("def f():\n    try:\n        import flash_attn\n    except ImportError:\n        return\n    HERE()\n") \
-        is None
-    assert _nvidia_only("def f():\n    HERE()\n    try:\n        import deep_gemm\n    except ImportError:\n        return\n") \
-        is None
+    portable = "def f():\n    try:\n        import flash_attn\n    except ImportError:\n        return\n    HERE()\n"
+    assert _nvidia_only(portable) is None
+    before = "def f():\n    HERE()\n    try:\n        import deep_gemm\n    except ImportError:\n        return\n"
+    assert _nvidia_only(before) is None
 
 
 def test_a_predicate_named_for_a_feature_is_not_code_for_it_when_names_are_left_out():

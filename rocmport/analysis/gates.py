@@ -22,6 +22,7 @@ from libcst.metadata import ParentNodeProvider
 from .bindings import module_imports
 from .platforms import (
     CUDA_ONLY_PACKAGES,
+    NVIDIA_ONLY_IMPORTS,
     EVERY,
     IS_ROCM,
     UNKNOWN,
@@ -148,7 +149,7 @@ class FilePlatforms:
                     elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
                         names = [_dotted(small.module)]
                     for name in names:
-                        if name and name.split(".", 1)[0] in CUDA_ONLY_PACKAGES and not self._module_import:
+                        if _no_rocm_build(name) and not self._module_import:
                             self._module_import = name
         if self._module_import:
             return f"the module imports `{self._module_import}`, which has no ROCm build, so it does not load on ROCm"
@@ -167,6 +168,12 @@ class FilePlatforms:
         return EVERY
 
 
+def _no_rocm_build(module: Optional[str]) -> bool:
+    """A module of a package with no ROCm build (``deep_gemm``, ``cutlass.cute``, ``cuda.bindings``)."""
+    root = module.split(".", 1)[0] if module else None
+    return root in CUDA_ONLY_PACKAGES or root in NVIDIA_ONLY_IMPORTS
+
+
 def _requires_cuda_only_package(stmt) -> Optional[str]:
     """The CUDA-only package a statement requires before the code after it runs: ``try: import
     deep_gemm`` whose every handler leaves, or ``pytest.importorskip("flash_mla")``."""
@@ -180,7 +187,7 @@ def _requires_cuda_only_package(stmt) -> Optional[str]:
             elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
                 names = [_dotted(small.module)]
             for name in names:
-                if name and name.split(".", 1)[0] in CUDA_ONLY_PACKAGES:
+                if _no_rocm_build(name):
                     return name
         return None
     if isinstance(stmt, cst.SimpleStatementLine):
@@ -189,7 +196,7 @@ def _requires_cuda_only_package(stmt) -> Optional[str]:
             if isinstance(value, cst.Call) and (_dotted(value.func) or "").endswith("importorskip") and value.args \
                     and isinstance(value.args[0].value, cst.SimpleString):
                 name = value.args[0].value.evaluated_value
-                if isinstance(name, str) and name.split(".", 1)[0] in CUDA_ONLY_PACKAGES:
+                if isinstance(name, str) and _no_rocm_build(name):
                     return name
     return None
 

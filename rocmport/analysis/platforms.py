@@ -307,7 +307,8 @@ def _finds_cuda_only_package(node: ast.AST, env: Env) -> bool:
     spelled = _dotted(node.func) or ""
     if spelled.rsplit(".", 1)[-1] != "find_spec":
         return False
-    return _string(node.args[0]).split(".", 1)[0] in CUDA_ONLY_PACKAGES
+    root = _string(node.args[0]).split(".", 1)[0]
+    return root in CUDA_ONLY_PACKAGES or root in NVIDIA_ONLY_IMPORTS
 
 
 def _arch_string(value: str) -> bool:
@@ -410,6 +411,13 @@ CUDA_ONLY_PACKAGES: Dict[str, str] = {
     "pycuda": "PyCUDA, bindings to NVIDIA's CUDA driver",
     "tensorrt": "TensorRT, NVIDIA's inference runtime",
     "torch_tensorrt": "Torch-TensorRT, NVIDIA's TensorRT backend for torch",
+}
+
+# Packages with no ROCm build that ROC704 leaves to the CUDA-only closure of the project
+# (ROC707: an NVIDIA-only module imports them on purpose; reporting each import there tells an
+# NVIDIA-only component that it is NVIDIA-only): a module that imports one unconditionally is
+# still code for NVIDIA GPUs only (``gates.nvidia_only``).
+NVIDIA_ONLY_IMPORTS: Dict[str, str] = {
     "cutlass": "the CUTLASS / CuTe DSL (nvidia-cutlass-dsl), for NVIDIA GPUs only",
     "cuda": "cuda-python (cuda.bindings, cuda.core, cuda.tile), bindings to NVIDIA's driver and runtime",
 }

@@ -243,8 +243,8 @@ class CapabilityAsNvidiaGeneration(VendorRule):
     FIX = """
         Safe where the comparison guards an NVIDIA-only feature: FA3 (`flash_attn_interface`,
         `flash_attn_3`, `fa3`), TMA, wgmma, Hopper / Blackwell / `sm90`+ kernels, CUTLASS,
-        Marlin, Machete, DeepGEMM, FlashMLA, TensorRT-LLM, named in the guarded branch, in the rest of an `and` chain, in the
-        name the result is assigned to (`use_fa3 = ...`) or in the name of the function that
+        Marlin, Machete, DeepGEMM, FlashMLA, TensorRT-LLM, named in the guarded branch, in
+        the rest of an `and` chain, in the name the result is assigned to (`use_fa3 = ...`) or in the name of the function that
         returns it (`def is_hopper(): return ...`), when the comparison says "this generation
         or later" (`>=`, `>`, `==`, `in`; a platform object's capability too) and its branch
         does not raise. The comparison becomes
@@ -276,7 +276,8 @@ class CapabilityAsNvidiaGeneration(VendorRule):
         Case(PRE + "def hpu_fp8_range():\n    return torch.cuda.get_device_capability() >= (9, 0)\n"),
         Case(PRE + "cap = torch.cuda.get_device_capability()\nif cap[0] >= 8:\n    dtype = torch.bfloat16\n"),
         # rejections that AMD GPUs do not pass: the NVIDIA-only path stays off there
-        Case(PRE + "if nvfp4 and torch.cuda.get_device_capability() < (10, 0):\n    raise ValueError('needs Blackwell')\n"),
+        Case(PRE + "if nvfp4 and torch.cuda.get_device_capability() < (10, 0):\n"
+             "    raise ValueError('needs Blackwell')\n"),
         Case(PRE + "if torch.cuda.get_device_capability()[0] == 9:\n    raise ValueError('not supported on Hopper')\n"),
         # right on AMD: every AMD GPU has bf16; MI300 / MI350 run an fp8 test skipped below (9, 0)
         Case("""
