@@ -470,7 +470,7 @@ class ProjectIndex:
 
     def _platform_digest(self, name: str) -> str:
         tests = self.platform_tests(name)
-        text = repr(sorted((key, sorted(t.true), sorted(t.false)) for key, t in tests.items()))
+        text = repr(sorted((key, sorted(t.true), sorted(t.false), t.arch) for key, t in tests.items()))
         return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
     # -- Triton launches across modules (ROC513) --------------------------------------------
@@ -698,7 +698,7 @@ class _ValuesProject:
         return (values, target) if target is not None else None
 # Bytes a module must hold to define a platform predicate that ``platforms.module_tests``
 # reads (a test of torch's, or a name whose words decide).
-PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|cpu|is_available|capability")
+PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|cpu|is_available|capability|fnuz|mi3")
 # Bytes a module must hold to define a ROCm-build test (``means_rocm_build``) at module level:
 # ``NAME = [(][bool(][getattr(]torch.version`` ... ``hip`` at the start of a line, or a
 # ``return`` of that shape. A function that returns such a constant needs the constant too.

@@ -5,11 +5,10 @@ The rule's documentation is its class's (`rocmport rule ROC704` prints it).
 
 from __future__ import annotations
 
+import re
 from typing import FrozenSet, Optional
 
 import libcst as cst
-
-import re
 
 from rocmport.analysis.platforms import CUDA_ONLY_PACKAGES, cuda_only_package
 from rocmport.analysis.syntax import dotted_name
@@ -17,7 +16,6 @@ from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
 from .common import VendorRule, facts_doc
-
 
 
 class CudaOnlyImport(VendorRule):

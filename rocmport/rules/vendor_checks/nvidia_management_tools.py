@@ -10,11 +10,10 @@ from typing import FrozenSet, Optional
 
 import libcst as cst
 
+from rocmport.analysis.platforms import ROCM
 from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
-
-from rocmport.analysis.platforms import ROCM
 
 from .common import VendorRule, facts_doc, identifiers, walk
 
