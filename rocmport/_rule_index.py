@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '94c3e583d1c43cb81ec27ac37fe57dc2'
+FINGERPRINT = 'c2c40efe49cae34e2bb203562cf26555'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from .bindings import dotted, module_imports
+from .bindings import dotted, import_bindings, module_imports
 
 POW2, RUNTIME, CONST, UNKNOWN = "pow2", "runtime", "const", "unknown"
 
@@ -698,8 +698,8 @@ class ModuleValues:
                 elif isinstance(stmt, (ast.For, ast.AsyncFor)):
                     bind(stmt.target, stmt, path + ((id(stmt), "body"),))
                 elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                    for alias in stmt.names:
-                        found.setdefault((alias.asname or alias.name).split(".")[0], []).append((stmt, path, -3))
+                    for bound, _full in import_bindings(stmt):  # the resolver's one answer
+                        found.setdefault(bound, []).append((stmt, path, -3))
                 elif isinstance(stmt, (ast.With, ast.AsyncWith)):
                     for item in stmt.items:
                         if item.optional_vars is not None:
