@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '9234c9f7ca8a3cfda21d544066e6aa9b'
+FINGERPRINT = 'dacc5fc56cefc7103540b804e1e784e8'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -976,8 +976,10 @@ RULES = [{'code': 'ROC001',
          'Everything else is display-only, with the remedy in the message: keep values on the\n'
          'device (`.item()` and friends), read results after the replay, print outside the\n'
          'captured code, use `torch.where` instead of a Python branch on a tensor.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC302',
   'name': 'capture-dynamic-shape',
   'summary': 'An operation with a data-dependent output shape inside a CUDA-graph capture.',
@@ -1032,8 +1034,10 @@ RULES = [{'code': 'ROC001',
          'Display-only: pad to a fixed shape (`torch.where(mask, x, 0)`, `masked_fill`, a fixed\n'
          '`size=`), pass `output_size=` to `repeat_interleave`, or compute the dynamic part\n'
          'outside the capture.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC303',
   'name': 'capture-rng-state',
   'summary': 'An RNG state call (get/set_rng_state, manual_seed, seed) inside a CUDA-graph '
@@ -1082,8 +1086,10 @@ RULES = [{'code': 'ROC001',
          'Display-only: seed, save and restore RNG state before the capture. A graph records\n'
          "the default generator's offsets itself; register other generators with\n"
          '`graph.register_generator_state(gen)`.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC304',
   'name': 'capture-compile-without-warmup',
   'summary': "A torch.compile'd callable called inside a capture without being called before it.",
@@ -1135,8 +1141,10 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: call the compiled callable a few times before the capture (a warm-up\n'
          'loop, ideally on a side stream as the CUDA-graph docs show); then capture.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC305',
   'name': 'capture-host-to-device-copy',
   'summary': 'A pageable host-to-device copy (or a pinned host allocation) inside a CUDA-graph '
@@ -1194,8 +1202,10 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: pre-allocate the device tensors (and any pinned buffers) before the\n'
          'capture, and update them in place (`copy_`) between replays.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC306',
   'name': 'device-wide-synchronize',
   'summary': 'torch.cuda.synchronize() waits for every stream; the current stream may be enough.',
@@ -1242,7 +1252,7 @@ RULES = [{'code': 'ROC001',
          'stream. The two differ when several streams are in use (timing side streams,\n'
          'NCCL), so rocmport never applies it.\n',
   'triggers': ['synchronize'],
-  'words': [['synchronize'], ['cuda']]},
+  'words': [['cuda'], ['torch'], ['synchronize']]},
  {'code': 'ROC307',
   'name': 'capture-stream-warmup',
   'summary': 'A CUDA-graph capture on a stream its warm-up did not run on, or a stream made or '
@@ -1384,8 +1394,10 @@ RULES = [{'code': 'ROC001',
          'before and after the fix.\n'
          '\n'
          'Everything else is display-only, with the remedy in the message.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC401',
   'name': 'compiled-scalar-read',
   'summary': '`.item()`, `.tolist()` or `.numpy()` in compiled code breaks the graph.',
