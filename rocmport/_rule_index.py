@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'dacc5fc56cefc7103540b804e1e784e8'
+FINGERPRINT = 'b452629f27a839422cd56626c66f1e47'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
