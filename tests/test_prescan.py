@@ -65,6 +65,10 @@ FOUND = [
      "    o = tl.arange(0, BLOCK)\n    tl.store(X + o, tl.load(X + o))\n"
      "k[(1,)](x, BLOCK=32)\n", "ROC501"),
     ("from triton import Config\nCONFIGS = [Config({'BLOCK': 64}, num_warps=32)]\n", None),
+    # ROC511: an option's key joined from two literals (the text spells neither whole: the
+    # rule's words are the config call's, not the key's)
+    ("import triton\nCFG = [triton.Config({'waves_' 'per_eu': 2}, num_warps=4)]\n", "ROC511"),
+    ("kernel[grid](x, matrix_instr_nonkdim=16)\n", "ROC511"),
     # ROC702 through a subscript, a name, .major of the properties, arithmetic, a tuple
     ("import torch\nuse_tma = torch.cuda.get_device_capability()[0] >= 9\n", "ROC702"),
     ("import torch\ncap = torch.cuda.get_device_capability()\nif cap >= (9, 0):\n    use_wgmma()\n", "ROC702"),
@@ -625,3 +629,4 @@ def test_the_binders_own_traversal_is_ast_node_visitors():
         found.append(ours.kinds)
     assert {"c", "e", "x", "y", "i", "j", "f", "g", "err", "h", "G", "inner", "m", "C", "attr", "method", "rest",
             "v2", "others", "px", "whole", "z", "k2", "u"} <= set(found[0])
+

@@ -9,6 +9,7 @@ import re
 
 import libcst as cst
 
+from rocmport.analysis.needs import Call
 from rocmport.analysis.syntax import keyword, literal_string
 from rocmport.analysis.triton import (
     INLINE_ASM,
@@ -25,7 +26,7 @@ class TritonInlinePtx(TritonNameRule):
     CODE = "ROC509"
     NAME = "triton-inline-ptx"
     SUMMARY = "tl.inline_asm_elementwise with NVIDIA PTX: does not assemble for AMD GPUs."
-    TRIGGERS = ("inline_asm_elementwise",)
+    NEEDS = Call(*INLINE_ASM)
     WHAT = """
         A call of `tl.inline_asm_elementwise(...)` outside a ROCm branch, unless its assembly is
         recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`).
@@ -69,10 +70,6 @@ class TritonInlinePtx(TritonNameRule):
         Case("import triton\nfrom triton.language import inline_asm_elementwise as asm\n@triton.jit\ndef k(p):\n"
              "    y = asm(ASM, '=r,r', [p], dtype=tl.int32, is_pure=True, pack=1)\n"),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return any(facts.calls_to(INLINE_ASM))
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.qnames(node.func, INLINE_ASM) or self.foreign(node):
