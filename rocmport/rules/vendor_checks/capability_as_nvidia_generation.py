@@ -12,6 +12,7 @@ from typing import FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from rocmport.analysis import bindings
+from rocmport.analysis.needs import Call
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
@@ -154,7 +155,7 @@ class CapabilityAsNvidiaGeneration(VendorRule):
     CODE = "ROC702"
     NAME = "capability-as-nvidia-generation"
     SUMMARY = "A compute-capability comparison read as an NVIDIA generation; AMD GPUs report (9, x)."
-    TRIGGERS = ("capability", "get_device_properties")
+    NEEDS = Call(*CAPABILITY, *PROPERTIES)
     FIX_APPLICABILITY = Applicability.SAFE
     WHAT = """
         A comparison of `torch.cuda.get_device_capability()` with a number or a tuple of

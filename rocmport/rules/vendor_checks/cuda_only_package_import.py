@@ -5,10 +5,9 @@ The rule's documentation is its class's (`rocmport rule ROC704` prints it).
 
 from __future__ import annotations
 
-from typing import FrozenSet, Optional
-
 import libcst as cst
 
+from rocmport.analysis.needs import Import
 from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
@@ -31,7 +30,8 @@ class CudaOnlyImport(VendorRule):
     CODE = "ROC704"
     NAME = "cuda-only-package-import"
     SUMMARY = "A CUDA-only package imported unconditionally at module level."
-    TRIGGERS = tuple(CUDA_ONLY_PACKAGES)
+    NEEDS = Import(*CUDA_ONLY_PACKAGES)
+    LOCAL = True
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         `import X` / `from X import ...` at the top level of a module (not inside `try`, `if`,
@@ -77,10 +77,6 @@ class CudaOnlyImport(VendorRule):
         Case("import deep_gemm\n"),
         Case("from flash_attn_3 import flash_attn_interface\n"),
     )
-
-    @classmethod
-    def reach(cls, facts) -> Optional[FrozenSet[str]]:
-        return frozenset()  # an import statement_of of the module's own body: never in a definition
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:

@@ -10,6 +10,7 @@ from typing import FrozenSet, List, Optional, Set
 
 import libcst as cst
 
+from rocmport.analysis.needs import Name
 from rocmport.analysis.syntax import dotted_name, mentions_rocm
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
@@ -45,8 +46,7 @@ class CudaVersionOnRocm(VendorRule):
     CODE = "ROC701"
     NAME = "cuda-version-on-rocm"
     SUMMARY = "`torch.version.cuda` used as a version or as \"a GPU build is present\": it is None on ROCm."
-    TRIGGERS = ("version",)
-    WORDS = (("cuda",), ("version",))  # the ``.cuda`` attribute, and torch.version's spelling in it or its import
+    NEEDS = Name(*CUDA_VERSION)
     FIX_APPLICABILITY = Applicability.SAFE
     WHAT = """
         `torch.version.cuda` (in any spelling of `torch.version`) used

@@ -5,10 +5,11 @@ The rule's documentation is its class's (`rocmport rule ROC705` prints it).
 
 from __future__ import annotations
 
-from typing import FrozenSet, Optional, Set
+from typing import Set
 
 import libcst as cst
 
+from rocmport.analysis.needs import Name
 from rocmport.analysis.prescan import PREFILTER
 from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability
@@ -23,7 +24,8 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
     CODE = "ROC705"
     NAME = "fp8-format-architecture"
     SUMMARY = "`torch.float8_e4m3fn` / `tl.float8e4nv` hard-coded: MI300 uses the fnuz format."
-    TRIGGERS = ("float8_e4m3fn", "float8e4nv")
+    NEEDS = Name(*E4M3FN, *TL_E4M3NV)  # a reference to the format, read with its statement and the tests around it
+    LOCAL = True
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         `torch.float8_e4m3fn` or Triton's `tl.float8e4nv` chosen as a dtype (assigned, passed,
@@ -106,11 +108,6 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
         roots = {id(node.value) for node in facts.nodes(ast.Attribute)}  # skipped by ``visit_Name``
         return any(node.id in names and id(node) not in compared and id(node) not in roots
                    for node in facts.nodes(ast.Name))
-
-    @classmethod
-    def reach(cls, facts) -> Optional[FrozenSet[str]]:
-        """A reference to the format, read with its statement and the tests around it."""
-        return frozenset(facts.spellings(E4M3FN | TL_E4M3NV))
 
     def __init__(self, context):
         super().__init__(context)

@@ -6,10 +6,11 @@ The rule's documentation is its class's (`rocmport rule ROC706` prints it).
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, List, Optional
+from typing import List, Optional
 
 import libcst as cst
 
+from rocmport.analysis.needs import Number
 from rocmport.analysis.syntax import mentions_rocm
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
@@ -24,7 +25,11 @@ class Fp8MaxConstant(Fp8Rule):
     CODE = "ROC706"
     NAME = "fp8-max-constant"
     SUMMARY = "448 hard-coded as the fp8 maximum: it is 240 for MI300's fnuz format."
-    TRIGGERS = ("448",)
+    # Only ``visit_Integer`` / ``visit_Float`` report, on a literal that spells 448
+    # (``_FP8_MAX_LITERAL``); the dtype it reads is its statement's, or a name's value in the
+    # same function or at module level.
+    NEEDS = Number(448)
+    LOCAL = True
     FIX_APPLICABILITY = Applicability.SAFE
     WHAT = """
         The literal `448` (or `448.0`) in a statement about fp8: one that names fp8 in an
@@ -79,25 +84,6 @@ class Fp8MaxConstant(Fp8Rule):
         Case("import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x):\n"
              "    return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv)\n"),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        """Only ``visit_Integer`` / ``visit_Float`` report, on a literal that spells 448
-        (``_FP8_MAX_LITERAL``): CPython's tree holds each such literal as a constant equal
-        to 448 (it folds nothing: ``-448.0`` keeps the constant 448.0). "448" in a string,
-        a comment, a docstring or a longer number never reaches LibCST."""
-        if facts.tree is None:
-            return True
-        import ast
-
-        Constant = ast.Constant
-        return any(type(n.value) in (int, float) and n.value == 448 for n in facts.nodes(Constant))
-
-    @classmethod
-    def reach(cls, facts) -> Optional[FrozenSet[str]]:
-        """A literal 448; the dtype it reads is its statement's, or a name's value in the same
-        function or at module level."""
-        return frozenset({"448"})
 
     def visit_Integer(self, node: cst.Integer) -> None:
         self._check(node)
