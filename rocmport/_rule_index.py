@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'b0ce2b9b234a1cc40bb97ed9687e97f3'
+FINGERPRINT = '0e0d736bcb38a0e04c92a288c76e6d7f'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -2773,7 +2773,7 @@ RULES = [{'code': 'ROC001',
          'In shell scripts, Dockerfiles, YAML and `.env` files: display-only (rocmport does not\n'
          'rewrite them); leave the variable unset for ROCm images and jobs.\n',
   'triggers': ['TORCHINDUCTOR_MAX_AUTOTUNE'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC602',
   'name': 'env-cudagraphs',
   'summary': 'TORCHINDUCTOR_CUDAGRAPHS set to a true value.',
@@ -2839,7 +2839,7 @@ RULES = [{'code': 'ROC001',
          'Safe in Python: `"0" if is_rocm else <value>`, unchanged on NVIDIA. Display-only in\n'
          'other files.\n',
   'triggers': ['TORCHINDUCTOR_CUDAGRAPHS'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC603',
   'name': 'env-set-after-inductor-import',
   'summary': 'An inductor environment variable set after torch._inductor was imported: no effect.',
@@ -2902,7 +2902,7 @@ RULES = [{'code': 'ROC001',
          '`torch._dynamo` (or into the launch environment), or set\n'
          '`torch._inductor.config.<name>` instead (thread-local from torch 2.12).\n',
   'triggers': ['TORCHINDUCTOR_', 'TORCH_COMPILE_DEBUG'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC604',
   'name': 'env-gemm-backends',
   'summary': 'TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS including TRITON or CPP.',
@@ -2968,7 +2968,7 @@ RULES = [{'code': 'ROC001',
          'Safe in Python: `"ATEN" if is_rocm else <value>`, unchanged on NVIDIA. Display-only in\n'
          'other files.\n',
   'triggers': ['TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC605',
   'name': 'env-cuda-and-hip-visible-devices',
   'summary': 'CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES both set: torch on ROCm silently uses '
@@ -3046,7 +3046,7 @@ RULES = [{'code': 'ROC001',
          '"CUDA_VISIBLE_DEVICES"`), and leave `ROCR_VISIBLE_DEVICES` unset or a superset. Which\n'
          'one to drop depends on the deployment, so rocmport does not choose.\n',
   'triggers': ['HIP_VISIBLE_DEVICES'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC606',
   'name': 'env-cuda-arch-list-without-rocm-arch',
   'summary': 'TORCH_CUDA_ARCH_LIST set for an extension build, PYTORCH_ROCM_ARCH not.',
@@ -3107,7 +3107,7 @@ RULES = [{'code': 'ROC001',
          'Display-only: set `PYTORCH_ROCM_ARCH` next to it with the AMD targets you ship (for\n'
          'example `gfx90a;gfx942` for MI200 and MI300). rocmport does not know the targets.\n',
   'triggers': ['TORCH_CUDA_ARCH_LIST'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC701',
   'name': 'cuda-version-on-rocm',
   'summary': '`torch.version.cuda` used as a version or as "a GPU build is present": it is None on '
