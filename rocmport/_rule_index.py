@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '0e0d736bcb38a0e04c92a288c76e6d7f'
+FINGERPRINT = 'c00a8ba256b886d2a82aa1007f5637e7'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
