@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'c00a8ba256b886d2a82aa1007f5637e7'
+FINGERPRINT = 'c82b370da6fd12e52231e0ac3be20134'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -11,6 +11,7 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
+from rocmport.analysis.needs import String
 from rocmport.analysis.resolve import function_summary
 from rocmport.analysis.syntax import literal_string
 from rocmport.findings import Applicability, Fix
@@ -47,12 +48,10 @@ class ModeDefault(Rule):
         ROCm-aware default such as `"default" if is_rocm else "reduce-overhead"`.
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
-    TRIGGERS = ("reduce-overhead", "max-autotune")
+    TRIGGERS = ("reduce-overhead", "max-autotune")  # the literal: NEEDS gives no word for a string
+    NEEDS = String(*ROCM_MODES, whole=True)  # visit_SimpleString: the literal itself
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
 
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return not facts.strings.isdisjoint(ROCM_MODES)  # visit_SimpleString: the literal itself
     VALID = (
         Case('import torch\ndef f(m):\n    mode = "reduce-overhead"\n    return torch.compile(m, mode=mode)\n'),
         Case('import torch\ndef build(m, compile_mode="max-autotune"):\n    return torch.compile(m, mode=compile_mode)\n'),
