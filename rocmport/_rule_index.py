@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'c82b370da6fd12e52231e0ac3be20134'
+FINGERPRINT = 'eab2188ec010a5ed83bcfc1c231e21df'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

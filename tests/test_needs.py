@@ -251,3 +251,12 @@ def test_a_need_reads_what_it_asks_once_per_file():
     assert _needs.strings(facts) is _needs.strings(facts)  # memoised in facts.memo
     assert "needs:strings" in facts.memo and _needs.numbers(facts) >= {448, 1, 2}
 
+
+def test_the_prefilter_facts_hold_no_family_field():
+    """``Facts`` is the name index every qualified-name question reads; what one rule family
+    asks is computed from ``facts.nodes`` on first use (this module's helpers, ``facts.memo``)."""
+    from rocmport.analysis.prescan import Facts
+
+    assert set(Facts.__slots__) == {"bindings", "names", "attributes", "calls", "decorators", "other_bindings",
+                                    "class_paths", "tree", "by_type", "_kinds", "_imports", "_module_imports",
+                                    "index", "path", "memo"}
