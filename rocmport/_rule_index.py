@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'eab2188ec010a5ed83bcfc1c231e21df'
+FINGERPRINT = '6e28d0477d295da8bc0e2d6aa4d1a87e'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

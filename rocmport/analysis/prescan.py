@@ -202,8 +202,9 @@ class Facts:
         self._module_imports: Dict[str, Set[str]] = {}
         self.index = None  # the project index (rocmport.analysis.index) and the file's path: set by the engine
         self.path: Optional[str] = None
-        self.memo: Dict[str, object] = {}  # what a need or a rule derived from these facts, asked again by
-        # its prefilter, its ``reach`` and its visit (by a key of its own: "needs:strings", "compile_modes:...")
+        self.memo: Dict[object, object] = {}  # what a need or a rule derived from these facts, asked again by
+        # its prefilter, its ``reach`` and its visit (by a key of its own: "needs:strings", "compile_modes:...",
+        # or a rule's NEEDS object itself: its answer)
 
     @classmethod
     def of(cls, tree: ast.AST) -> "Facts":

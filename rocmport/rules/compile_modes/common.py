@@ -81,9 +81,13 @@ def _keyword_calls(facts) -> List[ast.Call]:
     """The calls with mode=, options= or a ** splat (computed once per file)."""
     found = facts.memo.get("compile_modes:keyword_calls")
     if found is None:
-        found = facts.memo["compile_modes:keyword_calls"] = [
-            call for call in facts.nodes(ast.Call)
-            if any(k.arg is None or k.arg == "mode" or k.arg == "options" for k in call.keywords)]
+        found = facts.memo["compile_modes:keyword_calls"] = []
+        for call in facts.nodes(ast.Call):
+            for k in call.keywords:
+                arg = k.arg
+                if arg is None or arg == "mode" or arg == "options":
+                    found.append(call)
+                    break
     return found
 
 
@@ -182,6 +186,13 @@ class CompileCalls(Rule):
 
     @classmethod
     def may_match(cls, facts) -> bool:
+        found = facts.memo.get("compile_modes:may_match")  # the same answer for every rule of the family
+        if found is None:
+            found = facts.memo["compile_modes:may_match"] = cls._may_match(facts)
+        return found  # type: ignore[return-value]
+
+    @staticmethod
+    def _may_match(facts) -> bool:
         # visit_Call below: a call with mode=, options= or ** whose callee is a ``.compile``
         # attribute or may resolve to torch.compile, functools.partial or CompileConfig.
         # functools.partial counts only when its first argument may be torch.compile.
