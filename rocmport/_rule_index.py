@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '6e28d0477d295da8bc0e2d6aa4d1a87e'
+FINGERPRINT = 'c2fb7c3f10e32ce808c4cd6a04023470'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -1844,7 +1844,7 @@ RULES = [{'code': 'ROC001',
          'larger block can read or write out of range, or change how many programs the grid\n'
          'launches. `tl.constexpr` defaults, configs passed through a helper rocmport cannot\n'
          'see into, and grids that do not follow the value are unsafe for that reason.\n',
-  'triggers': ['Config', 'autotune', 'heuristics', 'jit'],
+  'triggers': ['triton'],
   'words': [['triton'], ['Config', 'autotune', 'heuristics', 'jit']]},
  {'code': 'ROC502',
   'name': 'triton-tile-below-wavefront',
@@ -1906,7 +1906,7 @@ RULES = [{'code': 'ROC001',
          'Display-only. Grow the tile on ROCm (e.g. `BLOCK_M=8 if is_rocm else 4`) where the\n'
          "kernel's masks, grid and shared-memory budget allow it; rocmport cannot check them for\n"
          'a multi-dimensional tile.\n',
-  'triggers': ['Config', 'autotune', 'heuristics', 'jit'],
+  'triggers': ['triton'],
   'words': [['triton'], ['Config', 'autotune', 'heuristics', 'jit']]},
  {'code': 'ROC503',
   'name': 'triton-num-warps-above-16',
@@ -1956,7 +1956,7 @@ RULES = [{'code': 'ROC001',
          'Safe: the value becomes `16 if is_rocm else <value>`, unchanged on NVIDIA. The number\n'
          'of warps changes speed, not results. A constant that is used for anything other than\n'
          '`num_warps=` is rewritten only with `--unsafe-fixes`.\n',
-  'triggers': ['Config', 'autotune', 'heuristics', 'jit', 'num_warps'],
+  'triggers': ['num_warps', 'triton'],
   'words': [['num_warps', 'triton'], ['Config', 'autotune', 'heuristics', 'jit', 'num_warps']]},
  {'code': 'ROC504',
   'name': 'triton-half-precision-accumulator',
@@ -2011,7 +2011,7 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: create the accumulator in `tl.float32` and convert once at the end\n'
          '(`acc.to(tl.float16)`). This changes numerics, so rocmport never applies it.\n',
-  'triggers': ['Config', 'autotune', 'heuristics', 'jit'],
+  'triggers': ['triton'],
   'words': [['triton'], ['Config', 'autotune', 'heuristics', 'jit']]},
  {'code': 'ROC505',
   'name': 'triton-unclamped-exp-activation',
@@ -2072,7 +2072,7 @@ RULES = [{'code': 'ROC001',
          'Display-only: clamp the input to [-10, 10] first (`x = tl.clamp(x, -10.0, 10.0)`;\n'
          "tanh and sigmoid are saturated there), or use `tl.sigmoid` / libdevice's `tanh`.\n"
          'It changes numerics slightly, so rocmport never applies it.\n',
-  'triggers': ['Config', 'autotune', 'heuristics', 'jit'],
+  'triggers': ['triton'],
   'words': [['triton'], ['Config', 'autotune', 'heuristics', 'jit']]},
  {'code': 'ROC506',
   'name': 'triton-num-stages-zero',

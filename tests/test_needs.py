@@ -242,6 +242,10 @@ def test_the_words_of_alternatives_are_what_each_alternative_holds():
                                  ("capture_begin", "graph", "make_graphed_callables")}
     # a group implied by a smaller one goes
     assert (Keyword("a") & Keyword("a", "b")).words() == (("a",),)
+    # many alternatives' triggers: a small group of words they all hold is the trigger
+    kernels = Decorator("triton.jit", "triton.autotune", "triton.heuristics") | Call("triton.Config")
+    assert kernels.triggers() == ("triton",)
+    assert (kernels | Keyword("num_warps")).triggers() == ("num_warps", "triton")
 
 
 def test_a_need_reads_what_it_asks_once_per_file():

@@ -381,7 +381,15 @@ class AnyOf(Need):
 
     def triggers(self) -> Tuple[str, ...]:
         parts = [need.triggers() for need in self.needs]
-        return () if any(not p for p in parts) else tuple(sorted({t for p in parts for t in p}))
+        if any(not p for p in parts):
+            return ()
+        union = tuple(sorted({t for p in parts for t in p}))
+        if len(union) <= _MAX_TRIGGERS:
+            return union
+        # many: a group of words that every alternative holds (as whole words, so as text)
+        # is a trigger too, and fewer searches (the kernels or configs of Triton: "triton")
+        small = [group for group in self.words() if len(group) <= _MAX_TRIGGERS]
+        return min(small, key=lambda g: (len(g), -min(len(w) for w in g))) if small else union
 
     def words(self) -> Groups:
         # (a1 and a2) or (b1 and b2) = (a1 or b1) and (a1 or b2) and (a2 or b1) and (a2 or b2)
