@@ -9,6 +9,7 @@ from typing import Optional, Set
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
+from rocmport.analysis.needs import Call, Decorator
 from rocmport.analysis.syntax import ROCM_WORD, dotted_name
 from rocmport.analysis.triton import (
     CONFIG_NAMES,
@@ -19,21 +20,14 @@ from rocmport.analysis.triton import (
 from rocmport.rules.base import Rule
 
 WAVEFRONT = 64
-_TRIGGERS = ("triton",)
+# Kernels need a triton.jit / autotune / heuristics decorator, configs a triton.Config call
+# (``TritonAnalysis._collect``).
+KERNELS_OR_CONFIGS = Decorator(*KERNEL_DECORATORS) | Call(*CONFIG_NAMES)
 
 
 class TritonRule(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
-    TRIGGERS = _TRIGGERS
-    READS_LAUNCHES = False  # the rule reads num_warps= of any ``kernel[grid](...)`` launch (ROC503)
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        # Kernels need a triton.jit / autotune / heuristics decorator, configs a
-        # triton.Config call (``TritonAnalysis._collect``); ROC503 also reads num_warps=
-        # of any ``kernel[grid](...)`` launch.
-        return (facts.decorated_with(KERNEL_DECORATORS) or any(facts.calls_to(CONFIG_NAMES))
-                or (cls.READS_LAUNCHES and "num_warps" in facts.subscript_call_keywords))
+    NEEDS = KERNELS_OR_CONFIGS
 
     def visit_Module(self, node: cst.Module) -> None:
         a = analysis(self.context)
@@ -111,7 +105,6 @@ class TritonNameRule(Rule):
     """A rule that looks at names (imports, attributes, calls) rather than the kernels."""
 
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
-    TRIGGERS = _TRIGGERS
 
     def qnames(self, node: cst.CSTNode, names) -> Set[str]:
         if not self.context.may_resolve(node, names):

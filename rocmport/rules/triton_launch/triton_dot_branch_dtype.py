@@ -14,7 +14,7 @@ from rocmport.analysis.needs import Call, Decorator
 from rocmport.analysis.syntax import keyword
 from rocmport.analysis.triton import DOT, KERNEL_DECORATORS, TL, Kernel, TritonAnalysis, names_in
 from rocmport.findings import Applicability, Fix
-from rocmport.rules.base import Case, Rule
+from rocmport.rules.base import Case
 
 from .common import TritonRule, nvidia_only_file
 
@@ -196,10 +196,6 @@ class TritonDotBranchDtype(TritonRule):
             ),
         ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return Rule.may_match.__func__(cls, facts)  # type: ignore[attr-defined]
 
     def check(self, a: TritonAnalysis) -> None:
         if nvidia_only_file(self.context):

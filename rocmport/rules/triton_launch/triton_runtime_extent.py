@@ -25,7 +25,7 @@ from rocmport.analysis.triton_values import (
     pow2_shaped,
 )
 from rocmport.findings import Applicability, Fix
-from rocmport.rules.base import Case, Rule
+from rocmport.rules.base import Case
 
 from .common import TritonRule, nvidia_only_file
 
@@ -455,10 +455,6 @@ class TritonRuntimeExtent(TritonRule):
             ),
         ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return Rule.may_match.__func__(cls, facts)  # type: ignore[attr-defined]
 
     # -- the kernels ----------------------------------------------------------------------
     def check(self, a: TritonAnalysis) -> None:

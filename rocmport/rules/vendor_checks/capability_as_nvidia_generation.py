@@ -14,6 +14,7 @@ import libcst as cst
 
 from rocmport import rocm_facts
 from rocmport.analysis import bindings, gates
+from rocmport.analysis.needs import Attribute, Call
 from rocmport.analysis.platforms import ROCM, name_words, nvidia_feature_word
 from rocmport.analysis.syntax import dotted_name, literal_string
 from rocmport.findings import Applicability, Fix
@@ -185,11 +186,15 @@ def _assigned_from_capability(facts) -> Set[str]:
     return names
 
 
+# a platform object's capability tests: `current_platform.has_device_capability(90)`
+_PLATFORM_QUERIES = ("has_device_capability", "is_device_capability")
+
+
 class CapabilityAsNvidiaGeneration(VendorRule):
     CODE = "ROC702"
     NAME = "capability-as-nvidia-generation"
     SUMMARY = "A compute-capability comparison read as an NVIDIA generation; AMD GPUs report (9, x)."
-    TRIGGERS = ("capability", "get_device_properties")
+    NEEDS = Call(*CAPABILITY, *PROPERTIES) | Attribute("get_device_capability", *_PLATFORM_QUERIES)
     BY_FILE_NAME = False
     FIX_APPLICABILITY = Applicability.SAFE
     WHAT = """
@@ -1173,7 +1178,6 @@ class Use:
 _OPS = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.LessThan: lambda a, b: a < b,
         cst.LessThanEqual: lambda a, b: a <= b, cst.GreaterThan: lambda a, b: a > b,
         cst.GreaterThanEqual: lambda a, b: a >= b, cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}
-_PLATFORM_QUERIES = ("has_device_capability", "is_device_capability")
 # the NVIDIA generation just below the one with the feature in hardware (fp8 came with (8, 9), FP4 with (10, 0))
 _BELOW_HARDWARE = {"fp8": (8, 6), "mx": (9, 0), "bf16": (7, 5)}
 # The AMD GPUs the rule judges on: Instinct (gfx9, MI200 / MI300 / MI350), which report (9, x).

@@ -6,18 +6,28 @@ The rule's documentation is its class's (`rocmport rule ROC705` prints it).
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, Optional, Set
+from typing import Optional, Set
 
 import libcst as cst
 
 from rocmport.analysis import gates
+from rocmport.analysis.needs import Name, strings
 from rocmport.analysis.platforms import name_words
 from rocmport.analysis.prescan import PREFILTER
 from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import E4M3FN, Fp8Rule, arch_doc, facts_doc, header_of, identifiers, statement_of, walk
+from .common import (
+    E4M3FN,
+    Fp8Rule,
+    arch_doc,
+    facts_doc,
+    header_of,
+    identifiers,
+    statement_of,
+    walk,
+)
 
 TL_E4M3NV = frozenset({"triton.language.float8e4nv"})
 _QUERY = re.compile(r"(?i)^_*(?:is|has|supports?|can|check)(?:_|$)|_supported$|_supports_")
@@ -34,7 +44,8 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
     CODE = "ROC705"
     NAME = "fp8-format-architecture"
     SUMMARY = "`torch.float8_e4m3fn` / `tl.float8e4nv` hard-coded: MI300 uses the fnuz format."
-    TRIGGERS = ("float8_e4m3fn", "float8e4nv")
+    NEEDS = Name(*E4M3FN, *TL_E4M3NV)  # a reference to the format, read with its statement and the tests around it
+    LOCAL = True
     BY_FILE_NAME = False
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
@@ -265,11 +276,6 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
         return any(node.id in names and id(node) not in compared and id(node) not in roots
                    for node in facts.nodes(ast.Name))
 
-    @classmethod
-    def reach(cls, facts) -> Optional[FrozenSet[str]]:
-        """A reference to the format, read with its statement and the tests around it."""
-        return frozenset(facts.spellings(E4M3FN | TL_E4M3NV))
-
     def __init__(self, context):
         super().__init__(context)
         self._lines: Set[int] = set()
@@ -355,7 +361,7 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
             words = set(facts.names) | set(facts.attributes)
             words.update(n.name for n in facts.nodes(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
             known = facts.memo["roc705_knows_fnuz"] = any(_FNUZ_AWARE_WORD.search(w) for w in words) or any(
-                s.lower().startswith("gfx9") for s in facts.strings)
+                s.startswith("gfx9") for s in strings(facts, lower=True))
         return bool(known)
 
     def _format_of_its_own(self, node: cst.CSTNode, statement) -> bool:

@@ -6,17 +6,27 @@ The rule's documentation is its class's (`rocmport rule ROC706` prints it).
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, List, Optional
+from typing import List, Optional
 
 import libcst as cst
 
 from rocmport.analysis import gates
+from rocmport.analysis.needs import Number
 from rocmport.analysis.platforms import CUDA
 from rocmport.analysis.syntax import dotted_name, mentions_rocm
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import E4M3FN, Fp8Rule, facts_doc, header_of, is_none, mentions, statement_of, walk
+from .common import (
+    E4M3FN,
+    Fp8Rule,
+    facts_doc,
+    header_of,
+    is_none,
+    mentions,
+    statement_of,
+    walk,
+)
 
 _FP8_WORD = re.compile(r"(?i)fp8|float8|e4m3|f8e4|f8_e4")
 _FP8_MAX_LITERAL = re.compile(r"448(?:\.0*)?")
@@ -28,7 +38,11 @@ class Fp8MaxConstant(Fp8Rule):
     CODE = "ROC706"
     NAME = "fp8-max-constant"
     SUMMARY = "448 hard-coded as the fp8 maximum: it is 240 for MI300's fnuz format."
-    TRIGGERS = ("448",)
+    # Only ``visit_Integer`` / ``visit_Float`` report, on a literal that spells 448
+    # (``_FP8_MAX_LITERAL``); the dtype it reads is its statement's, or a name's value in the
+    # same function or at module level.
+    NEEDS = Number(448)
+    LOCAL = True
     BY_FILE_NAME = False
     FIX_APPLICABILITY = Applicability.SAFE
     WHAT = """
@@ -184,25 +198,6 @@ class Fp8MaxConstant(Fp8Rule):
             ),
         ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        """Only ``visit_Integer`` / ``visit_Float`` report, on a literal that spells 448
-        (``_FP8_MAX_LITERAL``): CPython's tree holds each such literal as a constant equal
-        to 448 (it folds nothing: ``-448.0`` keeps the constant 448.0). "448" in a string,
-        a comment, a docstring or a longer number never reaches LibCST."""
-        if facts.tree is None:
-            return True
-        import ast
-
-        Constant = ast.Constant
-        return any(type(n.value) in (int, float) and n.value == 448 for n in facts.nodes(Constant))
-
-    @classmethod
-    def reach(cls, facts) -> Optional[FrozenSet[str]]:
-        """A literal 448; the dtype it reads is its statement's, or a name's value in the same
-        function or at module level."""
-        return frozenset({"448"})
 
     def visit_Integer(self, node: cst.Integer) -> None:
         self._check(node)
