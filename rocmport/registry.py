@@ -120,6 +120,8 @@ class RuleInfo:
     # None: not known (an index written before they were recorded): the rule may match anything.
     TRIGGERS: Optional[Tuple[str, ...]] = None
     WORDS: Tuple[Tuple[str, ...], ...] = ()
+    # ``Rule.PROJECT``: the rule reports only on a file linted with the project index
+    PROJECT: bool = False
 
     def doc(self) -> str:
         return self.DOC
@@ -128,13 +130,14 @@ class RuleInfo:
     def of(cls, rule) -> "RuleInfo":
         return cls(rule.CODE, rule.NAME, rule.SUMMARY, rule.WHAT, rule.WHY, bool(rule.DEFAULT_ENABLED),
                    rule.FIX_APPLICABILITY, rule.doc(), tuple(rule.TRIGGERS),
-                   tuple(tuple(group) for group in rule.WORDS))
+                   tuple(tuple(group) for group in rule.WORDS), bool(getattr(rule, "PROJECT", False)))
 
     def as_data(self) -> dict:
         return {"code": self.CODE, "name": self.NAME, "summary": self.SUMMARY, "what": self.WHAT,
                 "why": self.WHY, "default_enabled": self.DEFAULT_ENABLED,
                 "fix": self.FIX_APPLICABILITY.value if self.FIX_APPLICABILITY else None, "doc": self.DOC,
-                "triggers": list(self.TRIGGERS or ()), "words": [list(group) for group in self.WORDS]}
+                "triggers": list(self.TRIGGERS or ()), "words": [list(group) for group in self.WORDS],
+                **({"project": True} if self.PROJECT else {})}
 
     @classmethod
     def from_data(cls, data: dict) -> "RuleInfo":
@@ -143,7 +146,7 @@ class RuleInfo:
         return cls(data["code"], data["name"], data["summary"], data["what"], data["why"],
                    data["default_enabled"], Applicability(fix) if fix else None, data["doc"],
                    None if triggers is None else tuple(triggers),
-                   tuple(tuple(group) for group in data.get("words", ())))
+                   tuple(tuple(group) for group in data.get("words", ())), bool(data.get("project", False)))
 
 
 def sources_fingerprint() -> str:
@@ -195,11 +198,14 @@ def text_triggered(rules: Sequence[R], text: str, index=None) -> List[R]:
     no triggers passes them. With the project ``index``, a rule class that has
     ``index_triggers(index)`` is triggered by what that returns instead: (substrings, whole
     words), the words given by the project's other modules (the names of the modules whose
-    import runs CUDA-only code, say); None from it: its ``TRIGGERS``."""
+    import runs CUDA-only code, say); None from it: its ``TRIGGERS``. Without the index, a rule
+    that reports only with it (``PROJECT``) is never triggered."""
     words: Dict[str, bool] = {}
     held: Dict[Tuple[str, ...], bool] = {}  # rules of a family share their triggers: one search each
     out = []
     for rule in rules:
+        if index is None and getattr(rule, "PROJECT", False):
+            continue
         triggers = rule.TRIGGERS
         dynamic = getattr(rule, "index_triggers", None) if index is not None else None
         project = dynamic(index) if dynamic is not None else None

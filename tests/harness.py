@@ -17,7 +17,7 @@ from rocmport import placement, prelude
 from rocmport.config import Settings
 from rocmport.reports import FileReport
 from rocmport.inputs import check_bytes
-from rocmport.findings import Finding
+from rocmport.findings import Applicability, Finding
 from rocmport.source import LineIndex, SourceText
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -135,17 +135,40 @@ def check_fixture_pair(path: Path, expected: Optional[Path], select=None) -> Fil
 
 
 def check_case(code: str, case, kind: str) -> None:
-    """One Fixit-style case of rule ``code``: a valid case gives no finding of the rule; an
-    invalid one gives one (at ``case.line``/``case.column`` with ``case.message`` where the
-    case says), fixes to ``case.expected`` where given, and keeps the fix properties."""
-    if case.files:
-        found = [f for f in lint_project(case.code, case.path, case.files, select=[code]) if f.code == code]
-    else:
-        found = [f for f in lint(case.code, select=[code]) if f.code == code]
+    """One Fixit-style case of rule ``code``: a valid case gives no finding of the rule, with the
+    prefilters on and off (so detection itself leaves it alone, not only the prefilter); an
+    invalid one gives one (at ``case.line``/``case.column`` with ``case.message`` where the case
+    says), and every code of ``case.codes`` too with those rules selected, fixes to
+    ``case.expected`` where given (unsafe fixes for an unsafe rule), and keeps the fix
+    properties. A case is linted as the file ``case.path``; a case with ``files``, as that
+    module of a project that holds them too (with the project index)."""
+    from rocmport.analysis.prescan import PREFILTER
+    from rocmport.registry import get
+
+    unsafe = get(code).FIX_APPLICABILITY is Applicability.UNSAFE
+    path = getattr(case, "path", "snippet.py")
+    files = getattr(case, "files", ())
+
+    def lint_case(select):
+        if files:
+            return lint_project(case.code, path, files, select=select)
+        return lint(case.code, select=select, path=path)
+
     if kind == "valid":
-        assert not found, f"{code} should not fire on:\n{case.code}\n{found}"
+        for enabled in (True, False):
+            PREFILTER["enabled"] = enabled
+            try:
+                found = [f for f in lint_case([code]) if f.code == code]
+            finally:
+                PREFILTER["enabled"] = True
+            assert not found, f"{code} should not fire (prefilters {'on' if enabled else 'off'}) on:\n{case.code}\n{found}"
         return
+    select = sorted({code, *case.codes})
+    everything = lint_case(select)
+    found = [f for f in everything if f.code == code]
     assert found, f"{code} should fire on:\n{case.code}"
+    missing = set(case.codes) - {f.code for f in everything}
+    assert not missing, f"{code}'s case also expects {sorted(missing)}"
     first = found[0]
     if case.line is not None:
         assert first.start.row == case.line, f"{code}: line {first.start.row}, the case says {case.line}"
@@ -153,12 +176,12 @@ def check_case(code: str, case, kind: str) -> None:
         assert first.start.column == case.column, f"{code}: column {first.start.column}, the case says {case.column}"
     if case.message is not None:
         assert first.message == case.message, f"{code}: message {first.message!r}, the case says {case.message!r}"
-    if case.files:
+    if files:
         assert case.expected is None, "a case about several modules is display-only"
         return
     if case.expected is not None:
-        assert fixed_text(case.code, select=[code]) == expand_prelude(case.expected)
-    assert_fix_properties(case.code.encode(), select=[code])
+        assert fixed_text(case.code, select=select, unsafe=unsafe, path=path) == expand_prelude(case.expected)
+    assert_fix_properties(case.code.encode(), select=select, unsafe=unsafe, path=path)
 
 
 def lint_project(code: str, path: str, files, select=None) -> List[Finding]:

@@ -46,6 +46,8 @@ PACKAGES: Dict[str, str] = {
     "cudnn": "the cuDNN frontend's Python API",
     "nvmath": "nvmath-python, bindings to NVIDIA's math libraries",
     "numba.cuda": "Numba's CUDA target (its ROCm target was removed)",
+    "triton.language.extra.tlx": "TLX, Triton's low-level extension for NVIDIA Hopper and Blackwell warp"
+                                 " specialisation (Meta's Triton; not in ROCm's Triton)",
 }
 
 NVML_MODULES = frozenset({"pynvml", "py3nvml", "nvidia_smi", "GPUtil"})
@@ -65,6 +67,10 @@ _CUDA_LIBRARY = re.compile(r"(?i)(?:^|[/\\])(?:lib)?(?:cuda|cudart|nvrtc|nvidia-
 # a CUDA-only statement (module_facts). Found with ``bytes.find`` and a look at the name after
 # each ``import `` / ``from ``: a regex alternative costs a millisecond a module.
 _ROOTS = frozenset(k.split(".", 1)[0].encode() for k in PACKAGES)
+# roots that are no entry themselves (a package with a ROCm build): its NVIDIA-only part's last
+# name must be spelled too (``tlx`` beside ``import triton``)
+_PARTS = {root: tuple(k.rsplit(".", 1)[1].encode() for k in PACKAGES if k.split(".", 1)[0].encode() == root and "." in k)
+          for root in _ROOTS if root.decode() not in PACKAGES}
 _CALL_WORDS = (b"_get_cuda_arch", b"DLL", b"LoadLibrary")
 _NAME_AFTER = re.compile(rb"[ \t]*(\w+)")
 
@@ -78,7 +84,9 @@ def may_hold(blob: bytes) -> bool:
         while at != -1:
             name = _NAME_AFTER.match(blob, at + len(keyword))
             if name is not None and name.group(1) in _ROOTS:
-                return True
+                parts = _PARTS.get(name.group(1))
+                if parts is None or any(part in blob for part in parts):
+                    return True
             at = blob.find(keyword, at + len(keyword))
     return False
 

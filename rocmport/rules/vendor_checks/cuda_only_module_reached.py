@@ -5,12 +5,10 @@ The rule's documentation is its class's (`rocmport rule ROC707` prints it).
 
 from __future__ import annotations
 
-import ast
 from typing import FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
-from rocmport.analysis.bindings import top_level
 from rocmport.analysis.cuda_only import imported_names, nvidia_folder, nvidia_named, unconditional_imports
 from rocmport.analysis.platforms import ROCM
 from rocmport.analysis.syntax import dotted_name
@@ -34,7 +32,10 @@ class CudaOnlyModuleReached(VendorRule):
     NAME = "cuda-only-module-reached"
     SUMMARY = ("A module that is not CUDA-only imports, at module level, a project module whose import runs "
                "CUDA-only code.")
+    # No NEEDS: what a file must hold is decided by the project's other modules (the names of
+    # those whose import runs CUDA-only code, ``index_triggers``), not by the file alone.
     TRIGGERS = ("import",)
+    PROJECT = True
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         An import that runs when a module is imported (module level, not inside `try`, an `if`
@@ -164,18 +165,40 @@ class CudaOnlyModuleReached(VendorRule):
             from . import ring_attn, fi_attn
             """, path="pkg/ring/__init__.py", line=2,
              files=(("pkg/__init__.py", "from .ring import *\n"), ("pkg/ring/ring_attn.py", "import torch\n"),
-                    ("pkg/ring/fi_attn.py", "import torch.utils.cpp_extension as cx\ncx._get_cuda_arch_flags()\n"))),
+                    ("pkg/ring/fi_attn.py", "import torch.utils.cpp_extension as cx\ncx._get_cuda_arch_flags()\n")),
+            column=1,
+            message=(
+                'importing `pkg.ring.fi_attn` runs CUDA-only code: `pkg.ring.fi_attn` runs '
+                '`torch.utils.cpp_extension._get_cuda_arch_flags()` at line 2, which derives nvcc -gencode flags from '
+                "the GPUs' capabilities and raises on a ROCm build, whose arch list holds no sm_ entry. This module is "
+                'not CUDA-only, yet importing it fails on ROCm')),
         Case("import pkg.ops.nv_graph\n", path="pkg/model.py",
              files=(("pkg/__init__.py", ""), ("pkg/ops/__init__.py", ""), ("pkg/ops/nv_graph.py", """
                  import cuda.bindings.driver as cuda
-                 """))),
+                 """)),
+            line=1, column=1,
+            message=(
+                'importing `pkg.ops.nv_graph` runs CUDA-only code: `pkg.ops.nv_graph` imports `cuda.bindings.driver` '
+                "at line 1: cuda-python (cuda.bindings, cuda.core, cuda.tile), bindings to NVIDIA's driver and "
+                'runtime, which has no ROCm build. This module is not CUDA-only, yet importing it fails on ROCm')),
         # a module NVIDIA's by name and content: the chain goes through it
         Case("from .backends import cutlass_backend\n", path="pkg/layers.py",
              files=(("pkg/__init__.py", ""), ("pkg/backends/__init__.py", ""),
-                    ("pkg/backends/cutlass_backend.py", "from ..kernels.cute_gemm import gemm\n")) + _KERNEL),
+                    ("pkg/backends/cutlass_backend.py", "from ..kernels.cute_gemm import gemm\n")) + _KERNEL,
+            line=1, column=1,
+            message=(
+                'importing `pkg.backends.cutlass_backend` runs CUDA-only code: `pkg.backends.cutlass_backend` '
+                "(NVIDIA's by its name) imports `pkg.kernels.cute_gemm` at line 1; `pkg.kernels.cute_gemm` imports "
+                '`cutlass` at line 1: the CUTLASS / CuTe DSL (nvidia-cutlass-dsl), for NVIDIA GPUs only, which has no '
+                'ROCm build. This module is not CUDA-only, yet importing it fails on ROCm')),
         # ctypes loading the CUDA runtime at import
         Case("from .utils import cudart\n", path="pkg/engine.py",
-             files=(("pkg/__init__.py", ""), ("pkg/utils.py", "import ctypes\ncudart = ctypes.CDLL('libcudart.so')\n"))),
+             files=(("pkg/__init__.py", ""), ("pkg/utils.py", "import ctypes\ncudart = ctypes.CDLL('libcudart.so')\n")),
+            line=1, column=1,
+            message=(
+                "importing `pkg.utils` runs CUDA-only code: `pkg.utils` runs `ctypes.CDLL('libcudart.so')` at line 2, "
+                'which loads an NVIDIA library, which a ROCm system does not have. This module is not CUDA-only, yet '
+                'importing it fails on ROCm')),
     )
 
     def __init__(self, context):

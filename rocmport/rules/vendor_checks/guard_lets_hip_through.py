@@ -24,7 +24,7 @@ _ROOTS = frozenset(name.split(".", 1)[0] for name in PACKAGES) | NVML_MODULES
 _CALLS = frozenset(TOOLCHAIN_CALLS) | LIBRARY_LOADERS
 # the text holds one of these wherever such an import or call is (substrings: the package's
 # own name, or ``import cuda`` / ``from cuda`` for cuda-python, whose name torch.cuda spells)
-_COMMON = frozenset({"cuda", "cudnn", "numba", "flash_attn"})  # words torch code spells anyway
+_COMMON = frozenset({"cuda", "cudnn", "numba", "flash_attn", "triton"})  # words torch code spells anyway
 _TRIGGERS = tuple(sorted({root for root in _ROOTS - _COMMON} | {f"{kw} {root}" for root in _COMMON
                                                                 for kw in ("import", "from")}
                          | {"_get_cuda_arch_flags", "DLL", "LoadLibrary"}))
@@ -34,6 +34,8 @@ class GuardLetsHipThrough(VendorRule):
     CODE = "ROC708"
     NAME = "guard-lets-hip-through"
     SUMMARY = "A platform test that is true on ROCm guards CUDA-only code."
+    # No NEEDS: the CUDA-only statement may import a project module whose import runs
+    # CUDA-only code, which only the project's other modules decide (``index_triggers``).
     TRIGGERS = _TRIGGERS
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
@@ -161,40 +163,76 @@ class GuardLetsHipThrough(VendorRule):
             import torch
             if torch.cuda.is_available():
                 import pynvml
-            """, line=2, column=4),
+            """, line=2, column=4,
+            message=(
+                '`torch.cuda.is_available()` lets ROCm through (HIP is torch.cuda on ROCm, so this is true on AMD '
+                'GPUs), and the code it guards is CUDA-only: `import pynvml` at line 3 (NVML does not exist on ROCm; '
+                'ROC703 leaves this import to this finding)')),
         Case("""
             def build():
                 if not is_cpu() and not is_npu():
                     import torch.utils.cpp_extension as cx
                     return cx._get_cuda_arch_flags()
-            """, line=2),
+            """, line=2,
+            column=8,
+            message=(
+                '`not is_cpu() and not is_npu()` lets ROCm through (it tells other platforms apart, not NVIDIA from '
+                'AMD), and the code it guards is CUDA-only: `torch.utils.cpp_extension._get_cuda_arch_flags()` at line '
+                "4 (derives nvcc -gencode flags from the GPUs' capabilities and raises on a ROCm build, whose arch "
+                'list holds no sm_ entry)')),
         Case("""
             import torch
             if torch.cuda.get_device_capability()[0] >= 8:
                 from cuda.bindings import driver
-            """, line=2),
+            """, line=2,
+            column=4,
+            message=(
+                '`torch.cuda.get_device_capability()[0] >= 8` lets ROCm through (AMD GPUs report capabilities (9, 4), '
+                '(9, 5), (11, 0), which meet NVIDIA thresholds), and the code it guards is CUDA-only: `import '
+                "cuda.bindings` at line 3 (cuda-python (cuda.bindings, cuda.core, cuda.tile), bindings to NVIDIA's "
+                'driver and runtime, which has no ROCm build)')),
         Case("""
             if _is_cuda or _is_hip:
                 from cutlass import cute
-            """, line=1),
+            """, line=1,
+            column=4,
+            message=(
+                '`_is_cuda or _is_hip` lets ROCm through (it is true on ROCm by its own terms), and the code it guards '
+                'is CUDA-only: `import cutlass` at line 2 (the CUTLASS / CuTe DSL (nvidia-cutlass-dsl), for NVIDIA '
+                'GPUs only, which has no ROCm build)')),
         Case("""
             import torch
             if is_cpu():
                 pass
             else:
                 import pynvml
-            """, line=2),
+            """, line=2,
+            column=4,
+            message=(
+                'the `else` of `is_cpu()` runs on ROCm too, and the code it guards is CUDA-only: `import pynvml` at '
+                'line 5 (NVML does not exist on ROCm; ROC703 leaves this import to this finding)')),
         Case("""
             import ctypes
             import torch
             lib = ctypes.CDLL("libcudart.so") if torch.cuda.is_available() else None
-            """, line=3),
+            """, line=3,
+            column=38,
+            message=(
+                '`torch.cuda.is_available()` lets ROCm through (HIP is torch.cuda on ROCm, so this is true on AMD '
+                'GPUs), and the code it guards is CUDA-only: `ctypes.CDLL("libcudart.so")` at line 3 (loads an NVIDIA '
+                'library, which a ROCm system does not have)')),
         Case("""
             import torch
             if torch.cuda.is_available():
                 from .kernels import cute_gemm
             """, path="pkg/ops.py", line=2, files=(("pkg/__init__.py", ""), ("pkg/kernels/__init__.py", ""),
-                                                   ("pkg/kernels/cute_gemm.py", "import cutlass\n"))),
+                                                   ("pkg/kernels/cute_gemm.py", "import cutlass\n")),
+            column=4,
+            message=(
+                '`torch.cuda.is_available()` lets ROCm through (HIP is torch.cuda on ROCm, so this is true on AMD '
+                'GPUs), and the code it guards is CUDA-only: `import pkg.kernels.cute_gemm` at line 3 (its import runs '
+                'CUDA-only code: `pkg.kernels.cute_gemm` imports `cutlass` at line 1: the CUTLASS / CuTe DSL '
+                '(nvidia-cutlass-dsl), for NVIDIA GPUs only, which has no ROCm build)')),
     )
 
     def __init__(self, context):

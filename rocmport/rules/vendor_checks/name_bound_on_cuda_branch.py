@@ -65,7 +65,9 @@ class NameBoundOnCudaBranch(VendorRule):
                "NameError on ROCm.")
     # The spellings of the tests that CUDA passes and ROCm does not (torch's, the porting
     # projects' words, a platform string): a file with none has no such test of its own. (A
-    # predicate imported under a name that says nothing of a platform is not read.)
+    # predicate imported under a name that says nothing of a platform is not read.) No NEEDS:
+    # the tests are read through the project's other modules (a predicate they define), and the
+    # vocabulary has no need for "an identifier or string that spells one of these".
     TRIGGERS = ("cuda", "CUDA", "hip", "HIP", "rocm", "ROCm", "ROCM", "nvidia", "NVIDIA", "Nvidia", "_nv", "_NV",
                 "gfx", "opper", "OPPER", "lackwell", "LACKWELL", "is_sm", "IS_SM")
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
@@ -252,14 +254,21 @@ class NameBoundOnCudaBranch(VendorRule):
                         from .exllama import ExllamaQuantLinear
                         return ExllamaQuantLinear(self, bias)
                     return QuantLinear(self.qweight, bias)
-            """, line=11, column=16),
+            """, line=11, column=16,
+            message=(
+                '`QuantLinear` is bound only on CUDA and other accelerators (line 3, under `SYSTEM == "ipex"`), and '
+                'this read runs on ROCm too, where it raises NameError')),
         Case("""
             import torch
             if torch.version.cuda is not None:
                 def fused(x):
                     return x
             out = fused(1)
-            """, line=5),
+            """, line=5,
+            column=7,
+            message=(
+                '`fused` is bound only on CUDA (line 3, under `torch.version.cuda is not None`), and this read runs on '
+                'ROCm too, where it raises NameError')),
         Case("""
             if _is_cuda:
                 from sgl_kernel import silu_and_mul
@@ -268,7 +277,8 @@ class NameBoundOnCudaBranch(VendorRule):
             def backward(x):
                 return silu_and_mul(x)
             """, line=4, message="`silu_and_mul` is bound only on CUDA (line 2, under `_is_cuda`), and this "
-                                 "read runs on ROCm too, where it raises NameError (1 more read like it)"),
+                                 "read runs on ROCm too, where it raises NameError (1 more read like it)",
+            column=12),
         Case("""
             _is_nvidia = current_platform().is_nvidia
             if _is_nvidia:
@@ -279,7 +289,8 @@ class NameBoundOnCudaBranch(VendorRule):
                 return copy_direct(src, dst)
             """, line=6, message="`copy_page_first` is bound only on CUDA (line 3, under `_is_nvidia`), and this read "
                                  "runs on ROCm too, where it raises NameError (1 more read of names bound there too: "
-                                 "`copy_direct`)"),
+                                 "`copy_direct`)",
+            column=16),
         Case("""
             if not is_hip():
                 from .marlin import marlin_gemm
@@ -287,7 +298,11 @@ class NameBoundOnCudaBranch(VendorRule):
                 if w.bits == 4:
                     return marlin_gemm(x, w)
                 return x @ w
-            """, line=5),
+            """, line=5,
+            column=16,
+            message=(
+                '`marlin_gemm` is bound only on CUDA and the CPU and other accelerators (line 2, under `not '
+                'is_hip()`), and this read runs on ROCm too, where it raises NameError')),
     )
 
     def __init__(self, context):

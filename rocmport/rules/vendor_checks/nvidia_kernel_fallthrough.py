@@ -12,6 +12,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from rocmport.analysis import gates
+from rocmport.analysis.needs import String, strings
 from rocmport.analysis.platforms import CUDA, ROCM
 from rocmport.analysis.syntax import dotted_name, literal_string
 from rocmport.findings import Applicability
@@ -56,6 +57,9 @@ class NvidiaKernelFallthrough(VendorRule):
     CODE = "ROC710"
     NAME = "nvidia-kernel-fallthrough"
     SUMMARY = "A dispatch picks an NVIDIA-only kernel family with no branch that tests for ROCm on the way."
+    # a string that names a family (``family``: one of the stems, in any case); the text
+    # prefilter is the stems' spellings (a string gives no word of its own)
+    NEEDS = String(*_STEMS, any_case=True)
     TRIGGERS = _FAMILY_WORDS
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
@@ -184,7 +188,8 @@ class NvidiaKernelFallthrough(VendorRule):
                 name = server_args.sampling_backend or _DEFAULT_BACKEND
                 return REGISTRY[name]()
             """, line=3, message="the default `flashinfer` picks FlashInfer kernels, which are NVIDIA-only, and "
-                                 "no test tells ROCm apart on the way: on AMD GPUs this path fails"),
+                                 "no test tells ROCm apart on the way: on AMD GPUs this path fails",
+            column=44),
         Case("""
             def select_gemm(quant, bits):
                 if quant == "gptq" and bits == 4:
@@ -192,11 +197,19 @@ class NvidiaKernelFallthrough(VendorRule):
                 if quant == "fp8":
                     return "cutlass"
                 return "triton"
-            """, line=3),
+            """, line=3,
+            column=16,
+            message=(
+                'this arm of the dispatch `marlin` picks Marlin kernels, which are NVIDIA-only, and no test tells ROCm '
+                'apart on the way: on AMD GPUs this path fails (1 more NVIDIA-only pick in this function)')),
         Case("""
             import os
             ATTN = os.environ.get("ATTN_BACKEND", "trtllm")
-            """, line=2),
+            """, line=2,
+            column=39,
+            message=(
+                'the default `trtllm` picks TensorRT-LLM kernels, which are NVIDIA-only, and no test tells ROCm apart '
+                'on the way: on AMD GPUs this path fails')),
         # the fall-through after NVIDIA architecture tests
         Case("""
             def default_mla_backend(platform):
@@ -205,7 +218,11 @@ class NvidiaKernelFallthrough(VendorRule):
                 if platform.is_hopper:
                     return "flashmla"
                 return "trtllm_mla"
-            """, line=6),
+            """, line=6,
+            column=12,
+            message=(
+                'this arm of the dispatch `trtllm_mla` picks TensorRT-LLM kernels, which are NVIDIA-only, and no test '
+                'tells ROCm apart on the way: on AMD GPUs this path fails')),
     )
 
     def __init__(self, context):
@@ -221,7 +238,7 @@ class NvidiaKernelFallthrough(VendorRule):
         a module constant that names one read in an ``or``."""
         if facts.tree is None:
             return True
-        if not any(family(s) for s in facts.strings):
+        if not any(family(s) for s in strings(facts)):
             return False
 
         def names(node) -> bool:
