@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '9234c9f7ca8a3cfda21d544066e6aa9b'
+FINGERPRINT = '5841c1d5bf29251632944f2e70123df1'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -1464,7 +1464,7 @@ RULES = [{'code': 'ROC001',
          'compiled function, or set `torch._dynamo.config.capture_scalar_outputs = True` for\n'
          '`.item()`.\n',
   'triggers': ['compile'],
-  'words': [['compile'], ['torch']]},
+  'words': [['torch']]},
  {'code': 'ROC402',
   'name': 'compiled-print-or-log',
   'summary': '`print()` or a logging call in compiled code breaks the graph.',
@@ -1547,7 +1547,7 @@ RULES = [{'code': 'ROC001',
          'Display-only: move the print out of the compiled function, or guard it with\n'
          '`if not torch.compiler.is_compiling():`.\n',
   'triggers': ['compile'],
-  'words': [['compile'], ['torch']]},
+  'words': [['torch']]},
  {'code': 'ROC403',
   'name': 'compiled-tensor-branch',
   'summary': 'Python `if` / `while` on a tensor value in compiled code breaks the graph.',
@@ -1626,7 +1626,7 @@ RULES = [{'code': 'ROC001',
          'decide\n'
          'the branch before the compiled call.\n',
   'triggers': ['compile'],
-  'words': [['compile'], ['torch']]},
+  'words': [['torch']]},
  {'code': 'ROC404',
   'name': 'compiled-dynamic-shape',
   'summary': 'An operation whose output shape depends on the data (`nonzero`, `unique`, ...) in '
@@ -1714,7 +1714,216 @@ RULES = [{'code': 'ROC001',
          '`nonzero_static`/`unique`, `output_size=` for `repeat_interleave`), or move the\n'
          'operation out of the compiled code.\n',
   'triggers': ['compile'],
-  'words': [['compile'], ['torch']]},
+  'words': [['torch']]},
+ {'code': 'ROC405',
+  'name': 'compiled-untraceable-call',
+  'summary': 'A call Dynamo cannot trace (ctypes, a process, NVML, amdsmi, a device query) in '
+             'compiled code.',
+  'what': '\n'
+          '        A call that Dynamo cannot trace, reached from compiled code: a ctypes foreign\n'
+          '        function (`ctypes.*`, or a function of a library bound with `ctypes.CDLL(...)` '
+          'at\n'
+          '        module level), a process (`subprocess.*`, `os.system`, `os.popen`), NVML '
+          '(`pynvml`,\n'
+          '        `py3nvml`), `amdsmi`, `torch.cuda.device_count()`, '
+          '`torch.cuda.get_device_name()`,\n'
+          '        `torch.cuda.get_arch_list()` (`torch.*` functions that return a non-tensor) '
+          'and\n'
+          '        `triton.runtime.driver.active.get_current_target()`. A function of another '
+          'module of\n'
+          '        the project that makes such a call (directly or through its own calls, found '
+          'through\n'
+          '        the project index) is reported where the compiled code calls it, with the '
+          'module and\n'
+          '        line of the call it makes. `functools.lru_cache` / `functools.cache` on such a\n'
+          '        function does not help: Dynamo ignores the cache and traces the wrapped '
+          "function's\n"
+          '        body on every compile. Not reported: `torch.cuda.get_device_properties(i)` '
+          '(with\n'
+          '        `.gcnArchName`, `.major`, `.name`), `get_device_capability()`, '
+          '`current_device()`,\n'
+          '        `mem_get_info()` and `is_available()`, which Dynamo traces (it folds them to\n'
+          '        constants); a helper under `@torch.compiler.disable` (an eager island); a call '
+          'on\n'
+          '        the eager side of `if not torch.compiler.is_compiling():`; code that never runs '
+          'on\n'
+          '        ROCm.\n'
+          '        \n'
+          '        Compiled code is a function decorated with `@torch.compile` (or '
+          '`@torch.compile(...)`),\n'
+          '        a function compiled by assignment (`f = torch.compile(f)`), a method compiled '
+          'in place\n'
+          "        (`self.forward = torch.compile(self.forward)`: that class's method only), and "
+          'the\n'
+          '        `forward` (or `__call__`) of a class of the file whose instance is compiled\n'
+          '        (`model = torch.compile(Model())`, `self.net = torch.compile(self.net)`). The '
+          'analysis\n'
+          '        follows calls to functions and methods of the same file, through '
+          '`self.method()` and\n'
+          '        instances of classes defined in the file, transitively; it does not enter code '
+          'under\n'
+          '        `@torch.compiler.disable` / `torch._dynamo.disable` (an eager island), and '
+          'follows only\n'
+          '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
+          'names\n'
+          '        the compiled function, the line where it is compiled and the call chain.\n'
+          '        \n'
+          '        Compiled code also includes what a project decorator or helper of another '
+          'module\n'
+          '        compiles (found through the project index): a function or class decorated with '
+          'a\n'
+          "        decorator that compiles the function, or the class's `forward`\n"
+          '        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper '
+          'that\n'
+          '        compiles its argument is given (`maybe_compile(model)`, '
+          '`CompiledWrapper(Model())`,\n'
+          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). The '
+          'file\n'
+          "        that uses such a helper must spell `compile` somewhere (the helper's name, an\n"
+          '        import): a helper named otherwise is not looked for.\n'
+          '        ',
+  'why': '\n'
+         '        Dynamo cannot trace into C code it does not know: a ctypes foreign function '
+         'gives\n'
+         '        "Unsupported method call" (with `CDLL.__getattr__` in the traced code, Dynamo '
+         'gives\n'
+         '        up on the whole function: "Failed to handle graph break gracefully. Skipping '
+         'the\n'
+         '        function and falling back to eager"), `subprocess`, NVML and Triton\'s driver '
+         'are\n'
+         '        "Attempted to call function marked as skipped", and '
+         '`torch.cuda.device_count()`,\n'
+         '        `get_device_name()` and `get_arch_list()` are "torch.* op returned non-Tensor". '
+         'Each\n'
+         '        is a graph break (the compiled function runs in pieces with eager Python '
+         'between\n'
+         '        them) and, under `torch.compile(..., fullgraph=True)`, a hard\n'
+         '        `torch._dynamo.exc.Unsupported` error. All of this was run on torch 2.13 (CPU,\n'
+         '        `backend="eager"`) and on torch 2.11 on an H100; `functools.lru_cache` changes\n'
+         '        nothing, even with the cache warm: torch 2.13 wraps a cached function in\n'
+         '        `WrapperUserFunctionVariable(value, "__wrapped__")` and traces its body\n'
+         '        (`torch/_dynamo/variables/builder.py`, with the warning "Dynamo detected a call '
+         'to\n'
+         '        a `functools.lru_cache`-wrapped function ... Dynamo ignores the cache wrapper '
+         'and\n'
+         '        directly traces the wrapped function").\n'
+         '\n'
+         '        ROCm ports add exactly these calls to compiled models: the GPU architecture\n'
+         '        (`gfx942`, `gfx950`) read through amdsmi, `rocminfo` / `rocm_agent_enumerator`, '
+         'or\n'
+         "        Triton's driver target, usually in a cached helper of a platform module, one "
+         'import\n'
+         '        away from the model whose `forward` is compiled by a project decorator. The '
+         'break\n'
+         '        appears only on the path that ROCm takes. Threads that show the failures:\n'
+         "        pytorch/pytorch#128095 (a ctypes `_SimpleCData.__new__` call in bitsandbytes'\n"
+         '        functional code: "Attempted to call function marked as skipped"),\n'
+         '        pytorch/pytorch#150240 (`torch.* op returned non-Tensor` raising `Unsupported` '
+         'under\n'
+         '        `fullgraph=True`), pytorch/pytorch#128071 (third-party C extension calls '
+         'breaking\n'
+         '        the graph).\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC405 compiled-untraceable-call\n'
+         '\n'
+         'A call Dynamo cannot trace (ctypes, a process, NVML, amdsmi, a device query) in compiled '
+         'code.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'A call that Dynamo cannot trace, reached from compiled code: a ctypes foreign\n'
+         'function (`ctypes.*`, or a function of a library bound with `ctypes.CDLL(...)` at\n'
+         'module level), a process (`subprocess.*`, `os.system`, `os.popen`), NVML (`pynvml`,\n'
+         '`py3nvml`), `amdsmi`, `torch.cuda.device_count()`, `torch.cuda.get_device_name()`,\n'
+         '`torch.cuda.get_arch_list()` (`torch.*` functions that return a non-tensor) and\n'
+         '`triton.runtime.driver.active.get_current_target()`. A function of another module of\n'
+         'the project that makes such a call (directly or through its own calls, found through\n'
+         'the project index) is reported where the compiled code calls it, with the module and\n'
+         'line of the call it makes. `functools.lru_cache` / `functools.cache` on such a\n'
+         "function does not help: Dynamo ignores the cache and traces the wrapped function's\n"
+         'body on every compile. Not reported: `torch.cuda.get_device_properties(i)` (with\n'
+         '`.gcnArchName`, `.major`, `.name`), `get_device_capability()`, `current_device()`,\n'
+         '`mem_get_info()` and `is_available()`, which Dynamo traces (it folds them to\n'
+         'constants); a helper under `@torch.compiler.disable` (an eager island); a call on\n'
+         'the eager side of `if not torch.compiler.is_compiling():`; code that never runs on\n'
+         'ROCm.\n'
+         '\n'
+         'Compiled code is a function decorated with `@torch.compile` (or `@torch.compile(...)`),\n'
+         'a function compiled by assignment (`f = torch.compile(f)`), a method compiled in place\n'
+         "(`self.forward = torch.compile(self.forward)`: that class's method only), and the\n"
+         '`forward` (or `__call__`) of a class of the file whose instance is compiled\n'
+         '(`model = torch.compile(Model())`, `self.net = torch.compile(self.net)`). The analysis\n'
+         'follows calls to functions and methods of the same file, through `self.method()` and\n'
+         'instances of classes defined in the file, transitively; it does not enter code under\n'
+         '`@torch.compiler.disable` / `torch._dynamo.disable` (an eager island), and follows only\n'
+         'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
+         'the compiled function, the line where it is compiled and the call chain.\n'
+         '\n'
+         'Compiled code also includes what a project decorator or helper of another module\n'
+         'compiles (found through the project index): a function or class decorated with a\n'
+         "decorator that compiles the function, or the class's `forward`\n"
+         '(`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that\n'
+         'compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,\n'
+         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). The file\n'
+         "that uses such a helper must spell `compile` somewhere (the helper's name, an\n"
+         'import): a helper named otherwise is not looked for.\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         'Dynamo cannot trace into C code it does not know: a ctypes foreign function gives\n'
+         '"Unsupported method call" (with `CDLL.__getattr__` in the traced code, Dynamo gives\n'
+         'up on the whole function: "Failed to handle graph break gracefully. Skipping the\n'
+         'function and falling back to eager"), `subprocess`, NVML and Triton\'s driver are\n'
+         '"Attempted to call function marked as skipped", and `torch.cuda.device_count()`,\n'
+         '`get_device_name()` and `get_arch_list()` are "torch.* op returned non-Tensor". Each\n'
+         'is a graph break (the compiled function runs in pieces with eager Python between\n'
+         'them) and, under `torch.compile(..., fullgraph=True)`, a hard\n'
+         '`torch._dynamo.exc.Unsupported` error. All of this was run on torch 2.13 (CPU,\n'
+         '`backend="eager"`) and on torch 2.11 on an H100; `functools.lru_cache` changes\n'
+         'nothing, even with the cache warm: torch 2.13 wraps a cached function in\n'
+         '`WrapperUserFunctionVariable(value, "__wrapped__")` and traces its body\n'
+         '(`torch/_dynamo/variables/builder.py`, with the warning "Dynamo detected a call to\n'
+         'a `functools.lru_cache`-wrapped function ... Dynamo ignores the cache wrapper and\n'
+         'directly traces the wrapped function").\n'
+         '\n'
+         'ROCm ports add exactly these calls to compiled models: the GPU architecture\n'
+         '(`gfx942`, `gfx950`) read through amdsmi, `rocminfo` / `rocm_agent_enumerator`, or\n'
+         "Triton's driver target, usually in a cached helper of a platform module, one import\n"
+         'away from the model whose `forward` is compiled by a project decorator. The break\n'
+         'appears only on the path that ROCm takes. Threads that show the failures:\n'
+         "pytorch/pytorch#128095 (a ctypes `_SimpleCData.__new__` call in bitsandbytes'\n"
+         'functional code: "Attempted to call function marked as skipped"),\n'
+         'pytorch/pytorch#150240 (`torch.* op returned non-Tensor` raising `Unsupported` under\n'
+         '`fullgraph=True`), pytorch/pytorch#128071 (third-party C extension calls breaking\n'
+         'the graph).\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'import functools\n'
+         'import subprocess\n'
+         '\n'
+         '@functools.lru_cache\n'
+         'def gpu_arch():\n'
+         '    return subprocess.check_output(["rocm_agent_enumerator"]).split()[-1]\n'
+         '\n'
+         '@torch.compile(fullgraph=True)\n'
+         'def scale(x):\n'
+         '    factor = 2 if gpu_arch() == b"gfx942" else 1\n'
+         '    return x * factor\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only: compute the value once, outside the compiled code (in `__init__`, or\n'
+         'before the first compiled call) and pass it in or keep it in a plain global; for the\n'
+         'architecture on ROCm, read `torch.cuda.get_device_properties(i).gcnArchName`, which\n'
+         'Dynamo folds to a constant. Marking the helper `@torch.compiler.disable` keeps the\n'
+         'program running but still breaks the graph there.\n',
+  'triggers': ['compile'],
+  'words': [['torch']]},
  {'code': 'ROC501',
   'name': 'triton-block-not-wavefront-multiple',
   'summary': "A 1-D Triton block that is not a multiple of AMD's 64-lane wavefront.",
@@ -3535,4 +3744,201 @@ RULES = [{'code': 'ROC001',
          '(`torch.finfo` is not available there). Otherwise display-only: use\n'
          '`torch.finfo(dtype).max` for the dtype in use.\n',
   'triggers': ['448'],
+  'words': []},
+ {'code': 'ROC712',
+  'name': 'device-query-at-import',
+  'summary': 'A device query initialises the GPU runtime at import, or before the visible devices '
+             'are set.',
+  'what': '\n'
+          '        Two shapes.\n'
+          '\n'
+          '        At import: a call that initialises the GPU runtime, run when the module is '
+          'imported:\n'
+          '        at module level (also inside module-level `if` / `try` / `with` / loops), in a '
+          'class\n'
+          '        body, in a decorator or a default argument value, or inside a function of the '
+          'module\n'
+          '        (or, through the project index, of another module of the project) that one of '
+          'those\n'
+          '        calls. The calls: `torch.cuda.get_device_properties`, `get_device_capability`,\n'
+          '        `get_device_name`, `current_device`, `mem_get_info`, `set_device`, '
+          '`torch.cuda.init`,\n'
+          "        Triton's `triton.runtime.driver.active.get_current_target()` and, for ROCm,\n"
+          '        `torch.cuda.device_count()`. The finding is at the call that runs at import '
+          '(where a\n'
+          "        helper does the query, at the helper's call, naming the query).\n"
+          '\n'
+          '        Before the visible devices are set: in one function (or at module level), a '
+          'device\n'
+          '        query -- the calls above, `torch.cuda.is_available()`, a method of that name on '
+          'any\n'
+          '        object (`get_torch_device().get_device_name()`, `platform.device_count()`), a '
+          'helper\n'
+          '        that makes one -- that comes before a write of '
+          '`os.environ["CUDA_VISIBLE_DEVICES"]`,\n'
+          '        `["HIP_VISIBLE_DEVICES"]` or `["ROCR_VISIBLE_DEVICES"]` (assignment, `del`, '
+          '`pop`,\n'
+          '        `setdefault`, `update`, `os.putenv`) on the same path.\n'
+          '\n'
+          '        Not reported: files named for NVIDIA alone (`gemm_sm90.py`, `nvidia.py`; a file '
+          'named\n'
+          '        for ROCm is checked: it runs on ROCm); code under `if __name__ == "__main__":` '
+          'and\n'
+          '        in files that have one (a\n'
+          "        script's module level is its start, not an import); test files (`tests/`,\n"
+          '        `test_*.py`, `conftest.py`: pytest imports them to collect, and their '
+          'capability\n'
+          '        checks are how tests are skipped); a query in a function no import-time code '
+          'calls\n'
+          '        (lazy: `functools.cache`, `if _cap is None: _cap = ...`); a query under `if\n'
+          '        torch.cuda.is_initialized():` or in a function that tests it (it asks a '
+          'runtime\n'
+          '        already up); `torch.cuda.is_available()` at import (everywhere, the same on '
+          'both\n'
+          '        vendors; see below); code that never runs on ROCm (`if not '
+          'torch.version.hip:`).\n'
+          '        ',
+  'why': '\n'
+         '        The GPU runtime reads the visible devices once, when it is initialised: on ROCm\n'
+         '        `ROCR_VISIBLE_DEVICES` when ROCr starts and `HIP_VISIBLE_DEVICES` /\n'
+         '        `CUDA_VISIBLE_DEVICES` when HIP starts. A Ray actor, a launcher or a worker that '
+         'sets\n'
+         '        them after importing a module that already initialised the runtime changes '
+         'nothing:\n'
+         '        every worker sees the devices of the parent, and ranks collide or hit "invalid '
+         'device\n'
+         '        ordinal". ROCm ports meet this more than CUDA ones, because Ray hands AMD GPUs '
+         'out as\n'
+         '        `ROCR_VISIBLE_DEVICES` / `HIP_VISIBLE_DEVICES` that frameworks rewrite in the '
+         'process\n'
+         '        (verl-project/verl#1465: the "[SUPPORT AMD]" blocks that copied\n'
+         '        `ROCR_VISIBLE_DEVICES` into `CUDA_VISIBLE_DEVICES` after '
+         '`torch.cuda.is_available()`\n'
+         '        and `get_device_name()` were no-ops; OpenRLHF/OpenRLHF#895, '
+         'radixark/miles#1233,\n'
+         '        meta-pytorch/torchforge#725). A runtime initialised by `torch.cuda._lazy_init()` '
+         'also\n'
+         '        makes `fork()`ed workers fail with "Cannot re-initialize CUDA in forked '
+         'subprocess"\n'
+         '        (deepspeedai/DeepSpeed#7918; #8078 removed the import-time\n'
+         '        `get_device_capability()` and `get_device_properties(0)` calls; #7252).\n'
+         '\n'
+         '        What each call does, on torch 2.13 (`torch/cuda/__init__.py`) and checked on '
+         'torch\n'
+         '        2.11 on an H100 (a query, then `CUDA_VISIBLE_DEVICES=""`, then a tensor on the '
+         'GPU:\n'
+         '        it is created only when the runtime was up before): `get_device_properties`\n'
+         '        (and `get_device_capability` and `get_device_name`, which call it),\n'
+         "        `current_device`, `mem_get_info`, `set_device` call `_lazy_init()`; Triton's\n"
+         '        `get_current_target()` initialises it too. `is_available()` calls\n'
+         '        `torch._C._cuda_getDeviceCount()` (`cudaGetDeviceCount` / `hipGetDeviceCount`),\n'
+         '        which initialises the driver although `torch.cuda.is_initialized()` stays '
+         'False,\n'
+         '        unless `PYTORCH_NVML_BASED_CUDA_CHECK=1`. `device_count()` asks NVML on CUDA '
+         'and\n'
+         '        initialises nothing there (checked), but on ROCm it asks the `amdsmi` package\n'
+         '        (`_device_count_amdsmi`) and, where that package is not installed, falls back '
+         'to\n'
+         '        `hipGetDeviceCount`, which initialises HIP: a call that is safe at import on '
+         'CUDA is\n'
+         '        not on ROCm.\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC712 device-query-at-import\n'
+         '\n'
+         'A device query initialises the GPU runtime at import, or before the visible devices are '
+         'set.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'Two shapes.\n'
+         '\n'
+         'At import: a call that initialises the GPU runtime, run when the module is imported:\n'
+         'at module level (also inside module-level `if` / `try` / `with` / loops), in a class\n'
+         'body, in a decorator or a default argument value, or inside a function of the module\n'
+         '(or, through the project index, of another module of the project) that one of those\n'
+         'calls. The calls: `torch.cuda.get_device_properties`, `get_device_capability`,\n'
+         '`get_device_name`, `current_device`, `mem_get_info`, `set_device`, `torch.cuda.init`,\n'
+         "Triton's `triton.runtime.driver.active.get_current_target()` and, for ROCm,\n"
+         '`torch.cuda.device_count()`. The finding is at the call that runs at import (where a\n'
+         "helper does the query, at the helper's call, naming the query).\n"
+         '\n'
+         'Before the visible devices are set: in one function (or at module level), a device\n'
+         'query -- the calls above, `torch.cuda.is_available()`, a method of that name on any\n'
+         'object (`get_torch_device().get_device_name()`, `platform.device_count()`), a helper\n'
+         'that makes one -- that comes before a write of `os.environ["CUDA_VISIBLE_DEVICES"]`,\n'
+         '`["HIP_VISIBLE_DEVICES"]` or `["ROCR_VISIBLE_DEVICES"]` (assignment, `del`, `pop`,\n'
+         '`setdefault`, `update`, `os.putenv`) on the same path.\n'
+         '\n'
+         'Not reported: files named for NVIDIA alone (`gemm_sm90.py`, `nvidia.py`; a file named\n'
+         'for ROCm is checked: it runs on ROCm); code under `if __name__ == "__main__":` and\n'
+         'in files that have one (a\n'
+         "script's module level is its start, not an import); test files (`tests/`,\n"
+         '`test_*.py`, `conftest.py`: pytest imports them to collect, and their capability\n'
+         'checks are how tests are skipped); a query in a function no import-time code calls\n'
+         '(lazy: `functools.cache`, `if _cap is None: _cap = ...`); a query under `if\n'
+         'torch.cuda.is_initialized():` or in a function that tests it (it asks a runtime\n'
+         'already up); `torch.cuda.is_available()` at import (everywhere, the same on both\n'
+         'vendors; see below); code that never runs on ROCm (`if not torch.version.hip:`).\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         'The GPU runtime reads the visible devices once, when it is initialised: on ROCm\n'
+         '`ROCR_VISIBLE_DEVICES` when ROCr starts and `HIP_VISIBLE_DEVICES` /\n'
+         '`CUDA_VISIBLE_DEVICES` when HIP starts. A Ray actor, a launcher or a worker that sets\n'
+         'them after importing a module that already initialised the runtime changes nothing:\n'
+         'every worker sees the devices of the parent, and ranks collide or hit "invalid device\n'
+         'ordinal". ROCm ports meet this more than CUDA ones, because Ray hands AMD GPUs out as\n'
+         '`ROCR_VISIBLE_DEVICES` / `HIP_VISIBLE_DEVICES` that frameworks rewrite in the process\n'
+         '(verl-project/verl#1465: the "[SUPPORT AMD]" blocks that copied\n'
+         '`ROCR_VISIBLE_DEVICES` into `CUDA_VISIBLE_DEVICES` after `torch.cuda.is_available()`\n'
+         'and `get_device_name()` were no-ops; OpenRLHF/OpenRLHF#895, radixark/miles#1233,\n'
+         'meta-pytorch/torchforge#725). A runtime initialised by `torch.cuda._lazy_init()` also\n'
+         'makes `fork()`ed workers fail with "Cannot re-initialize CUDA in forked subprocess"\n'
+         '(deepspeedai/DeepSpeed#7918; #8078 removed the import-time\n'
+         '`get_device_capability()` and `get_device_properties(0)` calls; #7252).\n'
+         '\n'
+         'What each call does, on torch 2.13 (`torch/cuda/__init__.py`) and checked on torch\n'
+         '2.11 on an H100 (a query, then `CUDA_VISIBLE_DEVICES=""`, then a tensor on the GPU:\n'
+         'it is created only when the runtime was up before): `get_device_properties`\n'
+         '(and `get_device_capability` and `get_device_name`, which call it),\n'
+         "`current_device`, `mem_get_info`, `set_device` call `_lazy_init()`; Triton's\n"
+         '`get_current_target()` initialises it too. `is_available()` calls\n'
+         '`torch._C._cuda_getDeviceCount()` (`cudaGetDeviceCount` / `hipGetDeviceCount`),\n'
+         'which initialises the driver although `torch.cuda.is_initialized()` stays False,\n'
+         'unless `PYTORCH_NVML_BASED_CUDA_CHECK=1`. `device_count()` asks NVML on CUDA and\n'
+         'initialises nothing there (checked), but on ROCm it asks the `amdsmi` package\n'
+         '(`_device_count_amdsmi`) and, where that package is not installed, falls back to\n'
+         '`hipGetDeviceCount`, which initialises HIP: a call that is safe at import on CUDA is\n'
+         'not on ROCm.\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'import torch\n'
+         '\n'
+         '_MAJOR, _MINOR = torch.cuda.get_device_capability()\n'
+         '\n'
+         'def use_fp8():\n'
+         '    return (_MAJOR, _MINOR) >= (9, 4)\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only: query on first use instead of at import -- a `functools.cache` function\n'
+         'called where the value is needed (or a module global filled on the first call, under\n'
+         '`if _cap is None:`). In a function that sets the visible devices, set every\n'
+         '`*_VISIBLE_DEVICES` variable first and query the device after.\n',
+  'triggers': ['current_device',
+               'device_count',
+               'get_current_target',
+               'get_device_capability',
+               'get_device_name',
+               'get_device_properties',
+               'init',
+               'is_available',
+               'mem_get_info',
+               'set_device',
+               'import'],
   'words': []}]

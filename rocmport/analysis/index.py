@@ -36,6 +36,9 @@ from rocmport.source import read_regular
 
 from .bindings import dotted as _dotted
 from .bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names, walk
+from .effects import NONE as _NO_EFFECTS
+from .effects import WORDS as _EFFECT_WORDS
+from .effects import Effects, ModuleFacts
 from .platforms import Env, Test, module_tests
 
 COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
@@ -128,6 +131,8 @@ class ProjectIndex:
         self._platform_imports: Dict[str, Dict[str, str]] = {}
         self._platform_deps: Dict[str, Set[str]] = {}  # module -> the modules its predicates read
         self._inputs: Dict[str, str] = {}  # inventory entry -> digest of its input files
+        self._calls: Dict[str, Optional[ModuleFacts]] = {}  # module -> its compilers and effects
+        self._calls_deps: Dict[str, Set[str]] = {}  # module -> the modules its answers read
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -460,6 +465,117 @@ class ProjectIndex:
         text = repr(sorted((key, sorted(t.true), sorted(t.false)) for key, t in tests.items()))
         return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
+    # -- compilers and what calling a function does (``effects``) -------------------------
+    def _module_calls(self, name: str, attr: str) -> Optional[ModuleFacts]:
+        """Module ``name``'s call facts, parsed once: only a module whose bytes hold a word
+        of ``effects.WORDS``, ``compile`` or an import of ``attr`` (a re-export) can answer."""
+        if name in self._calls:
+            found = self._calls[name]
+            if found is not None or self._parsed_for_reexport(name, attr) is None:
+                return found
+        path = self.path_of(name)
+        blob = self._bytes(path) if path else None
+        self._calls[name] = None
+        self._calls_deps.setdefault(name, set())
+        if not blob:
+            return None
+        if not (b"compile" in blob or any(word in blob for word in _EFFECT_WORDS)
+                or self._parsed_for_reexport(name, attr, blob)):
+            return None
+        try:
+            tree = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        deps = self._calls_deps[name]
+
+        def external(dotted: str, depth: int) -> Effects:
+            module = self._owner(dotted)
+            if module is not None:
+                deps.add(module)
+            return self.effects(dotted, depth)
+
+        def external_compiler(dotted: str) -> Optional[str]:
+            module = self._owner(dotted)
+            if module is not None:
+                deps.add(module)
+            return self.compiler(dotted)
+
+        found = self._calls[name] = ModuleFacts(name, tree, lambda module, level: self.absolute(name, module, level),
+                                                external, external_compiler)
+        return found
+
+    def _parsed_for_reexport(self, name: str, attr: str, blob: Optional[bytes] = None) -> Optional[bool]:
+        """Does module ``name`` import ``attr`` (by its bytes): a re-export to follow?"""
+        if blob is None:
+            path = self.path_of(name)
+            blob = self._bytes(path) if path else None
+            if not blob:
+                return None
+        return bool(re.search(rb"\bimport\b[^\n]*\b" + re.escape(attr.encode()) + rb"\b", blob)) or None
+
+    def _owner(self, dotted: str) -> Optional[str]:
+        """The project module that ``dotted`` names a top-level name of."""
+        module = dotted.rpartition(".")[0]
+        return module if module and self.path_of(module) is not None else None
+
+    def _calls_lookup(self, dotted: str, depth: int):
+        """(module facts, name) for an absolute dotted name of the project, following
+        re-exports; None when it is no function or class the index can read."""
+        seen: Set[str] = set()
+        while depth <= _MAX_DEPTH and dotted not in seen:
+            seen.add(dotted)
+            module, _, attr = dotted.rpartition(".")
+            if not module or self.path_of(module) is None:
+                return None
+            if self._record is not None:
+                self._record.add(_CALLS + module)
+            facts = self._module_calls(module, attr)
+            if facts is None:
+                return None
+            if attr in facts.functions or attr in facts.classes or attr in facts.partials:
+                return facts, attr
+            target = facts.imports.get(attr)
+            if target is None:
+                return None
+            self._calls_deps.setdefault(module, set()).add(target.rpartition(".")[0])
+            dotted, depth = target, depth + 1
+        return None
+
+    def compiler(self, dotted: str, depth: int = 0) -> Optional[str]:
+        """How the project's function (or class) ``dotted`` compiles what it is given:
+        "call", "class", "factory" (``effects.ModuleFacts.compilers``), or None."""
+        found = self._calls_lookup(dotted, depth)
+        return found[0].compiler(found[1]) if found is not None else None
+
+    def effects(self, dotted: str, depth: int = 0) -> Effects:
+        """What calling the project's function ``dotted`` does (``effects.Effects``)."""
+        found = self._calls_lookup(dotted, depth)
+        return found[0].effects(found[1], depth) if found is not None else _NO_EFFECTS
+
+    def _calls_digest(self, name: str) -> str:
+        facts = self._calls.get(name)
+        if facts is None:
+            text = ""
+        else:
+            text = repr((sorted(facts.compilers().items()), sorted(facts.all_effects().items(), key=repr)))
+        return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
+    def _calls_closure(self, names: Set[str]) -> Set[str]:
+        """``names`` and every module their answers read, transitively."""
+        out: Set[str] = set()
+        todo = list(names)
+        while todo:
+            name = todo.pop()
+            if name in out:
+                continue
+            out.add(name)
+            facts = self._calls.get(name)
+            if facts is not None:
+                facts.compilers()
+                facts.all_effects()
+            todo.extend(self._calls_deps.get(name, ()))
+        return out
+
     # -- cache keys: the summaries a file's findings depend on ----------------------------
     def start_recording(self) -> None:
         """Record every module whose summary is asked for from now on (one file's lint)."""
@@ -469,8 +585,16 @@ class ProjectIndex:
         """{module: (hash of its bytes, digest of its summary)} for the modules consulted
         since ``start_recording``: what the file's findings depend on besides its own text."""
         names, self._record = self._record or set(), None
+        calls = {name[len(_CALLS):] for name in names if name.startswith(_CALLS)}
+        if calls:
+            names |= {_CALLS + module for module in self._calls_closure(calls)}
         out = {}
         for name in sorted(names):
+            if name.startswith(_CALLS):
+                module = name[len(_CALLS):]
+                path = self.path_of(module)
+                out[name] = (_hash(self._bytes(path) if path else None), self._calls_digest(module))
+                continue
             if name.startswith(_INVENTORY):
                 out[name] = (self._inventory_inputs(name), self._inventory_digest(name))
                 continue
@@ -505,6 +629,16 @@ class ProjectIndex:
                 same = _hash(self._bytes(path) if path else None) == recorded_hash
                 parts.append(f"{name}:{recorded_digest if same else self._platform_digest(module)}")
                 continue
+            if name.startswith(_CALLS):
+                module = name[len(_CALLS):]
+                path = self.path_of(module)
+                if _hash(self._bytes(path) if path else None) == recorded_hash:
+                    parts.append(f"{name}:{recorded_digest}")
+                else:
+                    if self._calls.get(module) is None:
+                        self._module_calls(module, "")
+                    parts.append(f"{name}:{self._calls_digest(module)}")
+                continue
             path = self.path_of(name)
             blob = self._bytes(path) if path else None
             if _hash(blob) == recorded_hash:
@@ -518,6 +652,7 @@ class ProjectIndex:
 
 _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
 _PLATFORMS = "<platform-tests>:"  # a recorded dependency on a module's platform predicates
+_CALLS = "<calls>:"  # a recorded dependency on a module's compilers and its functions' effects
 # Bytes a module must hold to define a platform predicate that ``platforms.module_tests``
 # reads (a test of torch's, or a name whose words decide).
 PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|cpu|is_available|capability")

@@ -8,6 +8,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from rocmport.analysis import regions as _regions
+from rocmport.analysis.bindings import dotted
 from rocmport.analysis.events import (
     RegionEvent,
 )
@@ -18,19 +19,24 @@ from rocmport.rules.base import Rule
 
 class GraphBreakRule(_regions.RegionRule, Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
+    # torch.compile or torch.compiler.compile, as a decorator or a call, or a project helper
+    # that compiles (``support_compile``, ``maybe_compile(model)``): the code spells
+    # ``compile`` (as part of a name, for a helper), and a module that defines what is
+    # compiled (a function on tensors, a ``torch.nn.Module``) names ``torch``
     TRIGGERS = ("compile",)
-    # torch.compile or torch.compiler.compile, as a decorator or a call: its code spells
-    # ``compile`` and the import it resolves through names ``torch``
-    WORDS = (("compile",), ("torch",))
+    WORDS = (("torch",),)
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     REGION = "in_compiled"
 
     @classmethod
     def may_match(cls, facts) -> bool:
         # Compiled code is a function decorated with torch.compile, or the first positional
-        # argument of a torch.compile call (``_regions.Analysis._mark_compiled``).
-        return facts.decorated_with(COMPILE_NAMES) or any(
-            call.args and not isinstance(call.args[0], ast.Starred) for call in facts.calls_to(COMPILE_NAMES))
+        # argument of a torch.compile call (``_regions.Analysis._mark_compiled``), or what a
+        # project decorator or helper that compiles is given (``effects.ModuleFacts.compilers``).
+        if facts.decorated_with(COMPILE_NAMES) or any(
+                call.args and not isinstance(call.args[0], ast.Starred) for call in facts.calls_to(COMPILE_NAMES)):
+            return True
+        return project_compiles(facts)
 
     def hazard(self, node: cst.CSTNode, message: str) -> None:
         """Report ``node`` once: the first event of a node names the shortest chain."""
@@ -43,6 +49,53 @@ class GraphBreakRule(_regions.RegionRule, Rule):
         """``inside `Model.forward`, compiled at line 40, via step() → norm()``."""
         text = f"inside `{event.region.compiled_label}`, compiled at line {event.region.line}"
         return text + (", via " + " → ".join(f"{s.label}()" for s in event.via) if event.via else "")
+
+
+def project_compiles(facts) -> bool:
+    """Could a decorator of the file, or a call whose callee spells ``compile``, be a project
+    function (of this module or, through the index, another) that compiles what it is
+    given?"""
+    memo = facts.memo.get("graph_breaks:project_compiles")
+    if memo is not None:
+        return memo
+    found = False
+    tree = facts.tree
+    if tree is not None:
+        candidates = []
+        for decorators in facts.decorators.values():
+            candidates.extend(d.func if isinstance(d, ast.Call) else d for d in decorators)
+        for node in facts.nodes(ast.ClassDef):
+            candidates.extend(d.func if isinstance(d, ast.Call) else d for d in node.decorator_list)
+        for key, calls in facts.calls.items():
+            if "compile" in key.lower() and key not in ("compile", "re"):
+                candidates.extend(c.func for c in calls if c.args)
+            for call in calls:  # make_compiler(...)(fn)
+                if isinstance(call.func, ast.Call) and call.args:
+                    candidates.append(call.func.func)
+        if candidates:
+            from rocmport.analysis.effects import ModuleFacts
+            from rocmport.analysis.index import ProjectIndex
+
+            index = facts.index if facts.index is not None else ProjectIndex([facts.path] if facts.path else [])
+            name = (index.module_name(facts.path) if facts.path else None) or "__main__"
+            own = ModuleFacts(name, tree, lambda module, level: index.absolute(name, module, level), index.effects,
+                              index.compiler)
+            for func in candidates:
+                spelled = dotted(func)
+                if spelled is None:
+                    continue
+                root, _, rest = spelled.partition(".")
+                if not rest and root not in own.imports:
+                    kind = own.compiler(root)
+                else:
+                    full = own.resolve(func)
+                    kind = index.compiler(full) if full and full.split(".", 1)[0] not in ("torch", "functools") \
+                        else None
+                if kind is not None:
+                    found = True
+                    break
+    facts.memo["graph_breaks:project_compiles"] = found
+    return found
 
 
 PRE = "import torch\n"

@@ -1,0 +1,388 @@
+"""What calling a function of the project does, and which functions compile what they are given.
+
+A shared analysis (facts, never findings) on CPython's tree, for the project index (``index``:
+one module's answers, computed once and recorded in the cache key of the files that ask) and
+for a file's own functions. Two facts:
+
+- :func:`compilers`: the module's functions (and classes) that compile what they are given:
+  ``"call"`` -- called with a function or a module (or used as a decorator), they compile it
+  (``return torch.compile(fn, ...)``, ``m.forward = torch.compile(m.forward)``, a class whose
+  ``__init__`` compiles its first argument, ``functools.partial(torch.compile, ...)``);
+  ``"class"`` -- used as a class decorator, they make the class compile its own ``forward``
+  (``self.forward = torch.compile(self.forward)`` in a wrapper they install); ``"factory"`` --
+  called, they return such a decorator (``@compile_model(dynamic=False)``).
+- :func:`effects`: per top-level function, the first call its body makes (directly, through
+  the module's other functions, or through another module's functions: ``external``) that
+  Dynamo cannot trace (``untraceable``: ctypes, subprocess, NVML, amdsmi, the torch functions
+  that return a non-tensor, Triton's driver) and the first device query that initialises the
+  GPU runtime (``query``). A function under ``torch.compiler.disable`` has no untraceable call
+  (it runs eagerly), nor has one whose body tests ``torch.cuda.is_initialized()`` a query (it
+  asks only a runtime already up).
+
+Which calls these are, on torch 2.13 (and 2.11 on an H100: ``docs/rules.md``, ROC405 and
+ROC712): ``torch.cuda.get_device_properties`` is constant-folded by Dynamo (its
+``gcnArchName``, ``major`` too), as are ``get_device_capability``, ``current_device``,
+``mem_get_info`` and ``is_available``; ``device_count``, ``get_device_name`` and
+``get_arch_list`` return a non-tensor from a ``torch.*`` call, which breaks the graph
+(``Unsupported`` under ``fullgraph=True``).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+
+from .bindings import dotted, module_imports, resolve_name, top_level, walk
+
+COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
+PARTIAL = frozenset({"functools.partial"})
+DISABLE = frozenset({"torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo",
+                     "torch._dynamo.eval_frame.disable"})
+# Decorators that make a function opaque to Dynamo (it calls it without tracing its body).
+OPAQUE = DISABLE | frozenset({"torch.library.custom_op", "torch._dynamo.allow_in_graph",
+                              "torch.compiler.allow_in_graph", "torch._library.custom_ops.custom_op"})
+CACHES = frozenset({"functools.lru_cache", "functools.cache"})
+# Calls that Dynamo cannot trace: prefix of the qualified name -> kind
+UNTRACEABLE_MODULES = {"ctypes": "ctypes", "subprocess": "subprocess", "pynvml": "nvml", "py3nvml": "nvml",
+                       "nvidia_smi": "nvml", "amdsmi": "amdsmi"}
+UNTRACEABLE_NAMES = {
+    "os.system": "subprocess", "os.popen": "subprocess",
+    "torch.cuda.device_count": "non-tensor", "torch.cuda.get_device_name": "non-tensor",
+    "torch.cuda.get_arch_list": "non-tensor",
+    "triton.runtime.driver.active.get_current_target": "triton-driver",
+}
+# Device queries that initialise the GPU runtime (torch 2.13 ``torch/cuda/__init__.py``: each
+# calls ``_lazy_init()``, or ``cudaGetDeviceCount`` / ``hipGetDeviceCount``); ``device_count``
+# initialises HIP on ROCm where the ``amdsmi`` package is missing (``_device_count_amdsmi``
+# falls back to ``hipGetDeviceCount``), never CUDA (NVML answers there).
+LAZY_INIT = frozenset({
+    "torch.cuda.get_device_properties", "torch.cuda.get_device_capability", "torch.cuda.get_device_name",
+    "torch.cuda.current_device", "torch.cuda.mem_get_info", "torch.cuda.memory.mem_get_info",
+    "torch.cuda.set_device", "torch.cuda.init", "triton.runtime.driver.active.get_current_target",
+})
+DEVICE_COUNT = "torch.cuda.device_count"
+IS_AVAILABLE = "torch.cuda.is_available"
+# ``is_available()`` (``cudaGetDeviceCount`` / ``hipGetDeviceCount`` too) is left to the rule
+# that reads one function: at import it is everywhere and the same on both vendors.
+QUERIES = LAZY_INIT | {DEVICE_COUNT}
+INITIALIZED = frozenset({"torch.cuda.is_initialized"})
+# ``if not torch.compiler.is_compiling():``: the code that Dynamo takes and the code it does
+# not (the eager side is never traced)
+_COMPILING = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling", "is_exporting")
+# Bytes a module must hold to make a call ``effects`` records (or a call of another
+# module's function: the words of that module then).
+WORDS = (b"ctypes", b"subprocess", b"os.system", b"popen", b"nvml", b"nvidia_smi", b"amdsmi", b"device_count",
+         b"get_device_name", b"get_arch_list", b"get_current_target", b"get_device_propert",
+         b"get_device_capability", b"current_device", b"mem_get_info", b"set_device", b"cuda.init")
+_MAX_DEPTH = 6
+
+
+@dataclass(frozen=True)
+class Site:
+    """A call made by a function: ``what`` the callee's qualified name, ``kind`` its kind
+    (``UNTRACEABLE_*``, or "query"), at ``line`` of module ``module``."""
+
+    what: str
+    kind: str
+    module: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Effects:
+    """What calling a function does: its first untraceable call and its first device query
+    (each through the calls it makes), and whether it is cached (``functools.lru_cache`` /
+    ``cache``: Dynamo traces the wrapped function anyway)."""
+
+    untraceable: Optional[Site] = None
+    query: Optional[Site] = None
+    cached: bool = False
+
+    def __bool__(self) -> bool:
+        return self.untraceable is not None or self.query is not None
+
+
+NONE = Effects()
+External = Callable[[str, int], Effects]  # (absolute dotted name, depth) -> another module's function's effects
+
+
+def classify(name: str) -> Optional[str]:
+    """The kind of untraceable call ``name`` (a qualified name) is, or None."""
+    kind = UNTRACEABLE_NAMES.get(name)
+    if kind is not None:
+        return kind
+    return UNTRACEABLE_MODULES.get(name.split(".", 1)[0]) if "." in name else None
+
+
+def _guard(test: ast.AST) -> bool:
+    """Does ``test`` call a ``torch.compiler.is_compiling()``-style function?"""
+    for node in walk(test):
+        if isinstance(node, ast.Call):
+            name = dotted(node.func) or ""
+            if name.rsplit(".", 1)[-1] in _COMPILING:
+                return True
+    return False
+
+
+def _calls(body: List[ast.stmt]) -> Iterator[ast.Call]:
+    """The calls a function body runs, in source order: not those of nested definitions or
+    lambdas (defined, not run), nor either side of an ``is_compiling()`` test."""
+    todo: List[ast.AST] = list(reversed(body))
+    found: List[ast.Call] = []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.If, ast.IfExp)) and _guard(node.test):
+            continue
+        if isinstance(node, ast.Call):
+            found.append(node)
+        todo.extend(reversed([c for c in ast.iter_child_nodes(node)]))
+    found.sort(key=lambda c: (c.lineno, c.col_offset))
+    return iter(found)
+
+
+class ModuleFacts:
+    """One module's facts from its tree: imports, top-level functions and classes, the names
+    it binds to ctypes libraries, and (on demand) its compilers and each function's effects."""
+
+    def __init__(self, name: str, tree: ast.AST, absolute, external: Optional[External] = None,
+                 external_compiler: Optional[Callable[[str], Optional[str]]] = None):
+        body = getattr(tree, "body", [])
+        self.name = name
+        self.imports = module_imports(body, absolute)
+        self.functions: Dict[str, ast.AST] = {}
+        self.classes: Dict[str, ast.ClassDef] = {}
+        self.libraries: Set[str] = set()  # module-level names bound to a ctypes library
+        self.partials: Dict[str, ast.Call] = {}
+        for stmt in top_level(body):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[stmt.name] = stmt
+            elif isinstance(stmt, ast.ClassDef):
+                self.classes[stmt.name] = stmt
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                value = stmt.value
+                if isinstance(value, ast.Call):
+                    callee = self.resolve(value.func) or ""
+                    if callee.split(".", 1)[0] == "ctypes":
+                        self.libraries.add(stmt.targets[0].id)
+                    elif callee in PARTIAL:
+                        self.partials[stmt.targets[0].id] = value
+                elif (self.resolve(value) or "").startswith("ctypes.cdll."):
+                    self.libraries.add(stmt.targets[0].id)
+        self.external = external
+        self.external_compiler = external_compiler
+        self._effects: Dict[str, Effects] = {}
+        self._active: Set[str] = set()
+        self._compilers: Optional[Dict[str, str]] = None
+
+    def resolve(self, node: ast.AST) -> Optional[str]:
+        """The absolute dotted name a callee spells (imports, the module's own functions and
+        classes)."""
+        return resolve_name(self.imports, set(self.functions) | set(self.classes), self.name, node)
+
+    # -- effects ------------------------------------------------------------------------
+    def effects(self, name: str, depth: int = 0) -> Effects:
+        """The effects of the module's top-level function ``name`` (NONE when unknown)."""
+        found = self._effects.get(name)
+        if found is not None:
+            return found
+        node = self.functions.get(name) or _init_of(self.classes.get(name))
+        if node is None or name in self._active or depth > _MAX_DEPTH:
+            return NONE
+        self._active.add(name)
+        try:
+            found = self._compute(node, depth)
+        finally:
+            self._active.discard(name)
+        self._effects[name] = found
+        return found
+
+    def all_effects(self) -> Dict[str, Effects]:
+        return {name: self.effects(name) for name in self.functions}
+
+    def _decorated(self, node, names: FrozenSet[str]) -> bool:
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if (self.resolve(target) or "") in names:
+                return True
+        return False
+
+    def _compute(self, node, depth: int) -> Effects:
+        if self._decorated(node, OPAQUE):
+            return NONE
+        cached = self._decorated(node, CACHES)
+        untraceable: Optional[Site] = None
+        query: Optional[Site] = None
+        asks_initialized = False
+        for call in _calls(node.body):
+            name = self.resolve(call.func)
+            if name in INITIALIZED:
+                asks_initialized = True
+                continue
+            if name is not None:
+                kind = classify(name)
+                if kind is not None and untraceable is None:
+                    untraceable = Site(name, kind, self.name, call.lineno)
+                if name in QUERIES and query is None:
+                    query = Site(name, "query", self.name, call.lineno)
+                if kind is not None or name in QUERIES:
+                    continue
+            spelled = dotted(call.func)
+            if spelled is not None and spelled.split(".", 1)[0] in self.libraries and "." in spelled:
+                if untraceable is None:
+                    untraceable = Site(spelled, "ctypes", self.name, call.lineno)
+                continue
+            if name is None:
+                continue
+            if isinstance(call.func, ast.Name) and (call.func.id in self.functions or call.func.id in self.classes) \
+                    and call.func.id not in self.imports:
+                inner = self.effects(call.func.id, depth + 1)
+            elif name.startswith(self.name + ".") or name.split(".", 1)[0] in ("torch", "os", "sys", "functools"):
+                continue
+            elif self.external is not None:
+                inner = self.external(name, depth + 1)
+            else:
+                continue
+            if untraceable is None and inner.untraceable is not None:
+                untraceable = inner.untraceable
+            if query is None and inner.query is not None:
+                query = inner.query
+            if untraceable is not None and query is not None:
+                break
+        if asks_initialized:
+            query = None
+        return Effects(untraceable, query, cached)
+
+    # -- compilers ------------------------------------------------------------------------
+    def compilers(self) -> Dict[str, str]:
+        """name -> "call" | "class" | "factory" for the module's functions, classes and
+        partials that compile what they are given (see the module's docstring)."""
+        if self._compilers is None:
+            found: Dict[str, str] = {}
+            self._compilers = found  # a cycle of delegations reads the table as it is so far
+            for name, call in self.partials.items():
+                if call.args and (self.resolve(call.args[0]) or "") in COMPILE:
+                    found[name] = "call"
+            for _ in range(3):  # local delegation: a compiler that calls another of the module
+                changed = False
+                for name, node in self.functions.items():
+                    if name not in found:
+                        kind = self._function_compiles(node)
+                        if kind is not None:
+                            found[name] = kind
+                            changed = True
+                for name, node in self.classes.items():
+                    if name not in found and self._class_compiles(node):
+                        found[name] = "call"
+                        changed = True
+                if not changed:
+                    break
+        return self._compilers
+
+    def compiler(self, name: str) -> Optional[str]:
+        return self.compilers().get(name)
+
+    def _compiles_call(self, call: ast.Call) -> Tuple[bool, Optional[ast.AST]]:
+        """(is ``call`` a compile, the expression it compiles): ``torch.compile(x)``,
+        ``torch.compile(**kw)(x)``, a partial of torch.compile, another compiler."""
+        func = call.func
+        if isinstance(func, ast.Call) and not func.args:
+            inner = self.resolve(func.func) or ""
+            if inner in COMPILE or self._compiler_kind(func.func, inner) == "factory":
+                return True, call.args[0] if call.args else None
+        name = self.resolve(func)
+        if name is None:
+            return False, None
+        if name in COMPILE or self._compiler_kind(func, name) == "call":
+            first = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+            return True, first
+        return False, None
+
+    def _compiler_kind(self, func: ast.AST, name: str) -> Optional[str]:
+        if isinstance(func, ast.Name) and func.id not in self.imports:
+            return (self._compilers or {}).get(func.id)
+        if self.external_compiler is not None and name.split(".", 1)[0] not in ("torch", "functools"):
+            return self.external_compiler(name)
+        return None
+
+    def _function_compiles(self, node) -> Optional[str]:
+        """"call" when the function compiles its first parameter (or that parameter's
+        ``forward``) in its own body; "factory" when it returns a nested function (or a
+        lambda, or ``functools.partial(torch.compile, ...)``) that does; "class" when a
+        nested function it does not return compiles its own first parameter's ``forward``
+        (``self.forward``, in a wrapper installed on the decorated class)."""
+        first = _first_param(node)
+        nested: Dict[str, Optional[str]] = {}
+        for sub in ast.walk(node):
+            if sub is not node and isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                nested.setdefault(sub.name, self._function_compiles(sub))
+        if first is not None:
+            for call in _calls(node.body):
+                compiles, target = self._compiles_call(call)
+                if compiles and target is not None and _names(target, first):
+                    return "call"
+        for sub in _own(node):
+            if isinstance(sub, ast.Return) and sub.value is not None:
+                value = sub.value
+                if isinstance(value, ast.Name) and nested.get(value.id) in ("call", "class"):
+                    return "factory"
+                if isinstance(value, ast.Lambda) and isinstance(value.body, ast.Call):
+                    compiles, target = self._compiles_call(value.body)
+                    params = value.args.posonlyargs + value.args.args
+                    if compiles and target is not None and params and _names(target, params[0].arg):
+                        return "factory"
+                if isinstance(value, ast.Call) and (self.resolve(value.func) or "") in PARTIAL and value.args \
+                        and (self.resolve(value.args[0]) or "") in COMPILE:
+                    return "factory"
+        if first is not None and any(kind == "call" for kind in nested.values()):
+            return "class"
+        return None
+
+    def _class_compiles(self, node: ast.ClassDef) -> bool:
+        """A class whose ``__init__`` compiles its first argument (a wrapper module)."""
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                params = item.args.posonlyargs + item.args.args
+                if len(params) < 2:
+                    return False
+                wanted = params[1].arg
+                for sub in walk(item):
+                    if isinstance(sub, ast.Call):
+                        compiles, target = self._compiles_call(sub)
+                        if compiles and target is not None and _names(target, wanted):
+                            return True
+        return False
+
+
+def _init_of(cls: Optional[ast.ClassDef]):
+    """A class's own ``__init__`` (what calling the class runs), or None."""
+    if cls is not None:
+        for item in cls.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__":
+                return item
+    return None
+
+
+def _own(node) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of nested definitions."""
+    todo: List[ast.AST] = list(node.body)
+    while todo:
+        sub = todo.pop()
+        yield sub
+        if not isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(sub))
+
+
+def _first_param(node) -> Optional[str]:
+    params = node.args.posonlyargs + node.args.args
+    return params[0].arg if params else None
+
+
+def _names(target: ast.AST, param: str) -> bool:
+    """``p``, ``p.forward`` or ``p.__call__``."""
+    if isinstance(target, ast.Attribute) and target.attr in ("forward", "__call__"):
+        target = target.value
+    return isinstance(target, ast.Name) and target.id == param
+
