@@ -147,6 +147,7 @@ def test_near_misses_across_modules(tmp_path):
     root = _write(tmp_path, {
         "pkg/__init__.py": "",
         "pkg/util.py": """\
+            import ctypes
             import functools
             import subprocess
 
@@ -166,11 +167,16 @@ def test_near_misses_across_modules(tmp_path):
 
             def lazy_capability():
                 return torch.cuda.get_device_capability()
+
+            def nvml_count():
+                if torch.version.hip is None:  # NVML only where there is NVIDIA's driver
+                    return ctypes.CDLL("libnvidia-ml.so.1").nvmlDeviceGetCount_v2(None)
+                return 0
             """,
         "pkg/model.py": """\
             import subprocess
             import torch
-            from pkg.util import arch, eager_probe, lazy_capability, not_a_compiler
+            from pkg.util import arch, eager_probe, lazy_capability, not_a_compiler, nvml_count
 
             @not_a_compiler
             def plain(x):
@@ -179,6 +185,7 @@ def test_near_misses_across_modules(tmp_path):
             @torch.compile
             def step(x):
                 eager_probe()  # an eager island: no untraceable call inside the compiled code
+                x = x / max(nvml_count(), 1)  # NVML: only on the CUDA path
                 return x * 2 if arch() == "gfx950" else x
 
             def tiles():

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from .bindings import dotted, module_imports, resolve_name, top_level, walk
+from .platforms import ROCM, Env, Test, classify as _classify_test, module_tests
 
 COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
 PARTIAL = frozenset({"functools.partial"})
@@ -91,12 +92,15 @@ class Site:
 
 @dataclass(frozen=True)
 class Effects:
-    """What calling a function does: its first untraceable call and its first device query
-    (each through the calls it makes), and whether it is cached (``functools.lru_cache`` /
-    ``cache``: Dynamo traces the wrapped function anyway)."""
+    """What calling a function does on ROCm (through the calls it makes): its first call that
+    Dynamo cannot trace (``untraceable``), its first device query (``query``:
+    ``QUERIES`` or ``is_available``) and its first query that calls ``_lazy_init()``
+    (``init``: ``LAZY_INIT``), and whether it is cached (``functools.lru_cache`` / ``cache``:
+    Dynamo traces the wrapped function anyway)."""
 
     untraceable: Optional[Site] = None
     query: Optional[Site] = None
+    init: Optional[Site] = None
     cached: bool = False
 
     def __bool__(self) -> bool:
@@ -125,22 +129,81 @@ def _guard(test: ast.AST) -> bool:
     return False
 
 
-def _calls(body: List[ast.stmt]) -> Iterator[ast.Call]:
+def _calls(body: List[ast.stmt], env: Optional[Env] = None) -> Iterator[ast.Call]:
     """The calls a function body runs, in source order: not those of nested definitions or
-    lambdas (defined, not run), nor either side of an ``is_compiling()`` test."""
-    todo: List[ast.AST] = list(reversed(body))
+    lambdas (defined, not run), nor either side of an ``is_compiling()`` test; with ``env``,
+    only those that can run on ROCm (not under ``if torch.version.cuda:``, after ``if
+    is_rocm(): return``, right of ``is_cuda() and``: ``platforms.classify`` reads each test)."""
     found: List[ast.Call] = []
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, (ast.If, ast.IfExp)) and _guard(node.test):
-            continue
-        if isinstance(node, ast.Call):
-            found.append(node)
-        todo.extend(reversed([c for c in ast.iter_child_nodes(node)]))
+    _block_calls(body, env, found)
     found.sort(key=lambda c: (c.lineno, c.col_offset))
     return iter(found)
+
+
+def _test(expr: ast.AST, env: Optional[Env]) -> Test:
+    return _classify_test(expr, env) if env is not None else Test()
+
+
+def _exits(body: List[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def _block_calls(body: List[ast.stmt], env: Optional[Env], found: List[ast.Call]) -> None:
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(stmt, ast.If):
+            _expr_calls(stmt.test, env, found)
+            if _guard(stmt.test):
+                continue
+            test = _test(stmt.test, env)
+            if ROCM in test.true:
+                _block_calls(stmt.body, env, found)
+            if ROCM in test.false:
+                _block_calls(stmt.orelse, env, found)
+            elif _exits(stmt.body) and not stmt.orelse:
+                return  # ``if not is_rocm: return``: the rest never runs on ROCm
+            continue
+        for name, value in ast.iter_fields(stmt):
+            if isinstance(value, list):
+                statements = [v for v in value if isinstance(v, ast.stmt)]
+                if statements:
+                    _block_calls(statements, env, found)
+                for item in value:
+                    if isinstance(item, ast.excepthandler):
+                        _block_calls(item.body, env, found)
+                    elif isinstance(item, (ast.expr, ast.withitem, ast.keyword, ast.comprehension)):
+                        _expr_calls(item, env, found)
+            elif isinstance(value, ast.AST) and not isinstance(value, ast.stmt):
+                _expr_calls(value, env, found)
+
+
+def _expr_calls(node: ast.AST, env: Optional[Env], found: List[ast.Call]) -> None:
+    if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return
+    if isinstance(node, ast.BoolOp):
+        runs = Test()  # where the operand being read runs: every earlier one true (and) or false (or)
+        for value in node.values:
+            if ROCM not in runs.true:
+                return
+            _expr_calls(value, env, found)
+            test = _test(value, env)
+            runs = runs & test if isinstance(node.op, ast.And) else runs & test.negated()
+        return
+    if isinstance(node, ast.IfExp):
+        _expr_calls(node.test, env, found)
+        if _guard(node.test):
+            return
+        test = _test(node.test, env)
+        if ROCM in test.true:
+            _expr_calls(node.body, env, found)
+        if ROCM in test.false:
+            _expr_calls(node.orelse, env, found)
+        return
+    if isinstance(node, ast.Call):
+        found.append(node)
+    for child in ast.iter_child_nodes(node):
+        _expr_calls(child, env, found)
 
 
 class ModuleFacts:
@@ -148,8 +211,12 @@ class ModuleFacts:
     it binds to ctypes libraries, and (on demand) its compilers and each function's effects."""
 
     def __init__(self, name: str, tree: ast.AST, absolute, external: Optional[External] = None,
-                 external_compiler: Optional[Callable[[str], Optional[str]]] = None):
+                 external_compiler: Optional[Callable[[str], Optional[str]]] = None,
+                 platform_lookup: Optional[Callable[[str], Optional[Test]]] = None):
         body = getattr(tree, "body", [])
+        self.body = body
+        self.platform_lookup = platform_lookup
+        self._env: Optional[Env] = None
         self.name = name
         self.imports = module_imports(body, absolute)
         self.functions: Dict[str, ast.AST] = {}
@@ -176,6 +243,13 @@ class ModuleFacts:
         self._effects: Dict[str, Effects] = {}
         self._active: Set[str] = set()
         self._compilers: Optional[Dict[str, str]] = None
+
+    def env(self) -> Env:
+        """What the module's names mean as platform tests (``platforms.Env``)."""
+        if self._env is None:
+            self._env = Env(dict(self.imports), {}, self.platform_lookup)
+            module_tests(self.body, self._env)
+        return self._env
 
     def resolve(self, node: ast.AST) -> Optional[str]:
         """The absolute dotted name a callee spells (imports, the module's own functions and
@@ -213,26 +287,28 @@ class ModuleFacts:
         if self._decorated(node, OPAQUE):
             return NONE
         cached = self._decorated(node, CACHES)
-        untraceable: Optional[Site] = None
-        query: Optional[Site] = None
+        found: Dict[str, Optional[Site]] = {"untraceable": None, "query": None, "init": None}
         asks_initialized = False
-        for call in _calls(node.body):
+        for call in _calls(node.body, self.env()):
             name = self.resolve(call.func)
             if name in INITIALIZED:
                 asks_initialized = True
                 continue
             if name is not None:
                 kind = classify(name)
-                if kind is not None and untraceable is None:
-                    untraceable = Site(name, kind, self.name, call.lineno)
-                if name in QUERIES and query is None:
-                    query = Site(name, "query", self.name, call.lineno)
-                if kind is not None or name in QUERIES:
+                if kind is not None and found["untraceable"] is None:
+                    found["untraceable"] = Site(name, kind, self.name, call.lineno)
+                if name in QUERIES or name == IS_AVAILABLE:
+                    if found["query"] is None:
+                        found["query"] = Site(name, "query", self.name, call.lineno)
+                    if name in LAZY_INIT and found["init"] is None:
+                        found["init"] = Site(name, "query", self.name, call.lineno)
+                if kind is not None or name in QUERIES or name == IS_AVAILABLE:
                     continue
             spelled = dotted(call.func)
             if spelled is not None and spelled.split(".", 1)[0] in self.libraries and "." in spelled:
-                if untraceable is None:
-                    untraceable = Site(spelled, "ctypes", self.name, call.lineno)
+                if found["untraceable"] is None:
+                    found["untraceable"] = Site(spelled, "ctypes", self.name, call.lineno)
                 continue
             if name is None:
                 continue
@@ -245,15 +321,14 @@ class ModuleFacts:
                 inner = self.external(name, depth + 1)
             else:
                 continue
-            if untraceable is None and inner.untraceable is not None:
-                untraceable = inner.untraceable
-            if query is None and inner.query is not None:
-                query = inner.query
-            if untraceable is not None and query is not None:
+            for key in found:
+                if found[key] is None and getattr(inner, key) is not None:
+                    found[key] = getattr(inner, key)
+            if all(value is not None for value in found.values()):
                 break
         if asks_initialized:
-            query = None
-        return Effects(untraceable, query, cached)
+            found["query"] = found["init"] = None
+        return Effects(found["untraceable"], found["query"], found["init"], cached)
 
     # -- compilers ------------------------------------------------------------------------
     def compilers(self) -> Dict[str, str]:

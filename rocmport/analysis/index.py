@@ -501,7 +501,7 @@ class ProjectIndex:
             return self.compiler(dotted)
 
         found = self._calls[name] = ModuleFacts(name, tree, lambda module, level: self.absolute(name, module, level),
-                                                external, external_compiler)
+                                                external, external_compiler, self.platform_test)
         return found
 
     def _parsed_for_reexport(self, name: str, attr: str, blob: Optional[bytes] = None) -> Optional[bool]:

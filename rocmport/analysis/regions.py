@@ -726,7 +726,7 @@ class Analysis:
             own = None
             if tree is not None:
                 own = _effects.ModuleFacts(name, tree, lambda module, level: index.absolute(name, module, level),
-                                           index.effects, index.compiler)
+                                           index.effects, index.compiler, index.platform_test)
             self._project = (index, own)
         return self._project
 

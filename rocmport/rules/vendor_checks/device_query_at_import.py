@@ -30,6 +30,7 @@ _QUERY_METHODS = frozenset({"get_device_name", "get_device_properties", "get_dev
 _ENVIRON = frozenset({"os.environ"})
 _PUTENV = frozenset({"os.putenv", "os.unsetenv"})
 _INITIALIZED = frozenset({"torch.cuda.is_initialized"})
+_ENV_READS = frozenset({"os.getenv", "os.environ", "os.environ.get"})
 # a test module: by its name, or a module of a tests/ folder
 _TEST_PATH = re.compile(r"(?:^|/)(?:(?:tests?|testing)/[^/]*|test_[^/]*|[^/]*_test|conftest)\.pyi?$")
 _LAZY = ("query on first use instead: a `functools.cache` function called where the value is needed (or a module"
@@ -63,15 +64,20 @@ class DeviceQueryAtImport(VendorRule):
         `setdefault`, `update`, `os.putenv`) on the same path.
 
         Not reported: files named for NVIDIA alone (`gemm_sm90.py`, `nvidia.py`; a file named
-        for ROCm is checked: it runs on ROCm); code under `if __name__ == "__main__":` and
-        in files that have one (a
-        script's module level is its start, not an import); test files (`tests/`,
-        `test_*.py`, `conftest.py`: pytest imports them to collect, and their capability
-        checks are how tests are skipped); a query in a function no import-time code calls
-        (lazy: `functools.cache`, `if _cap is None: _cap = ...`); a query under `if
-        torch.cuda.is_initialized():` or in a function that tests it (it asks a runtime
-        already up); `torch.cuda.is_available()` at import (everywhere, the same on both
-        vendors; see below); code that never runs on ROCm (`if not torch.version.hip:`).
+        for ROCm is checked: it runs on ROCm); code under `if __name__ == "__main__":`, in
+        files that have one, in files that begin with `#!` and in `setup.py` (a script's
+        module level is its start, not an import); test files (`test_*.py`, `*_test.py`,
+        `conftest.py`, the modules of a `tests/` folder: pytest imports them to collect, and
+        their capability checks are how tests are skipped); a query in a function no
+        import-time code calls (lazy: `functools.cache`, `if _cap is None: _cap = ...`); a
+        query under `if torch.cuda.is_initialized():` or in a function that tests it (it asks
+        a runtime already up); a query that an environment variable turns on
+        (`os.getenv("USE_X") and ...`, `if os.environ.get(...):`); code that never runs on
+        ROCm (`if not torch.version.hip:`, and inside a helper: after `if is_rocm(): return`,
+        right of `is_cuda() and`, under `if torch.version.cuda:`, as the platform analysis
+        reads those tests); `torch.cuda.is_available()` at import (everywhere, and the same
+        on both vendors: see below), and so a `device_count()` at import after one (HIP is
+        already up there); only a query that calls `_lazy_init()` is reported after it.
         """
     WHY = """
         The GPU runtime reads the visible devices once, when it is initialised: on ROCm
@@ -182,6 +188,38 @@ class DeviceQueryAtImport(VendorRule):
                 os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.pop("ROCR_VISIBLE_DEVICES", "0")
                 torch.cuda.set_device(local_rank)
             """),
+        # turned on by an environment variable: runs only where the user asked for it
+        Case("""
+            import os
+            import torch
+
+            FAST = os.getenv("USE_FAST_KERNELS") == "1" and torch.cuda.get_device_capability()[0] >= 9
+            """),
+        # HIP is already up (is_available ran first): device_count adds nothing
+        Case("""
+            import torch
+
+            HAS_GPU = torch.cuda.is_available()
+            GPUS = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if HAS_GPU else []
+            """),
+        # a helper that leaves before the query on ROCm
+        Case("""
+            import torch
+
+            def nvcc_arch_list():
+                if not torch.version.cuda:
+                    return None
+                return [torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())]
+
+            ARCHS = nvcc_arch_list()
+            """),
+        # a script
+        Case("""
+            #!/usr/bin/env python3
+            import torch
+
+            print("GPU:", torch.cuda.get_device_name())
+            """),
         # the words in a string and a comment; a look-alike method of another object
         Case("""
             import torch
@@ -275,7 +313,7 @@ class DeviceQueryAtImport(VendorRule):
                 index = index if index is not None else ProjectIndex([facts.path])
                 name = index.module_name(facts.path) or "__main__"
                 own = _effects.ModuleFacts(name, facts.tree, lambda module, level: index.absolute(name, module, level),
-                                           index.effects, index.compiler)
+                                           index.effects, index.compiler, index.platform_test)
                 for local in list(own.functions) + list(own.classes):
                     if own.effects(local).query is not None:
                         words.add(local)
@@ -295,7 +333,8 @@ class DeviceQueryAtImport(VendorRule):
         path = self.context.path or ""
         if self.context.facts is None or nvidia_named(path):
             return
-        script = _has_main_guard(original_node)
+        script = (_has_main_guard(original_node) or self.context.text.startswith("#!")
+                  or path.replace("\\", "/").rsplit("/", 1)[-1] == "setup.py")
         if not script and not _TEST_PATH.search(path.replace("\\", "/")):
             self._import_time(original_node)
         if not VISIBILITY.isdisjoint(self.context.facts.strings):
@@ -309,26 +348,26 @@ class DeviceQueryAtImport(VendorRule):
             index = ctx.index if ctx.index is not None else ctx.shared("own_index", lambda c: ProjectIndex([c.path]))
             name = index.module_name(ctx.path) or "__main__"
             own = _effects.ModuleFacts(name, ctx.facts.tree, lambda module, level: index.absolute(name, module, level),
-                                       index.effects, index.compiler)
+                                       index.effects, index.compiler, index.platform_test)
             return index, own
         return self.context.shared("rocmport.effects.own", build)
 
-    def _helper_query(self, func: cst.BaseExpression) -> Optional[_effects.Site]:
-        """The device query a function of this module or the project makes when ``func`` is
-        called (through its own calls)."""
+    def _helper_effects(self, func: cst.BaseExpression) -> _effects.Effects:
+        """What calling ``func`` does on ROCm when it is a function (or class) of this module
+        or of the project: its device queries, through its own calls."""
         spelled = dotted_name(func)
         if spelled is None:
-            return None
+            return _effects.NONE
         index, own = self._own()
         root, _, rest = spelled.partition(".")
         if not rest and root not in own.imports:
             if root in own.functions or root in own.classes:
-                return own.effects(root).query
-            return None
+                return own.effects(root)
+            return _effects.NONE
         full = own.resolve(_ast_name(spelled))
         if full is None or full.split(".", 1)[0] in ("torch", "os", "sys", "functools", "builtins"):
-            return None
-        return index.effects(full).query
+            return _effects.NONE
+        return index.effects(full)
 
     def _query(self, call: cst.Call) -> Optional[str]:
         names = qualified_names(self, call.func, _QUERIES) & _QUERIES
@@ -336,20 +375,59 @@ class DeviceQueryAtImport(VendorRule):
 
     # -- at import -----------------------------------------------------------------------
     def _import_time(self, module: cst.Module) -> None:
+        # Once ``is_available()`` (``hipGetDeviceCount``) has run at import, HIP is up and a
+        # later ``device_count()`` changes nothing: only a ``_lazy_init()`` query is then news.
+        available = False
         for call in _import_time_calls(module.body):
-            if id(call) in self._reported or ROCM not in self.platforms(call) or self._initialized_guard(call):
+            if id(call) in self._reported or ROCM not in self.platforms(call):
                 continue
             name = self._query(call)
-            if name == _effects.IS_AVAILABLE:
-                continue
             if name is not None:
-                self._report_import(call, f"`{_callee(self, call)}()`", name)
+                if name == _effects.IS_AVAILABLE:
+                    available = True
+                elif not self._skipped(call) and (name in _effects.LAZY_INIT or not available):
+                    self._report_import(call, f"`{_callee(self, call)}()`", name)
                 continue
-            site = self._helper_query(call.func)
-            if site is not None:
-                where = f"line {site.line}" + ("" if site.module == self._own()[1].name else f" of `{site.module}`")
-                self._report_import(call, f"`{_callee(self, call)}()` runs when this module is imported and calls"
-                                          f" `{site.what}()` ({where}), which", site.what, helper=True)
+            found = self._helper_effects(call.func)
+            site = found.init or (found.query if found.query is not None
+                                  and found.query.what == _effects.DEVICE_COUNT and not available else None)
+            if found.query is not None and found.query.what == _effects.IS_AVAILABLE:
+                available = True
+            if site is None or self._skipped(call):
+                continue
+            where = f"line {site.line}" + ("" if site.module == self._own()[1].name else f" of `{site.module}`")
+            self._report_import(call, f"`{_callee(self, call)}()` runs when this module is imported and calls"
+                                      f" `{site.what}()` ({where}), which", site.what, helper=True)
+
+    def _skipped(self, call: cst.Call) -> bool:
+        """A query that asks a runtime already up, or one that an environment variable turns
+        on (``os.getenv("USE_X") and ...``: it runs only where the user asked for it)."""
+        return self._initialized_guard(call) or self._env_gated(call)
+
+    def _env_gated(self, node: cst.CSTNode) -> bool:
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test and self._reads_env(
+                    ancestor.test):
+                return True
+            if isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right \
+                    and isinstance(ancestor.operator, cst.And) and self._reads_env(ancestor.left):
+                return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return False
+            child = ancestor
+        return False
+
+    def _reads_env(self, test: cst.BaseExpression) -> bool:
+        for node in _walk(test):
+            if isinstance(node, (cst.Call, cst.Subscript, cst.Attribute, cst.Name)):
+                target = node.func if isinstance(node, cst.Call) else node.value if isinstance(
+                    node, cst.Subscript) else node
+                spelled = dotted_name(target) or ""
+                if spelled.endswith("getenv") or spelled.endswith("environ") or spelled.endswith("environ.get"):
+                    if qualified_names(self, target, _ENV_READS) & _ENV_READS:
+                        return True
+        return False
 
     def _report_import(self, call: cst.Call, text: str, name: str, helper: bool = False) -> None:
         self._reported.add(id(call))
@@ -446,7 +524,7 @@ class DeviceQueryAtImport(VendorRule):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _QUERY_METHODS and not self._self_method(func):
             return "method:" + func.attr.value
-        site = self._helper_query(func)
+        site = self._helper_effects(func).query
         if site is not None:
             return "helper:" + site.what
         return None
@@ -519,6 +597,14 @@ class DeviceQueryAtImport(VendorRule):
             if id(node) in ids_b:
                 return False
         return False
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
 
 
 def _has_main_guard(module: cst.Module) -> bool:
@@ -673,7 +759,7 @@ def _imports_a_query(facts) -> bool:
             continue
         if own is None:
             own = _effects.ModuleFacts(name, facts.tree, lambda module, level: index.absolute(name, module, level),
-                                       index.effects, index.compiler)
+                                       index.effects, index.compiler, index.platform_test)
         if root not in own.imports:
             continue
         full = own.resolve(call.func)
