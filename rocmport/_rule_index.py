@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '95ea0385fb9a13aa2842e90ea3bb664a'
+FINGERPRINT = '44cfab43f30954586db4b19d99760877'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -3766,7 +3766,14 @@ RULES = [{'code': 'ROC001',
           "        Triton's `triton.runtime.driver.active.get_current_target()` and, for ROCm,\n"
           '        `torch.cuda.device_count()`. The finding is at the call that runs at import '
           '(where a\n'
-          "        helper does the query, at the helper's call, naming the query).\n"
+          "        helper does the query, at the helper's call, naming the query). A helper of "
+          'another\n'
+          "        module is looked for where the file spells one of those names (the project's "
+          'own\n'
+          '        `get_device_capability()` wrapper, say): reading every file of a project for\n'
+          '        helpers of any name costs a fifth of a lint of the torch package, so a '
+          'differently\n'
+          '        named helper of another module is not followed (one of the same module is).\n'
           '\n'
           '        Before the visible devices are set: in one function (or at module level), a '
           'device\n'
@@ -3873,7 +3880,11 @@ RULES = [{'code': 'ROC001',
          '`get_device_name`, `current_device`, `mem_get_info`, `set_device`, `torch.cuda.init`,\n'
          "Triton's `triton.runtime.driver.active.get_current_target()` and, for ROCm,\n"
          '`torch.cuda.device_count()`. The finding is at the call that runs at import (where a\n'
-         "helper does the query, at the helper's call, naming the query).\n"
+         "helper does the query, at the helper's call, naming the query). A helper of another\n"
+         "module is looked for where the file spells one of those names (the project's own\n"
+         '`get_device_capability()` wrapper, say): reading every file of a project for\n'
+         'helpers of any name costs a fifth of a lint of the torch package, so a differently\n'
+         'named helper of another module is not followed (one of the same module is).\n'
          '\n'
          'Before the visible devices are set: in one function (or at module level), a device\n'
          'query -- the calls above, `torch.cuda.is_available()`, a method of that name on any\n'
@@ -3952,9 +3963,9 @@ RULES = [{'code': 'ROC001',
                'get_device_capability',
                'get_device_name',
                'get_device_properties',
-               'init',
                'is_available',
                'mem_get_info',
                'set_device',
-               'import'],
+               'cuda.init',
+               'VISIBLE_DEVICES'],
   'words': []}]

@@ -24,7 +24,7 @@ from .harness import lint
 
 PROJECT = Path(__file__).parent / "fixtures" / "project" / "accel"
 EXPECTED = [
-    ("accel/config.py", 3, "ROC712"),  # MAJOR = device_major(): platform.py queries the capability
+    ("accel/config.py", 3, "ROC712"),  # MAJOR, _ = get_device_capability(): platform.py's wrapper queries
     ("accel/launcher.py", 16, "ROC712"),  # device_count() before CUDA_VISIBLE_DEVICES is set
     ("accel/models.py", 10, "ROC405"),  # @support_compile forward -> gpu_arch() -> subprocess
     ("accel/models.py", 18, "ROC402"),  # @compile_forward(...) forward: print
@@ -78,7 +78,7 @@ def test_effects_of_each_helper():
         "subprocess.check_output", "subprocess", 9, True)
     props = facts.effects("arch_from_props")  # get_device_properties: Dynamo folds it, but it initialises
     assert props.untraceable is None and props.query.what == "torch.cuda.get_device_properties"
-    assert facts.effects("device_major").query.what == "torch.cuda.get_device_capability"
+    assert facts.effects("get_device_capability").query.what == "torch.cuda.get_device_capability"
     assert not facts.effects("lazy_major")  # asks only a runtime already up
 
 
@@ -97,8 +97,8 @@ def test_messages_name_the_helper_its_module_and_line(tmp_path):
                                      " help: Dynamo traces the cached function's body): the graph breaks inside"
                                      " `Attention.forward`, compiled at line 7")
     [roc712] = reports["config.py"].findings
-    assert roc712.message.startswith("`device_major()` runs when this module is imported and calls"
-                                     " `torch.cuda.get_device_capability()` (line 19 of `accel.platform`)")
+    assert roc712.message.startswith("`get_device_capability()` runs when this module is imported and calls"
+                                     " `torch.cuda.get_device_capability()` (line 20 of `accel.platform`)")
 
 
 def test_a_file_linted_alone_knows_no_other_module(tmp_path):
@@ -207,8 +207,8 @@ def test_changing_a_helper_re_lints_its_callers(tmp_path):
     platform.write_text(text.replace('out = subprocess.check_output(["rocm_agent_enumerator"])',
                                      'out = b"gfx942"'))
     assert ("accel/models.py", 10, "ROC405") not in _found(root, cache)
-    platform.write_text(platform.read_text().replace("return torch.cuda.get_device_capability()[0]\n\n\ndef lazy",
-                                                     "return 9\n\n\ndef lazy"))
+    platform.write_text(platform.read_text().replace("return torch.cuda.get_device_capability()\n\n\ndef lazy",
+                                                     "return (9, 4)\n\n\ndef lazy"))
     assert ("accel/config.py", 3, "ROC712") not in _found(root, cache)
 
 

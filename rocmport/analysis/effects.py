@@ -340,15 +340,19 @@ class ModuleFacts:
             for name, call in self.partials.items():
                 if call.args and (self.resolve(call.args[0]) or "") in COMPILE:
                     found[name] = "call"
+            # Only a definition that calls something named ``*compile*`` (torch.compile, a
+            # partial of it, the project's ``maybe_compile``) can compile: the rest are not read.
+            functions = {n: f for n, f in self.functions.items() if self._calls_a_compiler(f)}
+            classes = {n: c for n, c in self.classes.items() if self._calls_a_compiler(c)}
             for _ in range(3):  # local delegation: a compiler that calls another of the module
                 changed = False
-                for name, node in self.functions.items():
+                for name, node in functions.items():
                     if name not in found:
                         kind = self._function_compiles(node)
                         if kind is not None:
                             found[name] = kind
                             changed = True
-                for name, node in self.classes.items():
+                for name, node in classes.items():
                     if name not in found and self._class_compiles(node):
                         found[name] = "call"
                         changed = True
@@ -357,12 +361,29 @@ class ModuleFacts:
         return self._compilers
 
     def compiler(self, name: str) -> Optional[str]:
+        if self._compilers is None:
+            node = self.functions.get(name) or self.classes.get(name)
+            if node is not None and not self._calls_a_compiler(node):
+                return None  # calls nothing that compiles: spares reading the module's other definitions
         return self.compilers().get(name)
+
+    def _calls_a_compiler(self, node: ast.AST) -> bool:
+        for sub in walk(node):
+            if isinstance(sub, ast.Call):
+                func = sub.func.func if isinstance(sub.func, ast.Call) else sub.func
+                last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                if "compile" in last.lower() or last in self.partials:
+                    return True
+        return False
 
     def _compiles_call(self, call: ast.Call) -> Tuple[bool, Optional[ast.AST]]:
         """(is ``call`` a compile, the expression it compiles): ``torch.compile(x)``,
         ``torch.compile(**kw)(x)``, a partial of torch.compile, another compiler."""
         func = call.func
+        callee = func.func if isinstance(func, ast.Call) else func
+        last = callee.attr if isinstance(callee, ast.Attribute) else callee.id if isinstance(callee, ast.Name) else ""
+        if "compile" not in last.lower() and last not in self.partials:
+            return False, None  # only a ``*compile*`` callee compiles (see ``compilers``)
         if isinstance(func, ast.Call) and not func.args:
             inner = self.resolve(func.func) or ""
             if inner in COMPILE or self._compiler_kind(func.func, inner) == "factory":
@@ -390,8 +411,8 @@ class ModuleFacts:
         (``self.forward``, in a wrapper installed on the decorated class)."""
         first = _first_param(node)
         nested: Dict[str, Optional[str]] = {}
-        for sub in ast.walk(node):
-            if sub is not node and isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for sub in _own(node):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and self._calls_a_compiler(sub):
                 nested.setdefault(sub.name, self._function_compiles(sub))
         if first is not None:
             for call in _calls(node.body):

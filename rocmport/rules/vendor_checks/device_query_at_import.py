@@ -16,6 +16,7 @@ from rocmport.analysis import effects as _effects
 from rocmport.analysis.names import qualified_names
 from rocmport.analysis.platforms import ROCM
 from rocmport.analysis.syntax import dotted_name, literal_string
+from rocmport.analysis.walk import children as _children
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
@@ -32,7 +33,7 @@ _PUTENV = frozenset({"os.putenv", "os.unsetenv"})
 _INITIALIZED = frozenset({"torch.cuda.is_initialized"})
 _ENV_READS = frozenset({"os.getenv", "os.environ", "os.environ.get"})
 # a test module: by its name, or a module of a tests/ folder
-_TEST_PATH = re.compile(r"(?:^|/)(?:(?:tests?|testing)/[^/]*|test_[^/]*|[^/]*_test|conftest)\.pyi?$")
+_TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing)/|(?:^|/)(?:test_[^/]*|[^/]*_test|conftest)\.pyi?$")
 _LAZY = ("query on first use instead: a `functools.cache` function called where the value is needed (or a module"
          " global filled on the first call)")
 
@@ -41,7 +42,7 @@ class DeviceQueryAtImport(VendorRule):
     CODE = "ROC712"
     NAME = "device-query-at-import"
     SUMMARY = "A device query initialises the GPU runtime at import, or before the visible devices are set."
-    TRIGGERS = tuple(sorted({n.rsplit(".", 1)[-1] for n in _QUERIES})) + ("import",)
+    TRIGGERS = tuple(sorted({n.rsplit(".", 1)[-1] for n in _QUERIES} - {"init"})) + ("cuda.init", "VISIBLE_DEVICES")
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         Two shapes.
@@ -54,7 +55,11 @@ class DeviceQueryAtImport(VendorRule):
         `get_device_name`, `current_device`, `mem_get_info`, `set_device`, `torch.cuda.init`,
         Triton's `triton.runtime.driver.active.get_current_target()` and, for ROCm,
         `torch.cuda.device_count()`. The finding is at the call that runs at import (where a
-        helper does the query, at the helper's call, naming the query).
+        helper does the query, at the helper's call, naming the query). A helper of another
+        module is looked for where the file spells one of those names (the project's own
+        `get_device_capability()` wrapper, say): reading every file of a project for
+        helpers of any name costs a fifth of a lint of the torch package, so a differently
+        named helper of another module is not followed (one of the same module is).
 
         Before the visible devices are set: in one function (or at module level), a device
         query -- the calls above, `torch.cuda.is_available()`, a method of that name on any
@@ -285,16 +290,19 @@ class DeviceQueryAtImport(VendorRule):
 
     @classmethod
     def may_match(cls, facts) -> bool:
-        """A device query the file calls (by name, or a method of that name), a write of the
-        visible devices with a device query, or a call run at import of a project function
-        that the index says queries the device."""
+        """The rule's two shapes, asked of CPython's tree: a call run at import that is a
+        device query or calls a function (of this module, or of the project through the
+        index) that makes one; or a write of the visible devices in a file that makes a
+        device query (by name, or a method of that name)."""
         if facts.tree is None:
             return True
-        if any(facts.calls_to(_QUERIES)) or "get_current_target" in facts.attributes:
+        if not VISIBILITY.isdisjoint(facts.strings) and (
+                any(facts.calls_to(_QUERIES)) or not _QUERY_METHODS.isdisjoint(facts.calls)):
             return True
-        if not VISIBILITY.isdisjoint(facts.strings) and not _QUERY_METHODS.isdisjoint(facts.calls):
-            return True
-        return _imports_a_query(facts)
+        path = (facts.path or "").replace("\\", "/")
+        if _TEST_PATH.search(path) or nvidia_named(path) or path.rsplit("/", 1)[-1] == "setup.py":
+            return False
+        return _import_time_query(facts)
 
     @classmethod
     def reach(cls, facts):
@@ -317,12 +325,13 @@ class DeviceQueryAtImport(VendorRule):
                 for local in list(own.functions) + list(own.classes):
                     if own.effects(local).query is not None:
                         words.add(local)
-                for bound in own.imports:
-                    if bound in facts.calls or bound in facts.names:
-                        full = own.imports[bound]
-                        if full.split(".", 1)[0] not in ("torch", "os", "sys", "functools") \
-                                and index.path_of(full.rpartition(".")[0] or full) is not None:
-                            words.add(bound)  # a project name: a function, or a module of them
+                for bound, full in own.imports.items():
+                    if bound not in facts.names or full.split(".", 1)[0] in ("torch", "os", "sys", "functools"):
+                        continue
+                    if index.path_of(full) is not None:
+                        words.add(bound)  # a module of the project: its functions are called as bound.f()
+                    elif index.path_of(full.rpartition(".")[0]) is not None and index.effects(full).query is not None:
+                        words.add(bound)  # a function of the project that queries the device
             memo = facts.memo["vendor_checks:712:reach"] = frozenset(words)
         return memo
 
@@ -379,19 +388,22 @@ class DeviceQueryAtImport(VendorRule):
         # later ``device_count()`` changes nothing: only a ``_lazy_init()`` query is then news.
         available = False
         for call in _import_time_calls(module.body):
-            if id(call) in self._reported or ROCM not in self.platforms(call):
+            if id(call) in self._reported:
                 continue
             name = self._query(call)
             if name is not None:
+                if ROCM not in self.platforms(call):
+                    continue
                 if name == _effects.IS_AVAILABLE:
                     available = True
                 elif not self._skipped(call) and (name in _effects.LAZY_INIT or not available):
                     self._report_import(call, f"`{_callee(self, call)}()`", name)
                 continue
             found = self._helper_effects(call.func)
-            site = found.init or (found.query if found.query is not None
-                                  and found.query.what == _effects.DEVICE_COUNT and not available else None)
-            if found.query is not None and found.query.what == _effects.IS_AVAILABLE:
+            if found.query is None or ROCM not in self.platforms(call):
+                continue
+            site = found.init or (found.query if found.query.what == _effects.DEVICE_COUNT and not available else None)
+            if found.query.what == _effects.IS_AVAILABLE:
                 available = True
             if site is None or self._skipped(call):
                 continue
@@ -604,7 +616,7 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(current.children)
+        stack.extend(_children(current))
 
 
 def _has_main_guard(module: cst.Module) -> bool:
@@ -656,7 +668,7 @@ def _import_time_calls(body) -> Iterator[cst.Call]:
             yield from _calls_in(stmt)
             continue
         # a compound statement: its header, then its blocks
-        for child in stmt.children:
+        for child in _children(stmt):
             if isinstance(child, (cst.IndentedBlock, cst.SimpleStatementSuite)):
                 yield from _import_time_calls(_block(child))
             elif isinstance(child, (cst.Else, cst.Finally)):
@@ -692,7 +704,7 @@ def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
             for_in = current.for_in
             stack.append(for_in.iter)
             continue
-        stack.extend(reversed(list(current.children)))
+        stack.extend(reversed(_children(current)))
 
 
 def _bodies(module: cst.Module) -> Iterator[cst.CSTNode]:
@@ -705,10 +717,9 @@ def _bodies(module: cst.Module) -> Iterator[cst.CSTNode]:
             yield node
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             stack.extend(_block(node.body))
-        elif isinstance(node, cst.BaseCompoundStatement):
-            stack.extend(c for c in node.children if isinstance(c, cst.CSTNode))
-        elif isinstance(node, (cst.IndentedBlock, cst.Else, cst.Finally, cst.ExceptHandler)):
-            stack.extend(c for c in node.children if isinstance(c, cst.CSTNode))
+        elif isinstance(node, (cst.BaseCompoundStatement, cst.IndentedBlock, cst.Else, cst.Finally,
+                               cst.ExceptHandler)):
+            stack.extend(_children(node))
 
 
 def _own_nodes(scope: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -721,7 +732,7 @@ def _own_nodes(scope: cst.CSTNode) -> Iterator[cst.CSTNode]:
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         yield node
-        stack.extend(reversed(list(node.children)))
+        stack.extend(reversed(_children(node)))
 
 
 def _callee(rule: VendorRule, call: cst.Call) -> str:
@@ -737,30 +748,43 @@ def _ast_name(spelled: str) -> ast.AST:
     return node
 
 
-def _imports_a_query(facts) -> bool:
-    """Does a call run at import (module level, class bodies: CPython's tree) call a function
-    of another module of the project that, through the index, queries the device?"""
-    index = facts.index
-    if index is None or facts.tree is None or not facts.path:
-        return False
-    memo = facts.memo.get("vendor_checks:imports_a_query")
+def _import_time_query(facts) -> bool:
+    """Is a call run at import (module level, class bodies, decorators, defaults: CPython's
+    tree) a device query, or a call of a function of this module or of the project that,
+    through its calls, makes one?"""
+    memo = facts.memo.get("vendor_checks:import_time_query")
     if memo is not None:
         return memo
     found = False
-    name = index.module_name(facts.path) or "__main__"
+    body = getattr(facts.tree, "body", [])
+    if any(isinstance(s, ast.If) and _ast_main_test(s.test) for s in body):
+        facts.memo["vendor_checks:import_time_query"] = False
+        return False  # a script
     own = None
-    for call in _ast_import_time_calls(getattr(facts.tree, "body", [])):
+    index = None
+    for call in _ast_import_time_calls(body):
+        if facts.may_be(call.func, _QUERIES) or (isinstance(call.func, ast.Attribute)
+                                                  and call.func.attr == "get_current_target"):
+            found = True
+            break
         spelled = _dotted_ast(call.func)
         if spelled is None:
             continue
         root = spelled.partition(".")[0]
-        if root not in facts.bindings and not any(
-                isinstance(s, ast.ImportFrom) and s.level for s in getattr(facts.tree, "body", [])):
+        if root in ("torch", "os", "sys", "functools", "logging", "re", "warnings", "typing"):
             continue
         if own is None:
+            from rocmport.analysis.index import ProjectIndex
+
+            index = facts.index if facts.index is not None else ProjectIndex([facts.path] if facts.path else [])
+            name = (index.module_name(facts.path) if facts.path else None) or "__main__"
             own = _effects.ModuleFacts(name, facts.tree, lambda module, level: index.absolute(name, module, level),
                                        index.effects, index.compiler, index.platform_test)
         if root not in own.imports:
+            if "." not in spelled and (root in own.functions or root in own.classes) \
+                    and own.effects(root).query is not None:
+                found = True
+                break
             continue
         full = own.resolve(call.func)
         if full is None or full.split(".", 1)[0] in ("torch", "os", "sys", "functools", "builtins"):
@@ -768,8 +792,13 @@ def _imports_a_query(facts) -> bool:
         if index.effects(full).query is not None:
             found = True
             break
-    facts.memo["vendor_checks:imports_a_query"] = found
+    facts.memo["vendor_checks:import_time_query"] = found
     return found
+
+
+def _ast_main_test(test: ast.AST) -> bool:
+    return isinstance(test, ast.Compare) and any(
+        isinstance(c, ast.Constant) and c.value == "__main__" for c in [test.left, *test.comparators])
 
 
 def _dotted_ast(node: ast.AST) -> Optional[str]:
@@ -784,22 +813,43 @@ def _dotted_ast(node: ast.AST) -> Optional[str]:
 
 
 def _ast_import_time_calls(body) -> Iterator[ast.Call]:
+    """``_import_time_calls`` on CPython's tree (a superset: every branch of a module-level
+    statement, comprehensions' lazy parts too)."""
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for expr in [*stmt.decorator_list, *stmt.args.defaults, *[d for d in stmt.args.kw_defaults if d]]:
-                yield from (n for n in ast.walk(expr) if isinstance(n, ast.Call))
+                yield from _ast_calls(expr)
             continue
         if isinstance(stmt, ast.ClassDef):
-            for expr in [*stmt.decorator_list, *stmt.bases]:
-                yield from (n for n in ast.walk(expr) if isinstance(n, ast.Call))
+            for expr in [*stmt.decorator_list, *stmt.bases, *[k.value for k in stmt.keywords]]:
+                yield from _ast_calls(expr)
             yield from _ast_import_time_calls(stmt.body)
             continue
-        if isinstance(stmt, ast.If):
-            test = stmt.test
-            if isinstance(test, ast.Compare) and any(isinstance(c, ast.Constant) and c.value == "__main__"
-                                                     for c in test.comparators):
-                continue
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Call):
-                yield node
+        if isinstance(stmt, ast.If) and _ast_main_test(stmt.test):
+            continue
+        if isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)) \
+                or type(stmt).__name__ == "TryStar":
+            for name, value in ast.iter_fields(stmt):
+                if isinstance(value, list):
+                    yield from _ast_import_time_calls([v for v in value if isinstance(v, ast.stmt)])
+                    for item in value:
+                        if isinstance(item, ast.excepthandler):
+                            yield from _ast_import_time_calls(item.body)
+                        elif isinstance(item, ast.withitem):
+                            yield from _ast_calls(item.context_expr)
+                elif isinstance(value, ast.expr):
+                    yield from _ast_calls(value)
+            continue
+        yield from _ast_calls(stmt)
 
+
+def _ast_calls(node: ast.AST) -> Iterator[ast.Call]:
+    """The calls under ``node``, not in lambdas or nested definitions."""
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if isinstance(current, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(current, ast.Call):
+            yield current
+        todo.extend(ast.iter_child_nodes(current))
