@@ -24,8 +24,9 @@ _WHAT = {
     "triton-driver": "a call into Triton's driver",
 }
 _ADVICE = {
-    "non-tensor": ("read `torch.cuda.get_device_properties(i)` instead (Dynamo folds it to a constant: `.name`,"
-                   " `.gcnArchName` on ROCm), or compute the value once before the compiled call"),
+    "torch.cuda.get_device_name": ("read `torch.cuda.get_device_properties(i).name` instead (Dynamo folds"
+                                   " `get_device_properties` to a constant), or compute the value once before the"
+                                   " compiled call"),
     "triton-driver": ("read `torch.cuda.get_device_properties(i).gcnArchName` instead (Dynamo folds it to a"
                       " constant), or compute the value once before the compiled call"),
 }
@@ -50,7 +51,8 @@ class CompiledUntraceableCall(GraphBreakRule):
         function does not help: Dynamo ignores the cache and traces the wrapped function's
         body on every compile. Not reported: `torch.cuda.get_device_properties(i)` (with
         `.gcnArchName`, `.major`, `.name`), `get_device_capability()`, `current_device()`,
-        `mem_get_info()` and `is_available()`, which Dynamo traces (it folds them to
+        `mem_get_info()` and `is_available()`, which Dynamo traces without a break (checked
+        on an H100; it folds `get_device_properties`, `is_available` and `current_device` to
         constants); a helper under `@torch.compiler.disable` (an eager island); a call on
         the eager side of `if not torch.compiler.is_compiling():`; code that never runs on
         ROCm.
@@ -77,9 +79,15 @@ class CompiledUntraceableCall(GraphBreakRule):
         `backend="eager"`) and on torch 2.11 on an H100; `functools.lru_cache` changes
         nothing, even with the cache warm: torch 2.13 wraps a cached function in
         `WrapperUserFunctionVariable(value, "__wrapped__")` and traces its body
-        (`torch/_dynamo/variables/builder.py`, with the warning "Dynamo detected a call to
-        a `functools.lru_cache`-wrapped function ... Dynamo ignores the cache wrapper and
-        directly traces the wrapped function").
+        (`torch/_dynamo/variables/builder.py` line 1737, with the warning "Dynamo detected a
+        call to a `functools.lru_cache`-wrapped function ... Dynamo ignores the cache wrapper
+        and directly traces the wrapped function", `variables/functions.py` line 2580). What
+        Dynamo traces instead: `get_device_properties`, `is_available` (and `current_device`,
+        with a guard) are in its `constant_fold_functions` (`torch/_dynamo/variables/torch.py`
+        lines 176-210), so it calls them while tracing and keeps the answer;
+        `device_count`, `get_device_name` and `get_arch_list` are in-graph functions
+        (`torch/_dynamo/trace_rules.py`) that it is not allowed to fold, and their non-tensor
+        result breaks the graph.
 
         ROCm ports add exactly these calls to compiled models: the GPU architecture
         (`gfx942`, `gfx950`) read through amdsmi, `rocminfo` / `rocm_agent_enumerator`, or
@@ -274,7 +282,7 @@ class CompiledUntraceableCall(GraphBreakRule):
             return  # one finding per function: its first such call
         self._functions.add(id(holder))
         what = _WHAT.get(event.kind, "a call")
-        advice = _ADVICE.get(event.kind, _DEFAULT_ADVICE)
+        advice = _ADVICE.get(event.what) or _ADVICE.get(event.kind, _DEFAULT_ADVICE)
         breaks = "the graph breaks " + self.where(event) + " (`torch._dynamo.exc.Unsupported` under `fullgraph=True`)"
         if event.through:
             cached = " (its `functools` cache does not help: Dynamo traces the cached function's body)" \

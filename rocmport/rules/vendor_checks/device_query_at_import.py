@@ -100,18 +100,22 @@ class DeviceQueryAtImport(VendorRule):
         (deepspeedai/DeepSpeed#7918; #8078 removed the import-time
         `get_device_capability()` and `get_device_properties(0)` calls; #7252).
 
-        What each call does, on torch 2.13 (`torch/cuda/__init__.py`) and checked on torch
-        2.11 on an H100 (a query, then `CUDA_VISIBLE_DEVICES=""`, then a tensor on the GPU:
-        it is created only when the runtime was up before): `get_device_properties`
-        (and `get_device_capability` and `get_device_name`, which call it),
-        `current_device`, `mem_get_info`, `set_device` call `_lazy_init()`; Triton's
-        `get_current_target()` initialises it too. `is_available()` calls
-        `torch._C._cuda_getDeviceCount()` (`cudaGetDeviceCount` / `hipGetDeviceCount`),
-        which initialises the driver although `torch.cuda.is_initialized()` stays False,
-        unless `PYTORCH_NVML_BASED_CUDA_CHECK=1`. `device_count()` asks NVML on CUDA and
-        initialises nothing there (checked), but on ROCm it asks the `amdsmi` package
-        (`_device_count_amdsmi`) and, where that package is not installed, falls back to
-        `hipGetDeviceCount`, which initialises HIP: a call that is safe at import on CUDA is
+        What each call does, on torch 2.13 (`torch/cuda/__init__.py`; checked on torch 2.11
+        on an H100: a query, then `CUDA_VISIBLE_DEVICES=""`, then a tensor on the GPU, which
+        is created only when the runtime was up before): `get_device_properties` calls
+        `_lazy_init()` (line 737), and `get_device_capability` and `get_device_name` call it;
+        `current_device` calls `_lazy_init()` (line 1205), `mem_get_info` calls
+        `current_device()` (`torch/cuda/memory.py` line 859), `set_device` initialises the
+        device in C++ (`torch._C._cuda_setDevice`, line 689); Triton's `get_current_target()`
+        initialises it too (checked). `is_available()` returns
+        `torch._C._cuda_getDeviceCount() > 0` (line 188: `cudaGetDeviceCount` /
+        `hipGetDeviceCount`), which initialises the driver although
+        `torch.cuda.is_initialized()` stays False (checked), unless
+        `PYTORCH_NVML_BASED_CUDA_CHECK=1`. `device_count()` asks NVML on CUDA and initialises
+        nothing there (checked), but on ROCm it asks `_device_count_amdsmi()` (line 1167),
+        which returns -1 where the `amdsmi` package cannot be imported (`_HAS_AMDSMI`, line
+        933), and then falls back to `torch._C._cuda_getDeviceCount()` (line 1170):
+        `hipGetDeviceCount`, which initialises HIP. A call that is safe at import on CUDA is
         not on ROCm.
         """
     EXAMPLE = """
