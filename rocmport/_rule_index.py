@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'b8049ae1eda41999a504901e698e1e4c'
+FINGERPRINT = '73ff699e9cfe3b215c44ae60e3d7524b'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -1412,6 +1412,22 @@ RULES = [{'code': 'ROC001',
           '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
           'names\n'
           '        the compiled function, the line where it is compiled and the call chain.\n'
+          '\n'
+          '        Compiled code also includes what a project decorator or helper compiles, in '
+          'this\n'
+          '        module or another one (found through the project index): a function or class\n'
+          "        decorated with a decorator that compiles the function, or the class's "
+          '`forward`\n'
+          '        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper '
+          'that\n'
+          '        compiles its argument is given (`maybe_compile(model)`, '
+          '`CompiledWrapper(Model())`,\n'
+          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+          '        helper is recognised when it calls something named `*compile*` (torch.compile, '
+          'a\n'
+          '        `functools.partial` of it, another such helper), and the file that uses it '
+          'must\n'
+          "        spell `compile` somewhere (the helper's name, an import).\n"
           '        ',
   'why': '\n'
          "        Dynamo cannot trace a tensor's value into Python: it breaks the graph, runs the "
@@ -1442,6 +1458,16 @@ RULES = [{'code': 'ROC001',
          '`@torch.compiler.disable` / `torch._dynamo.disable` (an eager island), and follows only\n'
          'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
          'the compiled function, the line where it is compiled and the call chain.\n'
+         '\n'
+         'Compiled code also includes what a project decorator or helper compiles, in this\n'
+         'module or another one (found through the project index): a function or class\n'
+         "decorated with a decorator that compiles the function, or the class's `forward`\n"
+         '(`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that\n'
+         'compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,\n'
+         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+         'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
+         '`functools.partial` of it, another such helper), and the file that uses it must\n'
+         "spell `compile` somewhere (the helper's name, an import).\n"
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -1495,6 +1521,22 @@ RULES = [{'code': 'ROC001',
           '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
           'names\n'
           '        the compiled function, the line where it is compiled and the call chain.\n'
+          '\n'
+          '        Compiled code also includes what a project decorator or helper compiles, in '
+          'this\n'
+          '        module or another one (found through the project index): a function or class\n'
+          "        decorated with a decorator that compiles the function, or the class's "
+          '`forward`\n'
+          '        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper '
+          'that\n'
+          '        compiles its argument is given (`maybe_compile(model)`, '
+          '`CompiledWrapper(Model())`,\n'
+          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+          '        helper is recognised when it calls something named `*compile*` (torch.compile, '
+          'a\n'
+          '        `functools.partial` of it, another such helper), and the file that uses it '
+          'must\n'
+          "        spell `compile` somewhere (the helper's name, an import).\n"
           '        ',
   'why': '\n'
          '        Dynamo graph-breaks on `print` and on logging calls: the compiled function is '
@@ -1526,6 +1568,16 @@ RULES = [{'code': 'ROC001',
          '`@torch.compiler.disable` / `torch._dynamo.disable` (an eager island), and follows only\n'
          'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
          'the compiled function, the line where it is compiled and the call chain.\n'
+         '\n'
+         'Compiled code also includes what a project decorator or helper compiles, in this\n'
+         'module or another one (found through the project index): a function or class\n'
+         "decorated with a decorator that compiles the function, or the class's `forward`\n"
+         '(`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that\n'
+         'compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,\n'
+         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+         'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
+         '`functools.partial` of it, another such helper), and the file that uses it must\n'
+         "spell `compile` somewhere (the helper's name, an import).\n"
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -1576,6 +1628,22 @@ RULES = [{'code': 'ROC001',
           '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
           'names\n'
           '        the compiled function, the line where it is compiled and the call chain.\n'
+          '\n'
+          '        Compiled code also includes what a project decorator or helper compiles, in '
+          'this\n'
+          '        module or another one (found through the project index): a function or class\n'
+          "        decorated with a decorator that compiles the function, or the class's "
+          '`forward`\n'
+          '        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper '
+          'that\n'
+          '        compiles its argument is given (`maybe_compile(model)`, '
+          '`CompiledWrapper(Model())`,\n'
+          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+          '        helper is recognised when it calls something named `*compile*` (torch.compile, '
+          'a\n'
+          '        `functools.partial` of it, another such helper), and the file that uses it '
+          'must\n'
+          "        spell `compile` somewhere (the helper's name, an import).\n"
           '        ',
   'why': '\n'
          "        Dynamo cannot decide the branch without the tensor's value: it breaks the graph\n"
@@ -1604,6 +1672,16 @@ RULES = [{'code': 'ROC001',
          '`@torch.compiler.disable` / `torch._dynamo.disable` (an eager island), and follows only\n'
          'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
          'the compiled function, the line where it is compiled and the call chain.\n'
+         '\n'
+         'Compiled code also includes what a project decorator or helper compiles, in this\n'
+         'module or another one (found through the project index): a function or class\n'
+         "decorated with a decorator that compiles the function, or the class's `forward`\n"
+         '(`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that\n'
+         'compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,\n'
+         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+         'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
+         '`functools.partial` of it, another such helper), and the file that uses it must\n'
+         "spell `compile` somewhere (the helper's name, an import).\n"
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -1655,6 +1733,22 @@ RULES = [{'code': 'ROC001',
           '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
           'names\n'
           '        the compiled function, the line where it is compiled and the call chain.\n'
+          '\n'
+          '        Compiled code also includes what a project decorator or helper compiles, in '
+          'this\n'
+          '        module or another one (found through the project index): a function or class\n'
+          "        decorated with a decorator that compiles the function, or the class's "
+          '`forward`\n'
+          '        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper '
+          'that\n'
+          '        compiles its argument is given (`maybe_compile(model)`, '
+          '`CompiledWrapper(Model())`,\n'
+          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+          '        helper is recognised when it calls something named `*compile*` (torch.compile, '
+          'a\n'
+          '        `functools.partial` of it, another such helper), and the file that uses it '
+          'must\n'
+          "        spell `compile` somewhere (the helper's name, an import).\n"
           '        ',
   'why': '\n'
          "        The output's shape depends on the tensor's values. Unless\n"
@@ -1690,6 +1784,16 @@ RULES = [{'code': 'ROC001',
          '`@torch.compiler.disable` / `torch._dynamo.disable` (an eager island), and follows only\n'
          'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
          'the compiled function, the line where it is compiled and the call chain.\n'
+         '\n'
+         'Compiled code also includes what a project decorator or helper compiles, in this\n'
+         'module or another one (found through the project index): a function or class\n'
+         "decorated with a decorator that compiles the function, or the class's `forward`\n"
+         '(`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that\n'
+         'compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,\n'
+         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+         'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
+         '`functools.partial` of it, another such helper), and the file that uses it must\n'
+         "spell `compile` somewhere (the helper's name, an import).\n"
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -1770,20 +1874,22 @@ RULES = [{'code': 'ROC001',
           '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
           'names\n'
           '        the compiled function, the line where it is compiled and the call chain.\n'
-          '        \n'
-          '        Compiled code also includes what a project decorator or helper of another '
-          'module\n'
-          '        compiles (found through the project index): a function or class decorated with '
-          'a\n'
-          "        decorator that compiles the function, or the class's `forward`\n"
+          '\n'
+          '        Compiled code also includes what a project decorator or helper compiles, in '
+          'this\n'
+          '        module or another one (found through the project index): a function or class\n'
+          "        decorated with a decorator that compiles the function, or the class's "
+          '`forward`\n'
           '        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper '
           'that\n'
           '        compiles its argument is given (`maybe_compile(model)`, '
           '`CompiledWrapper(Model())`,\n'
-          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). The '
-          'file\n'
-          "        that uses such a helper must spell `compile` somewhere (the helper's name, an\n"
-          '        import): a helper named otherwise is not looked for.\n'
+          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+          '        helper is recognised when it calls something named `*compile*` (torch.compile, '
+          'a\n'
+          '        `functools.partial` of it, another such helper), and the file that uses it '
+          'must\n'
+          "        spell `compile` somewhere (the helper's name, an import).\n"
           '        ',
   'why': '\n'
          '        Dynamo cannot trace into C code it does not know: a ctypes foreign function '
@@ -1875,14 +1981,15 @@ RULES = [{'code': 'ROC001',
          'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
          'the compiled function, the line where it is compiled and the call chain.\n'
          '\n'
-         'Compiled code also includes what a project decorator or helper of another module\n'
-         'compiles (found through the project index): a function or class decorated with a\n'
-         "decorator that compiles the function, or the class's `forward`\n"
+         'Compiled code also includes what a project decorator or helper compiles, in this\n'
+         'module or another one (found through the project index): a function or class\n'
+         "decorated with a decorator that compiles the function, or the class's `forward`\n"
          '(`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that\n'
          'compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,\n'
-         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). The file\n'
-         "that uses such a helper must spell `compile` somewhere (the helper's name, an\n"
-         'import): a helper named otherwise is not looked for.\n'
+         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+         'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
+         '`functools.partial` of it, another such helper), and the file that uses it must\n'
+         "spell `compile` somewhere (the helper's name, an import).\n"
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'

@@ -77,6 +77,8 @@ WORDS = (b"ctypes", b"subprocess", b"os.system", b"popen", b"nvml", b"nvidia_smi
          b"get_device_name", b"get_arch_list", b"get_current_target", b"get_device_propert",
          b"get_device_capability", b"current_device", b"mem_get_info", b"set_device", b"cuda.init")
 _MAX_DEPTH = 6
+# modules whose ``compile`` is not torch's
+_NOT_TORCH = frozenset({"re", "regex", "fnmatch", "glob", "triton", "jax", "numba", "tf", "tensorflow", "ast"})
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,7 @@ class ModuleFacts:
         self.external_compiler = external_compiler
         self._effects: Dict[str, Effects] = {}
         self._active: Set[str] = set()
-        self._compilers: Optional[Dict[str, str]] = None
+        self._compiler_kinds: Dict[str, Optional[str]] = {}
 
     def env(self) -> Env:
         """What the module's names mean as platform tests (``platforms.Env``)."""
@@ -334,46 +336,51 @@ class ModuleFacts:
     def compilers(self) -> Dict[str, str]:
         """name -> "call" | "class" | "factory" for the module's functions, classes and
         partials that compile what they are given (see the module's docstring)."""
-        if self._compilers is None:
-            found: Dict[str, str] = {}
-            self._compilers = found  # a cycle of delegations reads the table as it is so far
-            for name, call in self.partials.items():
-                if call.args and (self.resolve(call.args[0]) or "") in COMPILE:
-                    found[name] = "call"
-            # Only a definition that calls something named ``*compile*`` (torch.compile, a
-            # partial of it, the project's ``maybe_compile``) can compile: the rest are not read.
-            functions = {n: f for n, f in self.functions.items() if self._calls_a_compiler(f)}
-            classes = {n: c for n, c in self.classes.items() if self._calls_a_compiler(c)}
-            for _ in range(3):  # local delegation: a compiler that calls another of the module
-                changed = False
-                for name, node in functions.items():
-                    if name not in found:
-                        kind = self._function_compiles(node)
-                        if kind is not None:
-                            found[name] = kind
-                            changed = True
-                for name, node in classes.items():
-                    if name not in found and self._class_compiles(node):
-                        found[name] = "call"
-                        changed = True
-                if not changed:
-                    break
-        return self._compilers
+        found = {}
+        for name in [*self.partials, *self.functions, *self.classes]:
+            kind = self.compiler(name)
+            if kind is not None:
+                found[name] = kind
+        return found
 
     def compiler(self, name: str) -> Optional[str]:
-        if self._compilers is None:
-            node = self.functions.get(name) or self.classes.get(name)
-            if node is not None and not self._calls_a_compiler(node):
-                return None  # calls nothing that compiles: spares reading the module's other definitions
-        return self.compilers().get(name)
+        """How the module's ``name`` compiles what it is given, computed on first ask (and
+        for the module's other definitions it delegates to): only a definition that calls
+        something named ``*compile*`` (torch.compile, a partial of it, the project's
+        ``maybe_compile``) can compile, so the others are not read."""
+        if name in self._compiler_kinds:
+            return self._compiler_kinds[name]
+        self._compiler_kinds[name] = None  # a cycle of delegations reads None
+        kind: Optional[str] = None
+        call = self.partials.get(name)
+        if call is not None:
+            if call.args and (self.resolve(call.args[0]) or "") in COMPILE:
+                kind = "call"
+        elif name in self.functions:
+            node = self.functions[name]
+            if self._calls_a_compiler(node):
+                kind = self._function_compiles(node)
+        elif name in self.classes:
+            node = self.classes[name]
+            if self._calls_a_compiler(node) and self._class_compiles(node):
+                kind = "call"
+        self._compiler_kinds[name] = kind
+        return kind
 
     def _calls_a_compiler(self, node: ast.AST) -> bool:
+        """Does ``node`` call something that may compile: a name that holds ``compile`` (not
+        ``re.compile``, nor the built-in ``compile``), or a partial of the module?"""
         for sub in walk(node):
             if isinstance(sub, ast.Call):
                 func = sub.func.func if isinstance(sub.func, ast.Call) else sub.func
-                last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-                if "compile" in last.lower() or last in self.partials:
-                    return True
+                if isinstance(func, ast.Attribute):
+                    if "compile" in func.attr.lower() and not (
+                            isinstance(func.value, ast.Name) and func.value.id in _NOT_TORCH):
+                        return True
+                elif isinstance(func, ast.Name):
+                    if func.id in self.partials or ("compile" in func.id.lower() and (
+                            func.id != "compile" or func.id in self.imports)):
+                        return True
         return False
 
     def _compiles_call(self, call: ast.Call) -> Tuple[bool, Optional[ast.AST]]:
@@ -398,7 +405,7 @@ class ModuleFacts:
 
     def _compiler_kind(self, func: ast.AST, name: str) -> Optional[str]:
         if isinstance(func, ast.Name) and func.id not in self.imports:
-            return (self._compilers or {}).get(func.id)
+            return self.compiler(func.id)
         if self.external_compiler is not None and name.split(".", 1)[0] not in ("torch", "functools"):
             return self.external_compiler(name)
         return None

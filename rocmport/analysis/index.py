@@ -132,7 +132,8 @@ class ProjectIndex:
         self._platform_deps: Dict[str, Set[str]] = {}  # module -> the modules its predicates read
         self._inputs: Dict[str, str] = {}  # inventory entry -> digest of its input files
         self._calls: Dict[str, Optional[ModuleFacts]] = {}  # module -> its compilers and effects
-        self._calls_deps: Dict[str, Set[str]] = {}  # module -> the modules its answers read
+        self._calls_deps: Dict[str, Set[str]] = {}  # module -> the "module|name" its answers read
+        self._calls_stack: List[str] = []  # the modules whose answers are being computed
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -476,7 +477,6 @@ class ProjectIndex:
         path = self.path_of(name)
         blob = self._bytes(path) if path else None
         self._calls[name] = None
-        self._calls_deps.setdefault(name, set())
         if not blob:
             return None
         if not (b"compile" in blob or any(word in blob for word in _EFFECT_WORDS)
@@ -486,22 +486,8 @@ class ProjectIndex:
             tree = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        deps = self._calls_deps[name]
-
-        def external(dotted: str, depth: int) -> Effects:
-            module = self._owner(dotted)
-            if module is not None:
-                deps.add(module)
-            return self.effects(dotted, depth)
-
-        def external_compiler(dotted: str) -> Optional[str]:
-            module = self._owner(dotted)
-            if module is not None:
-                deps.add(module)
-            return self.compiler(dotted)
-
         found = self._calls[name] = ModuleFacts(name, tree, lambda module, level: self.absolute(name, module, level),
-                                                external, external_compiler, self.platform_test)
+                                                self.effects, self.compiler, self.platform_test)
         return found
 
     def _parsed_for_reexport(self, name: str, attr: str, blob: Optional[bytes] = None) -> Optional[bool]:
@@ -513,22 +499,18 @@ class ProjectIndex:
                 return None
         return bool(re.search(rb"\bimport\b[^\n]*\b" + re.escape(attr.encode()) + rb"\b", blob)) or None
 
-    def _owner(self, dotted: str) -> Optional[str]:
-        """The project module that ``dotted`` names a top-level name of."""
-        module = dotted.rpartition(".")[0]
-        return module if module and self.path_of(module) is not None else None
-
     def _calls_lookup(self, dotted: str, depth: int):
         """(module facts, name) for an absolute dotted name of the project, following
-        re-exports; None when it is no function or class the index can read."""
+        re-exports; None when it is no function or class the index can read. Each module on
+        the way is a dependency of the answer (``_CALLS`` + "module|name" keys: of the file
+        being linted, and of the answer being computed, ``_calls_stack``)."""
         seen: Set[str] = set()
         while depth <= _MAX_DEPTH and dotted not in seen:
             seen.add(dotted)
             module, _, attr = dotted.rpartition(".")
             if not module or self.path_of(module) is None:
                 return None
-            if self._record is not None:
-                self._record.add(_CALLS + module)
+            self._calls_depend(module, attr)
             facts = self._module_calls(module, attr)
             if facts is None:
                 return None
@@ -537,43 +519,59 @@ class ProjectIndex:
             target = facts.imports.get(attr)
             if target is None:
                 return None
-            self._calls_deps.setdefault(module, set()).add(target.rpartition(".")[0])
             dotted, depth = target, depth + 1
         return None
+
+    def _calls_depend(self, module: str, attr: str) -> None:
+        key = f"{module}|{attr}"
+        if self._record is not None:
+            self._record.add(_CALLS + key)
+        for asking in self._calls_stack:  # a module's answers are computed together: the
+            if asking != module:  # module, not the one name, depends on what they read
+                self._calls_deps.setdefault(asking, set()).add(key)
+
+    def _calls_answer(self, dotted: str, depth: int, what: str):
+        found = self._calls_lookup(dotted, depth)
+        if found is None:
+            return None if what == "compiler" else _NO_EFFECTS
+        facts, attr = found
+        self._calls_stack.append(facts.name)
+        try:
+            return facts.compiler(attr) if what == "compiler" else facts.effects(attr, depth)
+        finally:
+            self._calls_stack.pop()
 
     def compiler(self, dotted: str, depth: int = 0) -> Optional[str]:
         """How the project's function (or class) ``dotted`` compiles what it is given:
         "call", "class", "factory" (``effects.ModuleFacts.compilers``), or None."""
-        found = self._calls_lookup(dotted, depth)
-        return found[0].compiler(found[1]) if found is not None else None
+        return self._calls_answer(dotted, depth, "compiler")
 
     def effects(self, dotted: str, depth: int = 0) -> Effects:
         """What calling the project's function ``dotted`` does (``effects.Effects``)."""
-        found = self._calls_lookup(dotted, depth)
-        return found[0].effects(found[1], depth) if found is not None else _NO_EFFECTS
+        return self._calls_answer(dotted, depth, "effects")
 
-    def _calls_digest(self, name: str) -> str:
-        facts = self._calls.get(name)
-        if facts is None:
-            text = ""
-        else:
-            text = repr((sorted(facts.compilers().items()), sorted(facts.all_effects().items(), key=repr)))
+    def _calls_digest(self, key: str) -> str:
+        """The answers for "module|name": what it compiles, what calling it does."""
+        module, _, attr = key.partition("|")
+        dotted = f"{module}.{attr}"
+        record, self._record = self._record, None  # computing a digest records nothing
+        try:
+            text = repr((self.compiler(dotted), self.effects(dotted)))
+        finally:
+            self._record = record
         return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
-    def _calls_closure(self, names: Set[str]) -> Set[str]:
-        """``names`` and every module their answers read, transitively."""
+    def _calls_closure(self, keys: Set[str]) -> Set[str]:
+        """``keys`` and every "module|name" that the answers of their modules read,
+        transitively."""
         out: Set[str] = set()
-        todo = list(names)
+        todo = list(keys)
         while todo:
-            name = todo.pop()
-            if name in out:
+            key = todo.pop()
+            if key in out:
                 continue
-            out.add(name)
-            facts = self._calls.get(name)
-            if facts is not None:
-                facts.compilers()
-                facts.all_effects()
-            todo.extend(self._calls_deps.get(name, ()))
+            out.add(key)
+            todo.extend(self._calls_deps.get(key.partition("|")[0], ()))
         return out
 
     # -- cache keys: the summaries a file's findings depend on ----------------------------
@@ -587,13 +585,13 @@ class ProjectIndex:
         names, self._record = self._record or set(), None
         calls = {name[len(_CALLS):] for name in names if name.startswith(_CALLS)}
         if calls:
-            names |= {_CALLS + module for module in self._calls_closure(calls)}
+            names |= {_CALLS + key for key in self._calls_closure(calls)}
         out = {}
         for name in sorted(names):
             if name.startswith(_CALLS):
-                module = name[len(_CALLS):]
-                path = self.path_of(module)
-                out[name] = (_hash(self._bytes(path) if path else None), self._calls_digest(module))
+                key = name[len(_CALLS):]
+                path = self.path_of(key.partition("|")[0])
+                out[name] = (_hash(self._bytes(path) if path else None), self._calls_digest(key))
                 continue
             if name.startswith(_INVENTORY):
                 out[name] = (self._inventory_inputs(name), self._inventory_digest(name))
@@ -630,14 +628,12 @@ class ProjectIndex:
                 parts.append(f"{name}:{recorded_digest if same else self._platform_digest(module)}")
                 continue
             if name.startswith(_CALLS):
-                module = name[len(_CALLS):]
-                path = self.path_of(module)
+                key = name[len(_CALLS):]
+                path = self.path_of(key.partition("|")[0])
                 if _hash(self._bytes(path) if path else None) == recorded_hash:
                     parts.append(f"{name}:{recorded_digest}")
                 else:
-                    if self._calls.get(module) is None:
-                        self._module_calls(module, "")
-                    parts.append(f"{name}:{self._calls_digest(module)}")
+                    parts.append(f"{name}:{self._calls_digest(key)}")
                 continue
             path = self.path_of(name)
             blob = self._bytes(path) if path else None
@@ -652,7 +648,7 @@ class ProjectIndex:
 
 _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
 _PLATFORMS = "<platform-tests>:"  # a recorded dependency on a module's platform predicates
-_CALLS = "<calls>:"  # a recorded dependency on a module's compilers and its functions' effects
+_CALLS = "<calls>:"  # a recorded dependency on what a function of a module compiles and does ("module|name")
 # Bytes a module must hold to define a platform predicate that ``platforms.module_tests``
 # reads (a test of torch's, or a name whose words decide).
 PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|cpu|is_available|capability")

@@ -3,7 +3,9 @@
 One pass over a file collects its functions, classes, instance bindings and the regions
 that matter: CUDA-graph captures (``with torch.cuda.graph(...)``, ``capture_begin`` /
 ``capture_end``, ``make_graphed_callables``) and compiled code (``@torch.compile``,
-``f = torch.compile(f)``, compiled module instances). Each region is then followed through
+``f = torch.compile(f)``, compiled module instances, and what a project decorator or helper
+that compiles is given: ``effects.ModuleFacts.compilers``, through the project index for
+another module's). Each region is then followed through
 the calls it makes to functions and methods of the same file (``f()``, ``self.m()``,
 instances of classes defined in the file through ``__call__`` / ``forward``), transitively
 and with a guard against cycles. What the code met on the way does becomes a typed event

@@ -110,4 +110,14 @@ REACH = """
         `@torch.compiler.disable` / `torch._dynamo.disable` (an eager island), and follows only
         the compiled side of an `if torch.compiler.is_compiling():` guard. The message names
         the compiled function, the line where it is compiled and the call chain.
+
+        Compiled code also includes what a project decorator or helper compiles, in this
+        module or another one (found through the project index): a function or class
+        decorated with a decorator that compiles the function, or the class's `forward`
+        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that
+        compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,
+        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a
+        helper is recognised when it calls something named `*compile*` (torch.compile, a
+        `functools.partial` of it, another such helper), and the file that uses it must
+        spell `compile` somewhere (the helper's name, an import).
         """

@@ -56,16 +56,7 @@ class CompiledUntraceableCall(GraphBreakRule):
         constants); a helper under `@torch.compiler.disable` (an eager island); a call on
         the eager side of `if not torch.compiler.is_compiling():`; code that never runs on
         ROCm.
-        """ + REACH + """
-        Compiled code also includes what a project decorator or helper of another module
-        compiles (found through the project index): a function or class decorated with a
-        decorator that compiles the function, or the class's `forward`
-        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that
-        compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,
-        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). The file
-        that uses such a helper must spell `compile` somewhere (the helper's name, an
-        import): a helper named otherwise is not looked for.
-        """
+        """ + REACH
     WHY = """
         Dynamo cannot trace into C code it does not know: a ctypes foreign function gives
         "Unsupported method call" (with `CDLL.__getattr__` in the traced code, Dynamo gives
