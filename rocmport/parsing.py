@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import contextlib
 import gc
 import io
 import re
@@ -25,6 +26,7 @@ from rocmport.analysis import prescan as _prescan
 from rocmport.analysis.metadata import STATS
 from rocmport.rules.base import Rule
 
+from . import process
 from .file_analysis import FileAnalysis
 from .findings import Edit, Finding
 from .reports import unreadable
@@ -250,6 +252,11 @@ class _WhileHeld:
                 self._off()
 
 
+# The two switches below change the whole process while they are held: the cyclic collector
+# paused, and LibCST's validation of its parser's own nodes off. rocmport holds them only in a
+# process that is its own (``rocmport.process``); inside another program it changes nothing.
+
+
 # LibCST validates every node it builds (``CSTNode.__post_init__``), its parser's too, whose
 # output is valid by construction: a fifth of a parse ("PERF: ... avoid validating the tree
 # when parsing a file", LibCST's own note there). While a parse runs, that check is off, where
@@ -268,8 +275,9 @@ _UNVALIDATED = _WhileHeld(lambda: setattr(cst.CSTNode, "__post_init__", _no_vali
 
 
 def libcst_parse(text: str) -> cst.Module:
-    """``libcst.parse_module(text)``, without validating the nodes the parser builds."""
-    if not SKIP_VALIDATION:
+    """``libcst.parse_module(text)``, without validating the nodes the parser builds where the
+    process is rocmport's own (``rocmport.process``)."""
+    if not SKIP_VALIDATION or not process.is_own():
         return cst.parse_module(text)
     with _UNVALIDATED:
         return cst.parse_module(text)
@@ -294,7 +302,13 @@ def _collector_back() -> None:
         gc.enable()
 
 
-collector_paused = _WhileHeld(_collector_off, _collector_back)
+_collector_paused = _WhileHeld(_collector_off, _collector_back)
+
+
+def collector_paused():
+    """The cyclic collector paused while a file is checked, where the process is rocmport's
+    own (``rocmport.process``); elsewhere nothing."""
+    return _collector_paused if process.is_own() else contextlib.nullcontext()
 
 
 # LibCST's native parser holds about 100 kB of working memory per line until it returns (a

@@ -13,30 +13,32 @@ from rocmport.analysis.events import (
     RegionEvent,
 )
 from rocmport.analysis.names import COMPILE_NAMES
+from rocmport.analysis.needs import Call, Decorator, Identifier, Under
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Rule
 
 
 class GraphBreakRule(_regions.RegionRule, Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
-    # torch.compile or torch.compiler.compile, as a decorator or a call, or a project helper
-    # that compiles (``support_compile``, ``maybe_compile(model)``): the code spells
-    # ``compile`` (as part of a name, for a helper), and a module that defines what is
-    # compiled (a function on tensors, a ``torch.nn.Module``) names ``torch``
-    TRIGGERS = ("compile",)
-    WORDS = (("torch",),)
+    # torch.compile or torch.compiler.compile, as a decorator or a call (its first positional
+    # argument: ``_regions.Analysis._mark_compiled``), or a project helper that compiles
+    # (``support_compile``, ``maybe_compile(model)``): of this module or another, so the need
+    # is a name that spells ``compile``, in a module that names torch (what is compiled is a
+    # function on tensors or a ``torch.nn.Module``)
+    NEEDS = (Decorator(*COMPILE_NAMES) | Call(*COMPILE_NAMES, positional=True)
+             | Identifier("compile", part=True) & Under("torch"))
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     REGION = "in_compiled"
 
     @classmethod
     def may_match(cls, facts) -> bool:
-        # Compiled code is a function decorated with torch.compile, or the first positional
-        # argument of a torch.compile call (``_regions.Analysis._mark_compiled``), or what a
-        # project decorator or helper that compiles is given (``effects.ModuleFacts.compilers``).
+        # Hand-written (tests/test_prescan.py HAND_WRITTEN_MAY_MATCH): a name that spells
+        # ``compile`` is everywhere in the torch package; only a decorator or helper that
+        # the index says compiles (``effects.ModuleFacts.compilers``) makes compiled code.
         if facts.decorated_with(COMPILE_NAMES) or any(
                 call.args and not isinstance(call.args[0], ast.Starred) for call in facts.calls_to(COMPILE_NAMES)):
             return True
-        return project_compiles(facts)
+        return cls.NEEDS.holds(facts) and project_compiles(facts)
 
     def hazard(self, node: cst.CSTNode, message: str) -> None:
         """Report ``node`` once: the first event of a node names the shortest chain."""

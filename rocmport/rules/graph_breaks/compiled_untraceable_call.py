@@ -228,7 +228,12 @@ class CompiledUntraceableCall(GraphBreakRule):
                     return x
 
             model = torch.compile(Model())
-            """, line=7),
+            """, line=7, column=14,
+             message="`amdsmi.amdsmi_get_processor_handles()` is an amdsmi call (a ctypes call into libamd_smi), which "
+                     "Dynamo cannot trace (a `functools` cache on the helper does not help: Dynamo traces its body): "
+                     "the graph breaks inside `Model.forward`, compiled at line 16, via arch() "
+                     "(`torch._dynamo.exc.Unsupported` under `fullgraph=True`): compute the value once outside the "
+                     "compiled code (before the first compiled call) and keep it"),
         Case("""
             import torch
 
@@ -236,7 +241,11 @@ class CompiledUntraceableCall(GraphBreakRule):
             def f(x):
                 n = torch.cuda.device_count()
                 return x / n
-            """, line=5),
+            """, line=5, column=9,
+             message="`torch.cuda.device_count()` is a `torch.*` call that returns a non-tensor, which Dynamo cannot "
+                     "trace: the graph breaks inside `f`, compiled at line 3 (`torch._dynamo.exc.Unsupported` under "
+                     "`fullgraph=True`): compute the value once outside the compiled code (before the first compiled "
+                     "call) and keep it"),
         Case("""
             import ctypes
             import torch
@@ -247,7 +256,11 @@ class CompiledUntraceableCall(GraphBreakRule):
             def f(x):
                 _lib.hipDeviceSynchronize()
                 return x
-            """, line=8),
+            """, line=8, column=5,
+             message="`_lib.hipDeviceSynchronize()` is a ctypes foreign-function call, which Dynamo cannot trace: the "
+                     "graph breaks inside `f`, compiled at line 6 (`torch._dynamo.exc.Unsupported` under "
+                     "`fullgraph=True`): compute the value once outside the compiled code (before the first compiled "
+                     "call) and keep it"),
         Case("""
             import torch
             import triton
@@ -256,7 +269,11 @@ class CompiledUntraceableCall(GraphBreakRule):
             def f(x):
                 arch = triton.runtime.driver.active.get_current_target().arch
                 return x * 2 if arch == "gfx942" else x
-            """, line=6),
+            """, line=6, column=12,
+             message="`triton.runtime.driver.active.get_curr...()` is a call into Triton's driver, which Dynamo cannot "
+                     "trace: the graph breaks inside `f`, compiled at line 4 (`torch._dynamo.exc.Unsupported` under "
+                     "`fullgraph=True`): read `torch.cuda.get_device_properties(i).gcnArchName` instead (Dynamo folds "
+                     "it to a constant), or compute the value once before the compiled call"),
     )
 
     def __init__(self, context) -> None:

@@ -14,7 +14,8 @@ import libcst as cst
 
 from rocmport.analysis import effects as _effects
 from rocmport.analysis.names import qualified_names
-from rocmport.analysis.platforms import ROCM
+from rocmport.analysis.needs import Call, Identifier, strings
+from rocmport.analysis.platforms import ROCM, other_accelerator_path
 from rocmport.analysis.syntax import dotted_name, literal_string
 from rocmport.analysis.walk import children as _children
 from rocmport.findings import Applicability
@@ -42,11 +43,14 @@ class DeviceQueryAtImport(VendorRule):
     CODE = "ROC712"
     NAME = "device-query-at-import"
     SUMMARY = "A device query initialises the GPU runtime at import, or before the visible devices are set."
-    # No NEEDS: a finding may sit at a call of the project's own wrapper (a name no Call need
-    # can list), so the text trigger is the queries' names and ``may_match`` asks the index;
-    # the derived ``Call(...)`` need would drop those files, and the whole-file one cost 36 s
-    # of CPU on the torch package where this costs 8 (``benchmarks/bench.py``).
-    TRIGGERS = tuple(sorted({n.rsplit(".", 1)[-1] for n in _QUERIES} - {"init"})) + ("cuda.init", "VISIBLE_DEVICES")
+    # A finding may sit at a call of the project's own wrapper (another module's, a name no
+    # Call need can list): the need is an identifier spelled as a query or a query method
+    # (the wrapper's name, ``p.get_device_name()``) or a call of torch.cuda.init. The derived
+    # ``may_match`` would send every such file to LibCST; the hand-written one asks the index
+    # (36 s of CPU on the torch package for the whole-file prefilter, 8 with this one:
+    # ``benchmarks/bench.py``).
+    NEEDS = (Identifier(*sorted({n.rsplit(".", 1)[-1] for n in _QUERIES} - {"init"} | _QUERY_METHODS))
+             | Call("torch.cuda.init"))
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         Two shapes.
@@ -60,8 +64,9 @@ class DeviceQueryAtImport(VendorRule):
         Triton's `triton.runtime.driver.active.get_current_target()` and, for ROCm,
         `torch.cuda.device_count()`. The finding is at the call that runs at import (where a
         helper does the query, at the helper's call, naming the query). A helper of another
-        module is looked for where the file spells one of those names (the project's own
-        `get_device_capability()` wrapper, say): reading every file of a project for
+        module is looked for where the file's code spells one of those names, or a method of
+        such a name (the project's own `get_device_capability()` wrapper, say; a comment or
+        a string does not count): reading every file of a project for
         helpers of any name costs a fifth of a lint of the torch package, so a differently
         named helper of another module is not followed (one of the same module is).
 
@@ -73,7 +78,8 @@ class DeviceQueryAtImport(VendorRule):
         `setdefault`, `update`, `os.putenv`) on the same path.
 
         Not reported: files named for NVIDIA alone (`gemm_sm90.py`, `nvidia.py`; a file named
-        for ROCm is checked: it runs on ROCm); code under `if __name__ == "__main__":`, in
+        for ROCm is checked: it runs on ROCm) and the modules of another accelerator's backend
+        tree (`backend/_kunlunxin/`, `npu/`: never imported on an AMD GPU); code under `if __name__ == "__main__":`, in
         files that have one, in files that begin with `#!` and in `setup.py` (a script's
         module level is its start, not an import); test files (`test_*.py`, `*_test.py`,
         `conftest.py`, the modules of a `tests/` folder: pytest imports them to collect, and
@@ -266,12 +272,24 @@ class DeviceQueryAtImport(VendorRule):
 
             class Config:
                 arch = _arch()
-            """, line=7),
+            """, line=7, column=12,
+             message="`_arch()` runs when this module is imported and calls `torch.cuda.get_device_properties()` (line "
+                     "4), which initialises the GPU runtime (HIP on ROCm): a launcher or Ray actor that sets "
+                     "`HIP_VISIBLE_DEVICES` / `CUDA_VISIBLE_DEVICES` after the import no longer changes which GPUs the "
+                     "process sees, and `fork()`ed workers cannot use the GPU: query on first use instead: a "
+                     "`functools.cache` function called where the value is needed (or a module global filled on the "
+                     "first call)"),
         Case("""
             import torch
 
             NUM_GPUS = torch.cuda.device_count()
-            """, line=3),
+            """, line=3, column=12,
+             message="`torch.cuda.device_count()` runs when this module is imported and counts the GPUs: on ROCm torch "
+                     "counts them through the `amdsmi` package and, where it is not installed, through "
+                     "`hipGetDeviceCount`, which initialises HIP (on CUDA, NVML counts without initialising anything): "
+                     "a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` / `CUDA_VISIBLE_DEVICES` after the import "
+                     "no longer changes which GPUs the process sees: query on first use instead: a `functools.cache` "
+                     "function called where the value is needed (or a module global filled on the first call)"),
         Case("""
             import os
             import torch
@@ -280,7 +298,12 @@ class DeviceQueryAtImport(VendorRule):
                 def __init__(self):
                     if torch.cuda.is_available() and "AMD" in torch.cuda.get_device_name():
                         os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["ROCR_VISIBLE_DEVICES"]
-            """, line=6, column=12),
+            """, line=6, column=12,
+             message="`torch.cuda.is_available()` initialises the GPU runtime (`cudaGetDeviceCount` / "
+                     "`hipGetDeviceCount`; `torch.cuda.is_initialized()` still says False) before line 7 sets "
+                     "`CUDA_VISIBLE_DEVICES`: the runtime has already read the visible devices, so the new value has no "
+                     "effect in this process (every worker keeps the devices it started with): set the "
+                     "`*_VISIBLE_DEVICES` variables first and query the device after"),
         Case("""
             import os
             from utils import get_torch_device
@@ -288,7 +311,11 @@ class DeviceQueryAtImport(VendorRule):
             def init_worker(rank):
                 name = get_torch_device().get_device_name()
                 os.environ.update({"HIP_VISIBLE_DEVICES": str(rank)})
-            """, line=5),
+            """, line=5, column=12,
+             message="`get_torch_device().get_device_name()` queries the device, which initialises the GPU runtime "
+                     "before line 6 sets `HIP_VISIBLE_DEVICES`: the runtime has already read the visible devices, so "
+                     "the new value has no effect in this process (every worker keeps the devices it started with): set "
+                     "the `*_VISIBLE_DEVICES` variables first and query the device after"),
     )
 
     def __init__(self, context):
@@ -304,7 +331,9 @@ class DeviceQueryAtImport(VendorRule):
         device query (by name, or a method of that name)."""
         if facts.tree is None:
             return True
-        if not VISIBILITY.isdisjoint(facts.strings) and (
+        if not cls.NEEDS.holds(facts) or other_accelerator_path(facts.path or ""):
+            return False
+        if not VISIBILITY.isdisjoint(strings(facts)) and (
                 any(facts.calls_to(_QUERIES)) or not _QUERY_METHODS.isdisjoint(facts.calls)):
             return True
         path = (facts.path or "").replace("\\", "/")
@@ -348,13 +377,13 @@ class DeviceQueryAtImport(VendorRule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         path = self.context.path or ""
-        if self.context.facts is None or nvidia_named(path):
+        if self.context.facts is None or nvidia_named(path) or other_accelerator_path(path):
             return
         script = (_has_main_guard(original_node) or self.context.text.startswith("#!")
                   or path.replace("\\", "/").rsplit("/", 1)[-1] == "setup.py")
         if not script and not _TEST_PATH.search(path.replace("\\", "/")):
             self._import_time(original_node)
-        if not VISIBILITY.isdisjoint(self.context.facts.strings):
+        if not VISIBILITY.isdisjoint(strings(self.context.facts)):
             self._before_visibility(original_node)
 
     # -- the project's facts (this module from its tree, others through the index) ---------
