@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '3f4db47d1a6942cba23c20ea9590d69f'
+FINGERPRINT = '36576bda374e58227079347d61d44603'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -1499,7 +1499,9 @@ RULES = [{'code': 'ROC001',
           'a\n'
           '        `functools.partial` of it, another such helper), and the file that uses it '
           'must\n'
-          "        spell `compile` somewhere (the helper's name, an import).\n"
+          "        spell `compile` in a name (the helper's, an import's; a comment or a string "
+          'does not\n'
+          '        count).\n'
           '        ',
   'why': '\n'
          "        Dynamo cannot trace a tensor's value into Python: it breaks the graph, runs the "
@@ -1539,7 +1541,8 @@ RULES = [{'code': 'ROC001',
          '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
          'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
          '`functools.partial` of it, another such helper), and the file that uses it must\n'
-         "spell `compile` somewhere (the helper's name, an import).\n"
+         "spell `compile` in a name (the helper's, an import's; a comment or a string does not\n"
+         'count).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -1608,7 +1611,9 @@ RULES = [{'code': 'ROC001',
           'a\n'
           '        `functools.partial` of it, another such helper), and the file that uses it '
           'must\n'
-          "        spell `compile` somewhere (the helper's name, an import).\n"
+          "        spell `compile` in a name (the helper's, an import's; a comment or a string "
+          'does not\n'
+          '        count).\n'
           '        ',
   'why': '\n'
          '        Dynamo graph-breaks on `print` and on logging calls: the compiled function is '
@@ -1649,7 +1654,8 @@ RULES = [{'code': 'ROC001',
          '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
          'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
          '`functools.partial` of it, another such helper), and the file that uses it must\n'
-         "spell `compile` somewhere (the helper's name, an import).\n"
+         "spell `compile` in a name (the helper's, an import's; a comment or a string does not\n"
+         'count).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -1715,7 +1721,9 @@ RULES = [{'code': 'ROC001',
           'a\n'
           '        `functools.partial` of it, another such helper), and the file that uses it '
           'must\n'
-          "        spell `compile` somewhere (the helper's name, an import).\n"
+          "        spell `compile` in a name (the helper's, an import's; a comment or a string "
+          'does not\n'
+          '        count).\n'
           '        ',
   'why': '\n'
          "        Dynamo cannot decide the branch without the tensor's value: it breaks the graph\n"
@@ -1753,7 +1761,8 @@ RULES = [{'code': 'ROC001',
          '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
          'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
          '`functools.partial` of it, another such helper), and the file that uses it must\n'
-         "spell `compile` somewhere (the helper's name, an import).\n"
+         "spell `compile` in a name (the helper's, an import's; a comment or a string does not\n"
+         'count).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -1820,7 +1829,9 @@ RULES = [{'code': 'ROC001',
           'a\n'
           '        `functools.partial` of it, another such helper), and the file that uses it '
           'must\n'
-          "        spell `compile` somewhere (the helper's name, an import).\n"
+          "        spell `compile` in a name (the helper's, an import's; a comment or a string "
+          'does not\n'
+          '        count).\n'
           '        ',
   'why': '\n'
          "        The output's shape depends on the tensor's values. Unless\n"
@@ -1865,7 +1876,8 @@ RULES = [{'code': 'ROC001',
          '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
          'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
          '`functools.partial` of it, another such helper), and the file that uses it must\n'
-         "spell `compile` somewhere (the helper's name, an import).\n"
+         "spell `compile` in a name (the helper's, an import's; a comment or a string does not\n"
+         'count).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -1961,7 +1973,9 @@ RULES = [{'code': 'ROC001',
           'a\n'
           '        `functools.partial` of it, another such helper), and the file that uses it '
           'must\n'
-          "        spell `compile` somewhere (the helper's name, an import).\n"
+          "        spell `compile` in a name (the helper's, an import's; a comment or a string "
+          'does not\n'
+          '        count).\n'
           '        ',
   'why': '\n'
          '        Dynamo cannot trace into C code it does not know: a ctypes foreign function '
@@ -2061,7 +2075,8 @@ RULES = [{'code': 'ROC001',
          '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
          'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
          '`functools.partial` of it, another such helper), and the file that uses it must\n'
-         "spell `compile` somewhere (the helper's name, an import).\n"
+         "spell `compile` in a name (the helper's, an import's; a comment or a string does not\n"
+         'count).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'

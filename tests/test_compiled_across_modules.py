@@ -195,6 +195,61 @@ def test_near_misses_across_modules(tmp_path):
     assert _found(root) == []
 
 
+def test_a_helper_of_another_module_is_followed_where_the_code_spells_its_kind(tmp_path):
+    """Another module's helper is looked for where a name of the file spells ``compile`` (the
+    graph-break rules) or a query's name (ROC712), as ``NEEDS`` declares: a comment or a
+    string that does is not enough, so a differently named helper is not followed there."""
+    util = """\
+        import subprocess
+        import torch
+
+        def jit(fn):
+            return torch.compile(fn)
+
+        def compile_it(fn):
+            return torch.compile(fn)
+
+        def probe():
+            return subprocess.run(["rocminfo"])
+
+        def setup():
+            return torch.cuda.get_device_capability()
+        """
+    quiet = _write(tmp_path / "a", {
+        "pkg/__init__.py": "",
+        "pkg/util.py": util,
+        "pkg/model.py": """\
+            import torch
+            from pkg.util import jit, probe
+
+            @jit  # compiles (a comment does not count)
+            def step(x):
+                probe()
+                return x
+            """,
+        "pkg/config.py": """\
+            from pkg.util import setup
+
+            CAP = setup()  # get_device_capability, through a helper
+            """,
+    })
+    assert _found(quiet) == []
+    spelled = _write(tmp_path / "b", {
+        "pkg/__init__.py": "",
+        "pkg/util.py": util,
+        "pkg/model.py": """\
+            import torch
+            from pkg.util import compile_it, probe
+
+            @compile_it
+            def step(x):
+                probe()
+                return x
+            """,
+    })
+    assert _found(spelled) == [("pkg/model.py", 6, "ROC405")]
+
+
 # -- the cache key follows the helpers -------------------------------------------------------
 
 def test_changing_a_helper_re_lints_its_callers(tmp_path):

@@ -13,7 +13,7 @@ from rocmport.analysis.events import (
     RegionEvent,
 )
 from rocmport.analysis.names import COMPILE_NAMES
-from rocmport.analysis.needs import Call, Decorator, Identifier, Under
+from rocmport.analysis.needs import Call, Decorator, Identifier, Import
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Rule
 
@@ -23,10 +23,10 @@ class GraphBreakRule(_regions.RegionRule, Rule):
     # torch.compile or torch.compiler.compile, as a decorator or a call (its first positional
     # argument: ``_regions.Analysis._mark_compiled``), or a project helper that compiles
     # (``support_compile``, ``maybe_compile(model)``): of this module or another, so the need
-    # is a name that spells ``compile``, in a module that names torch (what is compiled is a
-    # function on tensors or a ``torch.nn.Module``)
+    # is a name that spells ``compile``, in a module that imports torch (what is compiled is
+    # a function on tensors or a ``torch.nn.Module``)
     NEEDS = (Decorator(*COMPILE_NAMES) | Call(*COMPILE_NAMES, positional=True)
-             | Identifier("compile", part=True) & Under("torch"))
+             | Identifier("compile", part=True) & Import("torch"))
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     REGION = "in_compiled"
 
@@ -121,5 +121,6 @@ REACH = """
         `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a
         helper is recognised when it calls something named `*compile*` (torch.compile, a
         `functools.partial` of it, another such helper), and the file that uses it must
-        spell `compile` somewhere (the helper's name, an import).
+        spell `compile` in a name (the helper's, an import's; a comment or a string does not
+        count).
         """
