@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '9773a306fd3d443920e4a80b50fb2ad4'
+FINGERPRINT = '6d1f0a0300b148b25f0271a379823671'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -514,10 +514,25 @@ def is_own_block(text: str, block: Block, options: PreludeOptions) -> bool:
         return same_code(content, render_inline(block.gate, block.parts, opts, define_gate=False,
                                                 torch_name=torch_name, os_name=os_name))
     for define_gate in (True, False):
-        if same_code(content, render_inline(block.gate, block.parts, opts, define_gate=define_gate,
-                                            torch_name=torch_name)):
+        rendered = render_inline(block.gate, block.parts, opts, define_gate=define_gate, torch_name=torch_name)
+        if same_code(content, rendered) or any(same_code(content, rendered.replace(now, before))
+                                               for now, before in _EARLIER_HELPER):
             return True
     return False
+
+
+# What the graph helper said before, in blocks written by an earlier rocmport of the same
+# version (v2): still rocmport's own block, regenerated in the current form. (The capture's
+# two `with` statements became one, ruff's SIM117; `except Exception` became `except
+# RuntimeError`, BLE001: every capture, Dynamo and inductor error is one.)
+_EARLIER_HELPER = ((
+    """            with torch.cuda.device(tensors[0].device), torch.cuda.graph(graph, stream=side):
+                static_out = self.__wrapped__(*static_args, **static_kwargs)
+        except RuntimeError as exc:  # torch's capture, Dynamo and inductor errors all are""",
+    """            with torch.cuda.device(tensors[0].device):
+                with torch.cuda.graph(graph, stream=side):
+                    static_out = self.__wrapped__(*static_args, **static_kwargs)
+        except Exception as exc:"""),)
 
 
 def is_generated_module(data: bytes) -> bool:
@@ -685,10 +700,9 @@ class _RocmportGraphed:
                     static_kwargs[slot] = static
             graph = torch.cuda.CUDAGraph()
             side = self._rocmport_stream(tensors[0].device)
-            with torch.cuda.device(tensors[0].device):
-                with torch.cuda.graph(graph, stream=side):
-                    static_out = self.__wrapped__(*static_args, **static_kwargs)
-        except Exception as exc:
+            with torch.cuda.device(tensors[0].device), torch.cuda.graph(graph, stream=side):
+                static_out = self.__wrapped__(*static_args, **static_kwargs)
+        except RuntimeError as exc:  # torch's capture, Dynamo and inductor errors all are
             self._rocmport_entries[key] = None
             import warnings
 

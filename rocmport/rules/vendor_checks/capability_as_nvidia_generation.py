@@ -12,6 +12,7 @@ from typing import FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from rocmport.analysis import bindings
+from rocmport.analysis.syntax import negated_gate
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
@@ -501,7 +502,7 @@ class CapabilityAsNvidiaGeneration(VendorRule):
         enables = site is not None and self._enables(node) and not any(_raises(g) for g in guarded)
         amd_has = any(mentions(g, _AMD_HAS) for g in guarded)
         if enables and not amd_has and any(mentions(g, NVIDIA_ONLY) for g in guarded):
-            text = f"not {self.context.gate_name} and {self.context.source(node)}"
+            text = f"{negated_gate(self.context.gate_name)} and {self.context.source(node)}"
             parent = self.parent(node)
             if isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.Or):
                 text = f"({text})"
