@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '6d1f0a0300b148b25f0271a379823671'
+FINGERPRINT = 'fb9bdb6f60b7adbc953949efffad3270'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -274,7 +274,16 @@ RULES = [{'code': 'ROC001',
           '`os.getenv("MODE")`,\n'
           '        `cfg.get("mode", "default")`, or a name assigned only such values (a default '
           'that is a\n'
-          '        CUDA-graph mode is reported).\n'
+          '        CUDA-graph mode is reported). Nor a value the project decides where it stores '
+          'it (a\n'
+          '        class attribute or dataclass field `cfg.compile_mode`, an argparse option\n'
+          '        `args.compile_mode`, a module constant, a key of a settings dict; followed '
+          'through the\n'
+          '        files rocmport checks) when every place that decides it holds no CUDA-graph '
+          'mode, is\n'
+          '        gated on ROCm, or holds one that ROC105 gates there: one gate where the value '
+          'is\n'
+          '        decided covers every call that reads it, also those rocmport cannot see.\n'
           '        ',
   'why': '\n'
          '        When the value is "reduce-overhead" or "max-autotune", inductor captures CUDA '
@@ -295,7 +304,12 @@ RULES = [{'code': 'ROC001',
          'value whose default turns no CUDA graphs on, which is what runs unless a user asks\n'
          'for more: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, `os.getenv("MODE")`,\n'
          '`cfg.get("mode", "default")`, or a name assigned only such values (a default that is a\n'
-         'CUDA-graph mode is reported).\n'
+         'CUDA-graph mode is reported). Nor a value the project decides where it stores it (a\n'
+         'class attribute or dataclass field `cfg.compile_mode`, an argparse option\n'
+         '`args.compile_mode`, a module constant, a key of a settings dict; followed through the\n'
+         'files rocmport checks) when every place that decides it holds no CUDA-graph mode, is\n'
+         'gated on ROCm, or holds one that ROC105 gates there: one gate where the value is\n'
+         'decided covers every call that reads it, also those rocmport cannot see.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -329,25 +343,26 @@ RULES = [{'code': 'ROC001',
   'words': []},
  {'code': 'ROC105',
   'name': 'cudagraph-mode-default',
-  'summary': 'A CUDA-graph compile mode stored as a default value (a config field, a parameter '
-             'default).',
+  'summary': 'A CUDA-graph compile mode stored as a default value (a config field, a constant, an '
+             'option).',
   'what': '\n'
           '        The literal "reduce-overhead" or "max-autotune" stored where a compile mode is '
           'kept\n'
-          '        for later: a class attribute or dataclass field, an attribute assignment, a\n'
-          '        module-level constant, a parameter default or a config-dict value whose name '
-          'contains\n'
-          '        "mode". Not flagged: a local variable or a parameter that the same code hands '
-          'to\n'
-          '        `torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, '
-          'comments,\n'
-          '        docstrings, lists of choices or comparisons, and a value whose every reader in '
-          'the\n'
-          '        file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if '
-          'is_rocm\n'
-          "        else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the "
-          'value is\n'
-          '        used, so the finding goes with it.\n'
+          '        for later: a class attribute or dataclass field (`field(default=...)` too), an\n'
+          "        attribute assignment, a module-level constant, an argparse option's default, a\n"
+          '        parameter default or a config-dict value whose name contains "mode". Not '
+          'flagged: a\n'
+          '        local variable or a parameter that the same code hands to '
+          '`torch.compile(mode=...)`\n'
+          '        (ROC104 or ROC101/ROC102 fix those), the text in strings, comments, '
+          'docstrings,\n'
+          '        lists of choices or comparisons, a value already gated on ROCm, and a value '
+          'whose\n'
+          '        every compile call in the file already maps it on ROCm (`mode={...}.get(m, m) '
+          'if\n'
+          '        is_rocm else m`, or runs only off ROCm): the hazard is fixed where the value is '
+          'used,\n'
+          '        so the finding goes with it.\n'
           '        ',
   'why': '\n'
          '        The value ends up in `torch.compile(mode=...)` somewhere else, often in another '
@@ -355,23 +370,24 @@ RULES = [{'code': 'ROC001',
          '        where it turns on CUDA graphs (see ROC101).\n'
          '        ',
   'default_enabled': True,
-  'fix': 'display-only',
+  'fix': 'safe',
   'doc': '# ROC105 cudagraph-mode-default\n'
          '\n'
-         'A CUDA-graph compile mode stored as a default value (a config field, a parameter '
-         'default).\n'
+         'A CUDA-graph compile mode stored as a default value (a config field, a constant, an '
+         'option).\n'
          '\n'
          '## What it finds\n'
          '\n'
          'The literal "reduce-overhead" or "max-autotune" stored where a compile mode is kept\n'
-         'for later: a class attribute or dataclass field, an attribute assignment, a\n'
-         'module-level constant, a parameter default or a config-dict value whose name contains\n'
-         '"mode". Not flagged: a local variable or a parameter that the same code hands to\n'
-         '`torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, comments,\n'
-         'docstrings, lists of choices or comparisons, and a value whose every reader in the\n'
-         'file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if is_rocm\n'
-         "else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the value is\n"
-         'used, so the finding goes with it.\n'
+         'for later: a class attribute or dataclass field (`field(default=...)` too), an\n'
+         "attribute assignment, a module-level constant, an argparse option's default, a\n"
+         'parameter default or a config-dict value whose name contains "mode". Not flagged: a\n'
+         'local variable or a parameter that the same code hands to `torch.compile(mode=...)`\n'
+         '(ROC104 or ROC101/ROC102 fix those), the text in strings, comments, docstrings,\n'
+         'lists of choices or comparisons, a value already gated on ROCm, and a value whose\n'
+         'every compile call in the file already maps it on ROCm (`mode={...}.get(m, m) if\n'
+         'is_rocm else m`, or runs only off ROCm): the hazard is fixed where the value is used,\n'
+         'so the finding goes with it.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -384,14 +400,40 @@ RULES = [{'code': 'ROC001',
          '@dataclass\n'
          'class PolicyConfig:\n'
          '    compile_mode: str = "reduce-overhead"\n'
+         '\n'
+         'def build(model, cfg: PolicyConfig):\n'
+         '    return torch.compile(model, mode=cfg.compile_mode)\n'
          '```\n'
          '\n'
-         '## Fix (display-only)\n'
+         'After `rocmport fix --write`:\n'
          '\n'
-         'Display-only. Changing a default changes saved configurations (they are serialised,\n'
-         'e.g. to a model hub), so rocmport does not rewrite it: gate the value where it is\n'
-         'handed to `torch.compile` (rocmport fixes such call sites as ROC104), or use a\n'
-         'ROCm-aware default such as `"default" if is_rocm else "reduce-overhead"`.\n',
+         '```python\n'
+         '@dataclass\n'
+         'class PolicyConfig:\n'
+         '    compile_mode: str = "default" if is_rocm else "reduce-overhead"\n'
+         '\n'
+         'def build(model, cfg: PolicyConfig):\n'
+         '    return torch.compile(model, mode=cfg.compile_mode)\n'
+         '```\n'
+         '\n'
+         '## Fix (safe)\n'
+         '\n'
+         'Where the value is decided, once: `"default" if is_rocm else "reduce-overhead"` at the\n'
+         'stored literal, which covers every compile call that reads it, also those rocmport\n'
+         'cannot see, and leaves those call sites unchanged (ROC104 does not map a mode that is\n'
+         'decided, and gated, where it is stored). rocmport follows the value through the project\n'
+         '(the files it checks, by the stored name: `cfg.compile_mode`, `cfg["compile_mode"]`,\n'
+         '`args.compile_mode` of an `--compile-mode` option, a constant read by name or as\n'
+         '`mod.NAME`, through a local name, a kwargs dict splatted into the compile call, another\n'
+         'field it is stored into, or a project function that hands it to torch.compile). Safe\n'
+         "where every reader hands it to torch.compile's mode (or only logs or formats it: the\n"
+         'log then shows the ROCm mode); unsafe where it is also read for something else\n'
+         '(compared, returned, passed on), which then sees the ROCm mode on ROCm too: the\n'
+         'message names the place. On NVIDIA the value is the same. Display-only where no\n'
+         'compile call of the project reads it (the value may reach one in a library), and for\n'
+         'a parameter default or a dict under the bare key "mode". A value read from a\n'
+         'configuration file, a saved configuration (a model hub) or the command line is the\n'
+         "user's choice and is not changed; a configuration saved on ROCm records the ROCm mode.\n",
   'triggers': ['reduce-overhead', 'max-autotune'],
   'words': []},
  {'code': 'ROC106',

@@ -85,7 +85,8 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
 
     def run(gate: str) -> Optional[List[Finding]]:
         context = RuleContext(path=path, text=text, module=module, wrapper=wrapper, lines=lines,
-                              gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes),
+                              gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes,
+                                                                   extra={"enabled_for": settings.enabled_codes}),
                               facts=facts, index=index)
         context.quote = style.quote
         context.scopes = ScopeBindings(module, wrapper.parents.get)

@@ -128,6 +128,8 @@ class ProjectIndex:
         self._platform_imports: Dict[str, Dict[str, str]] = {}
         self._platform_deps: Dict[str, Set[str]] = {}  # module -> the modules its predicates read
         self._inputs: Dict[str, str] = {}  # inventory entry -> digest of its input files
+        self._mentions: Dict[str, List[Tuple[str, str, bytes]]] = {}  # word -> the files that hold it
+        self.memo: Dict[object, object] = {}  # what shared analyses (``decisions``) computed once per run
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -345,6 +347,45 @@ class ProjectIndex:
             found = self._inventory[package] = [(module, name, kind) for module, name, kind, _ in self.rocm_tests(package)]
         return found
 
+    def modules_mentioning(self, word: str) -> List[Tuple[str, str, bytes]]:
+        """(module, path, bytes) of every linted file whose bytes hold ``word``, in module
+        order, read once per run. The current file's findings then depend on that list: a
+        file that starts or stops holding the word, or changes, changes its cache key."""
+        if self._record is not None:
+            self._record.add(_MENTIONS + word)
+        return self._mentioning(word)
+
+    def _mentioning(self, word: str) -> List[Tuple[str, str, bytes]]:
+        found = self._mentions.get(word)
+        if found is None:
+            needle = word.encode("utf-8")
+            found = []
+            for path, name in sorted(self._name_of.items(), key=lambda item: item[1]):
+                blob = self._data.get(path)
+                if blob is None:
+                    try:
+                        blob = read_regular(path)
+                    except OSError:
+                        continue
+                if needle in blob:
+                    found.append((name, path, blob))
+            self._mentions[word] = found
+        return found
+
+    def tree(self, name: str, blob: bytes, path: str) -> Optional[ast.AST]:
+        """CPython's tree of a module's bytes (None where it does not parse)."""
+        try:
+            return compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+    def _mentions_inputs(self, entry: str) -> str:
+        found = self._inputs.get(entry)
+        if found is None:
+            parts = [f"{name}:{_hash(blob)}" for name, _, blob in self._mentioning(entry[len(_MENTIONS):])]
+            found = self._inputs[entry] = hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
+        return found
+
     def imported_modules(self, name: str) -> Set[str]:
         """The project modules that importing module ``name`` imports at once: its
         module-level imports (also in ``if``/``try`` blocks, not inside functions) and the
@@ -474,6 +515,10 @@ class ProjectIndex:
             if name.startswith(_INVENTORY):
                 out[name] = (self._inventory_inputs(name), self._inventory_digest(name))
                 continue
+            if name.startswith(_MENTIONS):
+                inputs = self._mentions_inputs(name)
+                out[name] = (inputs, inputs)
+                continue
             if name.startswith(_PLATFORMS):
                 module = name[len(_PLATFORMS):]
                 path = self.path_of(module)
@@ -495,6 +540,9 @@ class ProjectIndex:
         parts = []
         for name in sorted(record):
             recorded_hash, recorded_digest = record[name]
+            if name.startswith(_MENTIONS):
+                parts.append(f"{name}:{self._mentions_inputs(name)}")
+                continue
             if name.startswith(_INVENTORY):
                 same = self._inventory_inputs(name) == recorded_hash
                 parts.append(f"{name}:{recorded_digest if same else self._inventory_digest(name)}")
@@ -517,6 +565,7 @@ class ProjectIndex:
 
 
 _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
+_MENTIONS = "<mentions>:"  # a recorded dependency on the files that hold a word
 _PLATFORMS = "<platform-tests>:"  # a recorded dependency on a module's platform predicates
 # Bytes a module must hold to define a platform predicate that ``platforms.module_tests``
 # reads (a test of torch's, or a name whose words decide).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Dict, Iterator, List, Optional, Set
 
@@ -127,6 +128,11 @@ def _may_hand_on(call: cst.Call) -> bool:
             if literal_string(leaf) in ROCM_MODES or (isinstance(leaf, cst.Name) and leaf.value == "True"):
                 return True
     return False
+
+
+def quote_of(original: str) -> str:
+    """The quote a string literal's source opens with (a gated literal keeps it)."""
+    return _quote(original)
 
 
 _CPU = "cpu"
@@ -440,3 +446,187 @@ def _names_in(target: cst.CSTNode) -> Iterator[str]:
             yield from _names_in(element.value)
     elif isinstance(target, cst.StarredElement):
         yield from _names_in(target.value)
+
+
+# ------------------------------------------------------------------------------------------
+# Fix at the source (issue 29): a mode stored where it is decided, and read by compile calls
+# ------------------------------------------------------------------------------------------
+
+# The places ROC105 gates where they stand, when the name says they hold a mode
+DECLARED = ("class attribute", "attribute", "dict value", "argparse default", "constant")
+
+
+def _is_test_file(rule) -> bool:
+    from rocmport.analysis import testing
+
+    ctx = rule.context
+    return ctx.shared("compile_modes:test_file", lambda c: bool(
+        c.facts is not None and testing.is_test_module(c.facts.tree, c.path)))
+
+
+def stored_decisions(rule, leaf: cst.BaseExpression, depth: int = 0):
+    """The project's decisions of the stored value a mode expression reads (``cfg.compile_mode``,
+    ``cfg["compile_mode"]``, ``cfg.get("compile_mode")``, a module constant of the project, a
+    local assigned once from one of those), else None."""
+    from rocmport.analysis import decisions
+    from rocmport.analysis.resolve import assigned_values, imported_as, module_name, string_subscript
+
+    if isinstance(leaf, cst.Attribute):
+        if _library_object(rule, leaf.value):
+            return None  # an object of a library's class: the library decides its value
+        return decisions.attribute(rule.context, leaf.attr.value)
+    sub = string_subscript(leaf)
+    if sub is not None:
+        return decisions.attribute(rule.context, sub[1])
+    if (isinstance(leaf, cst.Call) and isinstance(leaf.func, cst.Attribute) and leaf.func.attr.value == "get"
+            and leaf.args and literal_string(leaf.args[0].value) is not None and leaf.args[0].keyword is None):
+        return decisions.attribute(rule.context, literal_string(leaf.args[0].value))
+    if isinstance(leaf, cst.Name):
+        facts = rule.context.facts
+        kinds = facts.binding_kinds().get(leaf.value) if facts is not None else None
+        if kinds == {"module"}:  # bound at module level only: a constant of this file (gated or not)
+            return decisions.constant(rule.context, module_name(rule), leaf.value)
+        elif kinds == {"import"}:
+            full = imported_as(rule, leaf.value)
+            if full and "." in full:
+                module, _, name = full.rpartition(".")
+                return decisions.constant(rule.context, module, name)
+        if depth == 0 and hasattr(rule, "parameter_of") and rule.parameter_of(leaf) is None:
+            values = assigned_values(rule, leaf)
+            if len(values) == 1 and isinstance(values[0], (cst.Attribute, cst.Subscript, cst.Call)):
+                return stored_decisions(rule, values[0], depth + 1)
+    return None
+
+
+def _library_object(rule, receiver: cst.BaseExpression) -> bool:
+    """Is ``receiver`` (the ``cfg`` of ``cfg.compile_mode``) known to be an object of a class
+    that no project file defines: a parameter annotated with, or a name assigned a call of, a
+    class imported from outside the project (``TrainingArguments``)? The project's own
+    decisions of the attribute's name are then not the ones that count."""
+    from rocmport.analysis.resolve import assigned_values, imported_as, project_index
+
+    if not isinstance(receiver, cst.Name):
+        return False
+    classes = []
+    found = rule.parameter_of(receiver) if hasattr(rule, "parameter_of") else None
+    if found is not None and found[1].annotation is not None:
+        classes.append(found[1].annotation.annotation)
+    elif found is None:
+        classes += [v.func for v in assigned_values(rule, receiver) if isinstance(v, cst.Call)]
+    index = project_index(rule)
+    for spelled in classes:
+        name = dotted_name(spelled)
+        if name is None:
+            continue
+        root = name.partition(".")[0]
+        full = imported_as(rule, root)
+        if full is None:
+            continue  # defined in this file, or not an import
+        full = full + name[len(root):]
+        module = full
+        while module and index.path_of(module) is None:
+            module = module.rpartition(".")[0]
+        if not module:
+            return True  # imported from no project module
+    return False
+
+
+def _hazard(value) -> bool:
+    return isinstance(value, str) and value in ROCM_MODES
+
+
+def _clean(value) -> bool:
+    return value is None or (isinstance(value, str) and value not in ROCM_MODES)
+
+
+def source_fix(rule, decisions, place) -> Optional[Applicability]:
+    """How ROC105's fix of the stored mode at ``place`` (a hazard literal) applies: SAFE where
+    every reader of the value in the project hands it to torch.compile's mode (or only shows
+    it), and one does; UNSAFE where some reader also uses it for something else; None where
+    none is a mode (nothing proves the value reaches a compile call: display-only), where the
+    name does not say it holds a mode, or the place is not one ROC105 rewrites."""
+    if not place.in_place or "mode" not in decisions.name.lower():
+        return None
+    if decisions.kind == "attribute" and decisions.name.lower() == "mode":
+        return None  # `.mode` and `["mode"]` are read everywhere for other things: no proof by name
+    readers = found_readers(rule, decisions)
+    if not any(r.kind == "mode" for r in readers):
+        return None
+    if all(r.kind in ("mode", "shown") for r in readers):
+        return Applicability.SAFE
+    return Applicability.UNSAFE
+
+
+def found_readers(rule, decisions):
+    """The readers of ``decisions``, "stored" ones followed (``decisions.resolved``), once."""
+    from rocmport.analysis.decisions import resolved
+
+    return rule.context.shared(f"compile_modes:readers:{id(decisions)}", lambda c: resolved(c, decisions))
+
+
+def other_readers(rule, decisions):
+    """(readers that are neither a mode nor shown, readers that are a mode)."""
+    readers = found_readers(rule, decisions)
+    return [r for r in readers if r.kind not in ("mode", "shown")], [r for r in readers if r.kind == "mode"]
+
+
+def _roc105_on(rule, place) -> bool:
+    """Is ROC105 on for the file of ``place``, the place not in NVIDIA-only code, and its line
+    not suppressed (``# noqa``, ``# rocmport: noqa``)?"""
+    from rocmport.suppression import for_python
+
+    enabled_for = rule.context.options.extra.get("enabled_for")
+    if enabled_for is not None and "ROC105" not in enabled_for(place.path):
+        return False
+    if place.nvidia_only:
+        return False
+    if rule.context.path and place.path and os.path.abspath(place.path) == os.path.abspath(rule.context.path):
+        text = rule.context.text
+    else:
+        try:
+            with open(place.path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except OSError:
+            return False
+    return not for_python(text).suppresses("ROC105", place.line)
+
+
+def decided_elsewhere(rule, leaf: cst.BaseExpression) -> bool:
+    """Is the mode that ``leaf`` reads decided where it is stored, and safe there once ROC105
+    has gated it: every place that decides it (a default, a constant, an assignment, a
+    keyword; in a test module only for a compile call in a test) holds no CUDA-graph mode, is
+    gated on ROCm, or holds a CUDA-graph literal that ROC105 rewrites in place (its fix
+    applies: on for that file, not suppressed, safe or unsafe fixes asked for)? Then the call
+    site is left alone: one gate where the value is decided also covers the calls rocmport
+    cannot see."""
+    found = stored_decisions(rule, leaf)
+    if found is None:
+        return False
+    return _decided(rule, found, 0)
+
+
+def _decided(rule, found, depth: int) -> bool:
+    from rocmport.analysis import decisions
+
+    in_test = _is_test_file(rule)
+    places = [p for p in found.places if in_test or not p.test_module]
+    if not any(p.kind in DECLARED and p.value.kind in ("literal", "gated", "constant") for p in places):
+        return False  # nothing in the project decides it (a library's configuration, a file read)
+    unsafe_ok = rule.context.options.unsafe_fixes
+    for place in places:
+        value = place.value
+        if value.kind == "gated" or (value.kind == "literal" and _clean(value.value)):
+            continue
+        if value.kind == "literal" and _hazard(value.value):
+            applies = source_fix(rule, found, place)
+            if applies is not None and (applies is Applicability.SAFE or unsafe_ok) and _roc105_on(rule, place):
+                continue
+            return False
+        if value.kind == "constant" and depth < 2:
+            module, name, literal = value.value
+            if _clean(literal):
+                continue
+            if _hazard(literal) and _decided(rule, decisions.constant(rule.context, module, name), depth + 1):
+                continue
+        return False
+    return True

@@ -14,7 +14,7 @@ from rocmport.findings import Applicability, Fix
 from rocmport.prelude import MODE_MAPPER
 from rocmport.rules.base import Case
 
-from .common import ROCM_MODES, CompileCalls
+from .common import ROCM_MODES, CompileCalls, decided_elsewhere
 
 
 class NonLiteralMode(CompileCalls):
@@ -28,7 +28,12 @@ class NonLiteralMode(CompileCalls):
         value whose default turns no CUDA graphs on, which is what runs unless a user asks
         for more: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, `os.getenv("MODE")`,
         `cfg.get("mode", "default")`, or a name assigned only such values (a default that is a
-        CUDA-graph mode is reported).
+        CUDA-graph mode is reported). Nor a value the project decides where it stores it (a
+        class attribute or dataclass field `cfg.compile_mode`, an argparse option
+        `args.compile_mode`, a module constant, a key of a settings dict; followed through the
+        files rocmport checks) when every place that decides it holds no CUDA-graph mode, is
+        gated on ROCm, or holds one that ROC105 gates there: one gate where the value is
+        decided covers every call that reads it, also those rocmport cannot see.
         """
     WHY = """
         When the value is "reduce-overhead" or "max-autotune", inductor captures CUDA graphs,
@@ -86,6 +91,29 @@ class NonLiteralMode(CompileCalls):
             def build(model, cfg):
                 mode = cfg.get("compile_mode", "default")
                 return torch.compile(model, mode=mode), torch.compile(model, mode=os.getenv("MODE"))
+            """),
+        # decided where it is stored: a default that turns no CUDA graphs on, or one gated there
+        Case("""
+            import torch
+            from dataclasses import dataclass
+
+            @dataclass
+            class RolloutConfig:
+                torch_compile_mode: str = "default"
+
+            def build(policy, cfg: RolloutConfig):
+                return torch.compile(policy, mode=cfg.torch_compile_mode)
+            """),
+        Case("""
+            import torch
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            class Runner:
+                compile_mode = "default" if is_rocm else "reduce-overhead"
+
+                def build(self, model):
+                    return torch.compile(model, mode=self.compile_mode)
             """),
     )
     INVALID = (
@@ -156,6 +184,8 @@ class NonLiteralMode(CompileCalls):
                     continue
                 if self._known_value(leaf):
                     continue
+                if decided_elsewhere(self, leaf):
+                    continue  # decided (and gated by ROC105) where it is stored: one gate covers every reader
                 if isinstance(leaf, cst.Call) and isinstance(leaf.func, cst.Name) and leaf.func.value == MODE_MAPPER:
                     continue
                 source = self.context.source(leaf)

@@ -1,0 +1,254 @@
+"""Fix at the source (issue 29): a compile mode is gated once where the project decides it (a
+config default, a constant, an argparse option), not at every compile call that reads it; the
+call sites change only where the value is decided there. Near misses: a value also read for
+something else, a value decided where the index cannot follow, a place ROC105 may not fix
+(off for that file, suppressed), a test module's value. The fixed package runs the same on the
+NVIDIA path (real torch)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rocmport.cache import Cache
+from rocmport.config import Settings, load_settings
+from rocmport.runner import check_files
+
+from .exec_harness import run_module
+
+CONFIG = """\
+    from dataclasses import dataclass, field
+
+
+    @dataclass
+    class PolicyConfig:
+        compile_model: bool = True
+        compile_mode: str = "max-autotune"
+        n_steps: int = field(default=4)
+    """
+
+MODEL = """\
+    import torch
+
+    from app.config import PolicyConfig
+
+
+    class Policy(torch.nn.Module):
+        def __init__(self, config: PolicyConfig):
+            super().__init__()
+            if config.compile_model:
+                self.sample = torch.compile(self.sample, mode=config.compile_mode)
+                self.forward = torch.compile(self.forward, mode=config.compile_mode)
+
+        def sample(self, x):
+            return x
+    """
+
+
+def _write(root: Path, files: dict) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def _run(root: Path, only=None, fix=True, **settings):
+    files = sorted(str(p) for p in root.rglob("*.py")) if only is None else [str(root / n) for n in only]
+    return list(check_files(files, Settings().with_overrides(**settings) if settings else Settings(), jobs=1,
+                            fix=fix))
+
+
+
+def _fix(root: Path, only=None, **settings) -> dict:
+    """``rocmport fix --write`` over the tree (or the files ``only`` names): what changed."""
+    changed = {}
+    for report in _run(root, only, **settings):
+        assert report.internal_error is None, report.internal_error
+        if report.fixed is not None and report.fixed != report.original:
+            Path(report.path).write_bytes(report.fixed)
+            changed[Path(report.path).relative_to(root).as_posix()] = report.fixed.decode()
+    return changed
+
+
+def _codes(root: Path, only=None, **settings) -> dict:
+    out = {}
+    for report in _run(root, only, fix=False, **settings):
+        assert report.internal_error is None, report.internal_error
+        for f in report.findings:
+            out.setdefault(Path(report.path).relative_to(root).as_posix(), []).append(f.code)
+    return out
+
+
+def _app(tmp_path: Path, **files) -> Path:
+    base = {"app/__init__.py": "", "app/config.py": CONFIG, "app/model.py": MODEL}
+    base.update({f"app/{k}.py": v for k, v in files.items()})
+    return _write(tmp_path, base)
+
+
+def test_a_config_default_is_gated_once_and_the_compile_calls_are_left_alone(tmp_path):
+    root = _app(tmp_path)
+    assert _codes(root) == {"app/config.py": ["ROC105"]}
+    changed = _fix(root)
+    assert list(changed) == ["app/config.py"]
+    assert 'compile_mode: str = "max-autotune-no-cudagraphs" if is_rocm else "max-autotune"' in changed["app/config.py"]
+    assert _codes(root) == {}
+    assert _fix(root) == {}
+
+
+def test_the_message_names_the_compile_calls_in_the_other_module(tmp_path):
+    root = _app(tmp_path)
+    (report,) = [r for r in _run(root, fix=False) if r.path.endswith("config.py")]
+    (finding,) = report.findings
+    assert "the mode torch.compile gets at app/model.py:10 and 1 more" in finding.message
+    assert finding.fix.applicability.value == "safe"
+
+
+@pytest.mark.slow
+def test_the_fixed_package_runs_the_same_on_the_nvidia_path(tmp_path):
+    root = _app(tmp_path)
+    _fix(root)
+    driver = textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {str(root)!r})
+        import torch
+        seen = []
+        torch.compile = lambda fn=None, **kw: seen.append(kw) or fn
+        from app.config import PolicyConfig
+        from app.model import Policy
+        Policy(PolicyConfig())
+        seen.append(PolicyConfig(compile_mode="reduce-overhead").compile_mode)  # a user's choice stays
+        """)
+    assert run_module(driver, rocm=False, probe="seen") == [{"mode": "max-autotune"}] * 2 + ["reduce-overhead"]
+    assert run_module(driver, rocm=True, probe="seen") == [{"mode": "max-autotune-no-cudagraphs"}] * 2 + [
+        "reduce-overhead"]
+
+
+def test_a_value_also_compared_elsewhere_is_fixed_at_the_calls_without_unsafe_fixes(tmp_path):
+    """Gating the default would change `if config.compile_mode == ...` on ROCm too: the source
+    fix is unsafe, so the safe run maps the compile calls as before."""
+    root = _app(tmp_path, train="""\
+        from app.config import PolicyConfig
+
+
+        def warmup_steps(config: PolicyConfig):
+            return 3 if config.compile_mode == "max-autotune" else 1
+        """)
+    codes = _codes(root)
+    assert codes["app/config.py"] == ["ROC105"] and codes["app/model.py"] == ["ROC104", "ROC104"]
+    (config,) = [r for r in _run(root, fix=False) if r.path.endswith("config.py")]
+    assert "it is also compared (app/train.py:5)" in config.findings[0].message
+    assert config.findings[0].fix.applicability.value == "unsafe"
+    changed = _fix(root)
+    assert sorted(changed) == ["app/model.py"]
+    assert "if is_rocm else config.compile_mode" in changed["app/model.py"]
+
+
+def test_with_unsafe_fixes_the_source_is_gated_and_the_calls_left(tmp_path):
+    root = _app(tmp_path, train="""\
+        from app.config import PolicyConfig
+
+
+        def warmup_steps(config: PolicyConfig):
+            return 3 if config.compile_mode == "max-autotune" else 1
+        """)
+    changed = _fix(root, unsafe_fixes=True)
+    assert sorted(changed) == ["app/config.py"]
+
+
+def test_a_value_decided_where_the_index_cannot_follow_is_fixed_at_the_call(tmp_path):
+    """The model module alone: nothing rocmport reads decides `compile_mode` (the config is a
+    library's, or a file not checked): the compile calls are fixed where they are."""
+    root = _app(tmp_path)
+    assert _codes(root, only=["app/model.py"]) == {"app/model.py": ["ROC104", "ROC104"]}
+    changed = _fix(root, only=["app/model.py"])
+    assert sorted(changed) == ["app/model.py"]
+
+
+def test_a_value_no_file_of_the_project_decides_is_fixed_at_the_call(tmp_path):
+    root = _app(tmp_path, model=MODEL.replace("from app.config import PolicyConfig",
+                                              "from transformers import PretrainedConfig as PolicyConfig"))
+    assert _codes(root)["app/model.py"] == ["ROC104", "ROC104"]
+
+
+@pytest.mark.parametrize("how", ["noqa", "ignored"])
+def test_a_place_rocmport_may_not_fix_leaves_the_calls_to_roc104(tmp_path, how):
+    """ROC105 suppressed at the default, or off for its file: nothing would gate the source, so
+    the compile calls are fixed where they are."""
+    config = CONFIG.replace('"max-autotune"', '"max-autotune"  # noqa: ROC105') if how == "noqa" else CONFIG
+    root = _app(tmp_path, config=config)
+    settings = Settings()
+    if how == "ignored":
+        (root / "pyproject.toml").write_text('[tool.rocmport]\nper-file-ignores = { "app/config.py" = ["ROC105"] }\n')
+        settings = load_settings(root)
+    reports = check_files(sorted(str(p) for p in root.rglob("*.py")), settings, jobs=1, fix=False)
+    codes = {Path(r.path).name: [f.code for f in r.findings] for r in reports if r.findings}
+    assert codes == {"model.py": ["ROC104", "ROC104"]}, codes
+
+
+def test_a_test_modules_value_does_not_decide_for_the_library(tmp_path):
+    """`config.compile_mode = COMPILE_MODE` in a test decides the value for that test only: the
+    library's call sites follow the library's default (gated), the test's constant is reported
+    in the test."""
+    root = _app(tmp_path)
+    _write(root, {
+        "tests/__init__.py": "",
+        "tests/test_policy.py": """\
+            import pytest
+
+            from app.config import PolicyConfig
+            from app.model import Policy
+
+            COMPILE_MODE = "reduce-overhead"
+
+
+            def test_compiled():
+                config = PolicyConfig()
+                config.compile_mode = COMPILE_MODE
+                Policy(config)
+            """,
+    })
+    codes = _codes(root)
+    assert "app/model.py" not in codes
+    assert codes["app/config.py"] == ["ROC105"]
+
+
+def test_a_stored_name_is_followed_to_the_field_it_is_stored_into(tmp_path):
+    """`PolicyConfig(compile_mode=DEFAULT_MODE)`: the constant reaches the field, whose every
+    reader is a compile call: the constant is where it is decided."""
+    root = _app(tmp_path, config=CONFIG.replace('"max-autotune"', '"default"'), factory="""\
+        from app.config import PolicyConfig
+
+        DEFAULT_MODE = "max-autotune"
+
+
+        def make():
+            return PolicyConfig(compile_mode=DEFAULT_MODE)
+        """)
+    codes = _codes(root)
+    assert codes == {"app/factory.py": ["ROC105"]}, codes
+    changed = _fix(root)
+    assert sorted(changed) == ["app/factory.py"]
+    assert 'DEFAULT_MODE = "max-autotune-no-cudagraphs" if is_rocm else "max-autotune"' in changed["app/factory.py"]
+
+
+def test_cached_findings_follow_a_reader_added_in_another_module(tmp_path):
+    """The compile calls' findings depend on every file that names the stored value: a
+    comparison added elsewhere makes the source fix unsafe, and the calls are reported again
+    (the lint cache does not keep the old answer)."""
+    root = _app(tmp_path)
+
+    def lint():
+        cache = Cache(tmp_path / "cache", Settings())
+        reports = check_files(sorted(str(p) for p in root.rglob("*.py")), Settings(), jobs=1, fix=False, cache=cache)
+        return {Path(r.path).name: [f.code for f in r.findings] for r in reports if r.findings}
+
+    assert lint() == {"config.py": ["ROC105"]}
+    assert lint() == {"config.py": ["ROC105"]}  # from the cache
+    _write(root, {"app/train.py": """\
+        def steps(config):
+            return 3 if config.compile_mode == "max-autotune" else 1
+        """})
+    assert lint() == {"config.py": ["ROC105"], "model.py": ["ROC104", "ROC104"]}
