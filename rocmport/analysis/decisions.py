@@ -35,6 +35,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from .bindings import dotted, module_imports, resolve_name
 from .platforms import ROCM, Env, classify, cuda_only_package, module_tests
+from .testing import is_test_module
 
 COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
 PARTIAL = frozenset({"functools.partial"})
@@ -62,7 +63,7 @@ class Place:
     column: int  # 0-based, CPython's
     kind: str  # "class attribute" | "attribute" | "key" | "dict value" | "keyword" | "argparse default" | "read default" | "constant"
     value: Value
-    test_module: bool = False  # in a test module (by its path or its pytest/unittest imports)
+    test_module: bool = False  # in a test module (``testing.is_test_module``: by what its code proves)
     nvidia_only: bool = False  # in a module that imports a CUDA-only package unconditionally
 
     @property
@@ -185,8 +186,7 @@ class _Module:
         self.functions = {s.name for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.env = Env(self.imports, {}, index.platform_test if index is not None else None)
         module_tests(body, self.env)
-        self.test_module = _is_test_path(path) or any(
-            full.split(".")[0] in ("pytest", "unittest") for full in self.imports.values())
+        self.test_module = is_test_module(tree, path)
         self.nvidia_only = any(cuda_only_package(full) for s in body if isinstance(s, (ast.Import, ast.ImportFrom))
                                for full in module_imports([s], absolute).values())
 
@@ -393,13 +393,6 @@ def _field_call(call: ast.Call) -> bool:
     """``field(...)``, ``dataclasses.field(...)``, pydantic's ``Field(...)``."""
     spelled = dotted(call.func) or ""
     return spelled.rpartition(".")[2] in ("field", "Field")
-
-
-def _is_test_path(path: str) -> bool:
-    parts = path.replace("\\", "/").split("/")
-    base = parts[-1] if parts else ""
-    return base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py" or any(
-        p in ("tests", "test") for p in parts[:-1])
 
 
 def _argparse_dest(call: ast.Call) -> Optional[str]:

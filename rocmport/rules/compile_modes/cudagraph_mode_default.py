@@ -563,10 +563,13 @@ def _argparse_dest(call: cst.Call) -> Optional[str]:
 
 def _places(rule, readers) -> str:
     """``line 12`` (``modeling.py:443`` in another file) and how many more lines, for a message."""
-    lines = sorted({(reader.path, reader.line) for reader in readers})
+    lines = {(reader.path, reader.line) for reader in readers}
     if not lines:
         return ""
-    first = min(readers, key=lambda r: (r.path, r.line))
+    # the nearest first: this file, then the files of the same directory, and so on up
+    here = os.path.abspath(rule.context.path or "")
+    first = min(readers, key=lambda r: (-len(os.path.commonpath([here, os.path.abspath(r.path)]))
+                                        if os.path.isabs(here) else 0, r.path, r.line))
     here = rule.context.path and os.path.abspath(first.path) == os.path.abspath(rule.context.path)
     where = f"line {first.line}" if here else f"{_short(first.path)}:{first.line}"
     more = len(lines) - 1
