@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'fb9bdb6f60b7adbc953949efffad3270'
+FINGERPRINT = 'ecb96348497c1c0532a962f3b7e6f116'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -151,7 +151,11 @@ RULES = [{'code': 'ROC001',
          "the generated prelude (or a binding of the file's own that means the same). To keep\n"
          'the speed of CUDA graphs on ROCm, capture the compiled function manually\n'
          '(`torch.cuda.graph`), which HIP graphs support. Turn the rule off on stacks where\n'
-         'inductor\'s CUDA graphs work (`ignore = ["ROC101"]`).\n',
+         'inductor\'s CUDA graphs work (`ignore = ["ROC101"]`). A literal handed to the '
+         "project's\n"
+         'own wrapper around torch.compile (a function that hands its parameter to the mode\n'
+         'unchanged) is left where it is when ROC104 maps the mode once inside that wrapper,\n'
+         'for every caller; through `**kwargs` or a partial, each literal is fixed where it is.\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
   'words': []},
  {'code': 'ROC102',
@@ -202,7 +206,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (safe)\n'
          '\n'
          'Safe. `"max-autotune-no-cudagraphs" if is_rocm else "max-autotune"`: unchanged on\n'
-         'NVIDIA; on ROCm the same autotuning, without CUDA graphs.\n',
+         'NVIDIA; on ROCm the same autotuning, without CUDA graphs. A literal handed to the\n'
+         "project's own wrapper around torch.compile is left where it is when ROC104 maps the\n"
+         'mode once inside that wrapper (see ROC101).\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
   'words': []},
  {'code': 'ROC103',
@@ -283,7 +289,15 @@ RULES = [{'code': 'ROC001',
           'mode, is\n'
           '        gated on ROCm, or holds one that ROC105 gates there: one gate where the value '
           'is\n'
-          '        decided covers every call that reads it, also those rocmport cannot see.\n'
+          '        decided covers every call that reads it, also those rocmport cannot see. A '
+          'parameter\n'
+          "        of the project's own wrapper around torch.compile (`def "
+          'compile_with_warmup(fn,\n'
+          "        mode=None)`) is decided by the wrapper's callers in the project: reported, and "
+          'mapped\n'
+          '        there once, when one of them hands it a CUDA-graph mode or a value decided at '
+          'run time\n'
+          '        (the callers are then left alone); not reported when none does.\n'
           '        ',
   'why': '\n'
          '        When the value is "reduce-overhead" or "max-autotune", inductor captures CUDA '
@@ -309,7 +323,11 @@ RULES = [{'code': 'ROC001',
          '`args.compile_mode`, a module constant, a key of a settings dict; followed through the\n'
          'files rocmport checks) when every place that decides it holds no CUDA-graph mode, is\n'
          'gated on ROCm, or holds one that ROC105 gates there: one gate where the value is\n'
-         'decided covers every call that reads it, also those rocmport cannot see.\n'
+         'decided covers every call that reads it, also those rocmport cannot see. A parameter\n'
+         "of the project's own wrapper around torch.compile (`def compile_with_warmup(fn,\n"
+         "mode=None)`) is decided by the wrapper's callers in the project: reported, and mapped\n"
+         'there once, when one of them hands it a CUDA-graph mode or a value decided at run time\n'
+         '(the callers are then left alone); not reported when none does.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'

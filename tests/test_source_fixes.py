@@ -252,3 +252,98 @@ def test_cached_findings_follow_a_reader_added_in_another_module(tmp_path):
             return 3 if config.compile_mode == "max-autotune" else 1
         """})
     assert lint() == {"config.py": ["ROC105"], "model.py": ["ROC104", "ROC104"]}
+
+
+# -- the project's own wrapper around torch.compile ----------------------------------------
+
+UTILS = """\
+    import torch
+
+
+    def compile_with_warmup(fn, mode=None, warmup=1):
+        compiled = torch.compile(fn, mode=mode)
+        for _ in range(warmup):
+            compiled()
+        return compiled
+    """
+
+CALLERS = """\
+    import torch
+
+    from app.utils import compile_with_warmup
+
+
+    def step():
+        return 1
+
+
+    fast = compile_with_warmup(step, mode="reduce-overhead")
+    tuned = compile_with_warmup(step, mode="max-autotune", warmup=2)
+    plain = compile_with_warmup(step)
+    direct = torch.compile(step, mode="reduce-overhead")
+    """
+
+
+def test_the_projects_wrapper_is_gated_once_inside_and_a_direct_call_beside_it_at_its_site(tmp_path):
+    root = _write(tmp_path, {"app/__init__.py": "", "app/utils.py": UTILS, "app/callers.py": CALLERS})
+    found = _codes(root)
+    assert found == {"app/callers.py": ["ROC101"], "app/utils.py": ["ROC104"]}, found
+    changed = _fix(root)
+    assert sorted(changed) == ["app/callers.py", "app/utils.py"]
+    assert '.get(mode, mode) if is_rocm else mode)' in changed["app/utils.py"]
+    callers = changed["app/callers.py"]
+    assert 'fast = compile_with_warmup(step, mode="reduce-overhead")' in callers  # left: the wrapper maps it
+    assert 'direct = torch.compile(step, mode="default" if is_rocm else "reduce-overhead")' in callers
+    assert _codes(root) == {} and _fix(root) == {}
+
+
+@pytest.mark.slow
+def test_the_gated_wrapper_runs_the_same_on_the_nvidia_path(tmp_path):
+    root = _write(tmp_path, {"app/__init__.py": "", "app/utils.py": UTILS, "app/callers.py": CALLERS})
+    _fix(root)
+    driver = textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {str(root)!r})
+        import torch
+        seen = []
+        torch.compile = lambda fn=None, **kw: seen.append(kw.get("mode")) or fn
+        import app.callers
+        """)
+    assert run_module(driver, rocm=False, probe="seen") == ["reduce-overhead", "max-autotune", None, "reduce-overhead"]
+    assert run_module(driver, rocm=True, probe="seen") == ["default", "max-autotune-no-cudagraphs", None, "default"]
+
+
+def test_a_wrapper_that_forwards_kwargs_leaves_the_fix_at_each_caller(tmp_path):
+    """`torch.compile(fn, **kwargs)`: no parameter to map inside; the callers' literals are where
+    the mode is decided."""
+    utils = UTILS.replace("def compile_with_warmup(fn, mode=None, warmup=1):", "def compile_with_warmup(fn, warmup=1, **kwargs):")
+    utils = utils.replace("torch.compile(fn, mode=mode)", "torch.compile(fn, **kwargs)")
+    root = _write(tmp_path, {"app/__init__.py": "", "app/utils.py": utils, "app/callers.py": CALLERS})
+    assert _codes(root) == {"app/callers.py": ["ROC101", "ROC102", "ROC101"]}
+
+
+def test_a_wrapper_no_caller_hands_a_cuda_graph_mode_is_left_alone(tmp_path):
+    callers = CALLERS.replace('fast = compile_with_warmup(step, mode="reduce-overhead")',
+                              'fast = compile_with_warmup(step, mode="default")').replace(
+        'mode="max-autotune", warmup=2', 'mode="max-autotune-no-cudagraphs", warmup=2')
+    root = _write(tmp_path, {"app/__init__.py": "", "app/utils.py": UTILS, "app/callers.py": callers})
+    assert _codes(root) == {"app/callers.py": ["ROC101"]}  # only the direct call
+
+
+def test_a_wrapper_whose_callers_hand_it_a_stored_default_follows_that_default(tmp_path):
+    """`compile_with_warmup(step, mode=cfg.compile_mode)`: the value is decided (and gated by
+    ROC105) where it is stored; the wrapper needs no mapping."""
+    root = _app(tmp_path, utils=UTILS, model=MODEL.replace(
+        "torch.compile(self.sample, mode=config.compile_mode)",
+        "compile_with_warmup(self.sample, mode=config.compile_mode)").replace(
+        "from app.config import PolicyConfig",
+        "from app.config import PolicyConfig\n    from app.utils import compile_with_warmup"))
+    assert _codes(root) == {"app/config.py": ["ROC105"]}
+
+
+def test_with_roc104_off_for_the_wrapper_the_callers_are_fixed(tmp_path):
+    root = _write(tmp_path, {"app/__init__.py": "", "app/utils.py": UTILS, "app/callers.py": CALLERS,
+                             "pyproject.toml": '[tool.rocmport]\nper-file-ignores = { "app/utils.py" = ["ROC104"] }\n'})
+    reports = check_files(sorted(str(p) for p in root.rglob("*.py")), load_settings(root), jobs=1, fix=False)
+    codes = {Path(r.path).name: [f.code for f in r.findings] for r in reports if r.findings}
+    assert codes == {"callers.py": ["ROC101", "ROC102", "ROC101"]}, codes

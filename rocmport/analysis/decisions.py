@@ -152,7 +152,7 @@ def _scans(ctx, name: str, question: str) -> Iterator[Tuple[List[Place], List[Re
             seen_current = True
             if tree is not None:
                 key = repr(("decisions", name, question))
-                yield ctx.shared(key, lambda c: _scan(index, module, path, tree, name, question))
+                yield ctx.shared(key, lambda c: _scan(index, module, path, tree, name, question, True))
             continue
         key = ("decisions", module, name, question, hashlib.blake2b(blob, digest_size=12).hexdigest())
         found = index.memo.get(key)
@@ -164,15 +164,17 @@ def _scans(ctx, name: str, question: str) -> Iterator[Tuple[List[Place], List[Re
     if not seen_current and tree is not None and name in ctx.text:
         # the file's current text (a fix pass may have added the name; a file linted alone)
         key = repr(("decisions", name, question))
-        yield ctx.shared(key, lambda c: _scan(index, current, ctx.path, tree, name, question))
+        yield ctx.shared(key, lambda c: _scan(index, current, ctx.path, tree, name, question, True))
 
 
 class _Module:
     """One module's tree with what reading it needs: parents, imports, local functions, its
     platform tests (for "gated"), the index."""
 
-    def __init__(self, index, module: str, path: str, tree: ast.AST):
+    def __init__(self, index, module: str, path: str, tree: ast.AST, current: bool = False):
         self.index, self.module, self.path, self.tree = index, module, path, tree
+        # the file being linted: its own functions from its current text, not the index's bytes
+        self.own = index.summary(module, tree=tree, path=path) if current and index is not None else None
         self.parents: Dict[ast.AST, ast.AST] = {}
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
@@ -251,6 +253,11 @@ class _Module:
         if full == "warnings.warn" or (isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS
                                        and "log" in (dotted(func.value) or "").lower()):
             return "shown", None
+        if self.own is not None and full is not None and full.startswith(self.module + ".") \
+                and "." not in full[len(self.module) + 1:]:
+            summary = self.own.functions.get(full[len(self.module) + 1:])
+            if summary is not None:
+                return "wrapper", summary
         if full is not None and full.split(".", 1)[0] != "torch" and self.index is not None:
             summary = self.index.function(full)
             if summary is not None:
@@ -405,13 +412,17 @@ def _argparse_dest(call: ast.Call) -> Optional[str]:
     return chosen.replace("-", "_") if chosen else None
 
 
-def _scan(index, module: str, path: str, tree: ast.AST, name: str, question: str) -> Tuple[List[Place], List[Reader]]:
-    m = _Module(index, module, path, tree)
+def _scan(index, module: str, path: str, tree: ast.AST, name: str, question: str,
+          current: bool = False) -> Tuple[List[Place], List[Reader]]:
+    m = _Module(index, module, path, tree, current)
     places: List[Place] = []
     readers: List[Reader] = []
     if question.startswith("constant:"):
         _scan_constant(m, question[len("constant:"):], name, places, readers)
         return places, readers
+    if question.startswith("calls:"):
+        target, _, param = question[len("calls:"):].rpartition(":")
+        return [], _scan_calls(m, target, param, name)
     for node in ast.walk(tree):
         kind = type(node)
         if kind is ast.Attribute and node.attr == name:
@@ -514,3 +525,153 @@ def _scan_constant(m: _Module, module: str, name: str, places: List[Place], read
         elif isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Load) \
                 and dotted(node.value) in module_aliases:
             readers.append(m.reader(node, *m.classify(node)))
+
+
+# ----------------------------------------------------------------------------------------
+# A project function that hands a parameter to torch.compile's mode: its callers, and the
+# compile call inside it
+# ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Argument:
+    """What one call of the project function hands to the parameter."""
+
+    module: str
+    path: str
+    line: int
+    value: Value  # "literal", "gated", "constant" or "unknown"
+    read: Optional[Tuple[str, str]] = None  # ("attribute", name) for `cfg.name`, `cfg["name"]`, `cfg.get("name")`
+    param: Optional[Tuple[str, str, Value]] = None  # the caller's own parameter: (function, name, its default)
+    test_module: bool = False
+
+
+def arguments(ctx, module: str, function: str, param: str) -> List[Argument]:
+    """Every call of ``module.function`` in the project (by a name that resolves to it), with
+    what it hands to ``param``; a call that leaves it out hands the default (not listed)."""
+    out: List[Argument] = []
+    for scan in _scans(ctx, function, f"calls:{module}:{param}"):
+        out += scan[1]
+    return out
+
+
+def forwards(ctx, module: str, function: str, param: str, depth: int = 0) -> Optional[Tuple[str, int]]:
+    """(path, line) of the compile call in ``module.function`` whose mode is ``param`` itself
+    (``torch.compile(fn, mode=param)``, ``list_mode_options(param)``), directly or through
+    another project function it hands the parameter to unchanged; None where the parameter
+    reaches the mode in any other form (a conditional, a rebinding, ``**kwargs``)."""
+    from .index import ProjectIndex
+
+    index = ctx.index if ctx.index is not None else ctx.shared("own_index", lambda c: ProjectIndex([c.path]))
+    key = ("forwards", module, function, param)
+    if key in index.memo:
+        return index.memo[key]
+    index.memo[key] = None  # a cycle reads None
+    found = None
+    path = index.path_of(module)
+    current = index.module_name(ctx.path) or "__main__"
+    tree = None
+    if module == current and ctx.facts is not None:
+        tree, path = ctx.facts.tree, ctx.path
+    elif path is not None:
+        for name, p, blob in index.modules_mentioning(function):
+            if name == module:
+                tree = index.tree(name, blob, p)
+    if tree is not None and depth < _MAX_DEPTH:
+        m = _Module(index, module, path or "", tree, module == current)
+        node = next((s for s in getattr(tree, "body", []) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and s.name == function), None)
+        if node is not None and not _rebinds_param(node, param):
+            for sub in ast.walk(node):
+                if not (isinstance(sub, ast.Name) and sub.id == param and isinstance(sub.ctx, ast.Load)):
+                    continue
+                value, holder = sub, m.parent(sub)
+                while (isinstance(holder, ast.IfExp) and value is not holder.test) or (
+                        isinstance(holder, ast.Call) and value in holder.args and _maps_mode(holder)):
+                    value, holder = holder, m.parent(holder)  # an arm, or the mapping ROC104 wrote
+                call = m.parent(holder) if isinstance(holder, ast.keyword) else holder
+                if not isinstance(call, ast.Call):
+                    continue
+                kind, summary = m.callee(call)
+                if kind == "compile" and isinstance(holder, ast.keyword) and holder.arg == "mode":
+                    found = (m.path, sub.lineno)
+                elif kind == "list_mode_options" and (call.args[:1] == [value] or (
+                        isinstance(holder, ast.keyword) and holder.arg == "mode")):
+                    found = (m.path, sub.lineno)
+                elif kind == "wrapper" and summary is not None:
+                    target = holder.arg if isinstance(holder, ast.keyword) else None
+                    if value is not sub:
+                        continue  # changed on the way: not handed on unchanged
+                    position = None if target is not None else call.args.index(sub) if sub in call.args else None
+                    reached = summary.target(target, position)
+                    inner = (target if target in summary.keywords else None) if target is not None else (
+                        summary.positional[position] if position is not None and position < len(summary.positional)
+                        else None)
+                    if reached == "mode" and inner is not None:
+                        found = forwards(ctx, summary.module, summary.name, inner, depth + 1)
+                if found is not None:
+                    break
+    index.memo[key] = found
+    return found
+
+
+def _rebinds_param(function: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(function))
+
+
+def _scan_calls(m: _Module, target: str, param: str, function: str) -> List[Argument]:
+    out: List[Argument] = []
+    for node in ast.walk(m.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        kind, summary = m.callee(node)
+        if kind != "wrapper" or summary is None or summary.module != target or summary.name != function:
+            continue
+        value = None
+        for k in node.keywords:
+            if k.arg == param:
+                value = k.value
+        if value is None and param in summary.positional:
+            position = summary.positional.index(param)
+            if position < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args[:position + 1]):
+                value = node.args[position]
+        if value is None:
+            if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+                out.append(Argument(m.module, m.path, node.lineno, Value("unknown"), test_module=m.test_module))
+            continue  # the default
+        out.append(_argument(m, node, value))
+    return out
+
+
+def _argument(m: _Module, call: ast.Call, value: ast.AST) -> Argument:
+    read = None
+    if isinstance(value, ast.Attribute):
+        read = ("attribute", value.attr)
+    elif isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and isinstance(value.slice.value, str):
+        read = ("attribute", value.slice.value)
+    elif (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get"
+          and value.args and isinstance(value.args[0], ast.Constant) and isinstance(value.args[0].value, str)):
+        read = ("attribute", value.args[0].value)
+    param = None
+    scope = m.scope_of(call)
+    while isinstance(value, ast.Name) and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        # the parameter of the function the call is in, or of one around it (a closure)
+        if _rebinds_param(scope, value.id) and not _takes(scope, value.id):
+            break
+        if _takes(scope, value.id):
+            if _rebinds_param(scope, value.id):
+                break
+            args = scope.args
+            positional = args.posonlyargs + args.args
+            defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+            defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+            owner = m.scope_of(scope)
+            name = scope.name if isinstance(owner, ast.Module) and not isinstance(scope, ast.Lambda) else ""
+            param = (name, value.id, m.value(defaults[value.id]) if value.id in defaults else Value("unknown"))
+            break
+        scope = m.scope_of(scope)
+    return Argument(m.module, m.path, call.lineno, m.value(value), read, param, m.test_module)
+
+
+def _takes(function: ast.AST, name: str) -> bool:
+    args = function.args
+    return any(a.arg == name for a in args.posonlyargs + args.args + args.kwonlyargs)

@@ -350,6 +350,8 @@ class LiteralMode(CompileCalls):
         for value in self.mode_values(call):
             if value is None:
                 continue
+            if kind == "wrapper" and mapped_inside(self, call, value):
+                continue  # the project's wrapper maps the mode where it calls torch.compile (ROC104)
             for leaf in self.mode_leaves(value):
                 if literal_string(leaf) == self.MODE and not self.in_rocm_branch(leaf) \
                         and not self.in_cpu_branch(leaf):
@@ -376,6 +378,8 @@ class LiteralMode(CompileCalls):
         for param in params(node):
             if (summary.flows.get(param.name.value) == "mode" and param.default is not None
                     and literal_string(param.default) == self.MODE and not self.in_rocm_branch(param.default)):
+                if self._mapped_by_roc104(node, param):
+                    continue  # callers hand CUDA-graph modes too: ROC104 maps them all inside, the default with them
                 rocm = ROCM_MODES[self.MODE]
                 self.report(
                     param.default,
@@ -383,6 +387,24 @@ class LiteralMode(CompileCalls):
                     f' CUDA graphs, which hang or slow down on ROCm' + self._advice(param.default, rocm),
                     fix=self.gated_literal_fix(param.default, rocm, f'Use mode="{rocm}" on ROCm'),
                 )
+
+
+def _mapped_by_roc104_impl(rule, node: cst.FunctionDef, param: cst.Param) -> bool:
+    from rocmport.analysis import decisions
+    from rocmport.analysis.resolve import module_name
+
+    if not isinstance(rule.parent(node), cst.Module):
+        return False
+    module = module_name(rule)
+    if decisions.forwards(rule.context, module, node.name.value, param.name.value) is None:
+        return False
+    enabled_for = rule.context.options.extra.get("enabled_for")
+    if enabled_for is not None and "ROC104" not in enabled_for(rule.context.path):
+        return False
+    return bool(hazards_reaching(rule, module, node.name.value, param.name.value))
+
+
+LiteralMode._mapped_by_roc104 = _mapped_by_roc104_impl
 
 
 def params(node: cst.FunctionDef) -> List[cst.Param]:
@@ -630,3 +652,99 @@ def _decided(rule, found, depth: int) -> bool:
                 continue
         return False
     return True
+
+
+# ------------------------------------------------------------------------------------------
+# The project's own wrapper around torch.compile (issue 29): the mode is gated once inside it
+# ------------------------------------------------------------------------------------------
+
+def wrapper_of(rule, leaf: cst.BaseExpression):
+    """(module, function, parameter, its default) when ``leaf`` (a compile call's mode) is a
+    parameter of a module-level project function that hands it to torch.compile's mode, else
+    None."""
+    from rocmport.analysis.resolve import function_summary, module_name
+
+    found = rule.parameter_of(leaf) if hasattr(rule, "parameter_of") else None
+    if found is None:
+        return None
+    function, param = found
+    if not isinstance(rule.parent(function), cst.Module):
+        return None  # a method or a nested function: its callers are not followed by name
+    summary = function_summary(rule, function)
+    if summary is None or summary.flows.get(param.name.value) != "mode":
+        return None
+    return module_name(rule), function.name.value, param.name.value, param.default
+
+
+def hazards_reaching(rule, module: str, function: str, param: str, depth: int = 0) -> Optional[List[str]]:
+    """Where a CUDA-graph mode (or a value rocmport cannot tell) reaches ``param`` of the
+    project function ``module.function`` from its callers in the project ("a.py:3
+    "reduce-overhead"", "b.py:9 a value decided at run time"); None where no file of the
+    project calls it (its callers are elsewhere). A caller's value that is decided, and gated
+    by ROC105, where it is stored, or a parameter of a calling function whose own callers hand
+    no CUDA-graph mode, is none."""
+    from rocmport.analysis import decisions
+
+    calls = decisions.arguments(rule.context, module, function, param)
+    if not calls:
+        return None
+    out: List[str] = []
+    for arg in calls:
+        where = f"{os.path.basename(arg.path)}:{arg.line}"
+        value = arg.value
+        if value.kind == "gated" or (value.kind == "literal" and _clean(value.value)):
+            continue
+        if value.kind == "literal":
+            out.append(f'{where} "{value.value}"' if _hazard(value.value) else f"{where} {value.value!r}")
+            continue
+        if value.kind == "constant":
+            mod, name, literal = value.value
+            if _clean(literal) or (_hazard(literal) and _decided(rule, decisions.constant(rule.context, mod, name), 1)):
+                continue
+            out.append(f'{where} "{literal}"' if _hazard(literal) else f"{where} {name}")
+            continue
+        if arg.read is not None and _decided(rule, decisions.attribute(rule.context, arg.read[1]), 1):
+            continue
+        if arg.param is not None and depth < 2:
+            caller, name, default = arg.param
+            inner = hazards_reaching(rule, arg.module, caller, name, depth + 1) if caller else None
+            default_ok = default.kind == "gated" or (default.kind == "literal" and _clean(default.value))
+            if default_ok and not inner:
+                continue  # the caller's own parameter, off by default, and no caller of it hands one
+            if default.kind == "literal" and _hazard(default.value):
+                out.append(f'{where} "{default.value}", the default of `{caller or name}`')
+            out.extend(inner or ())
+            if default.kind != "literal" and default.kind != "gated" and inner is None:
+                out.append(f"{where} a value decided at run time")
+            continue
+        out.append(f"{where} a value decided at run time")
+    return out
+
+
+def mapped_inside(rule, call: cst.Call, value: cst.BaseExpression) -> bool:
+    """Does the project function that ``call`` calls hand the argument ``value`` unchanged to
+    a compile call's mode, where ROC104 maps it (on for that file, the line not suppressed):
+    one gate inside the wrapper covers this caller and every other?"""
+    from rocmport.analysis import decisions
+    from rocmport.suppression import for_python
+
+    found = rule.wrapper_parameter(call, value) if hasattr(rule, "wrapper_parameter") else None
+    if found is None or found[1] is None or found[0].kind != "function":
+        return False
+    summary, param = found
+    inside = decisions.forwards(rule.context, summary.module, summary.name, param)
+    if inside is None or not hazards_reaching(rule, summary.module, summary.name, param):
+        return False  # no compile call to map inside, or ROC104 would not map it there
+    path, line = inside
+    enabled_for = rule.context.options.extra.get("enabled_for")
+    if enabled_for is not None and "ROC104" not in enabled_for(path):
+        return False
+    if os.path.abspath(path) == os.path.abspath(rule.context.path or ""):
+        text = rule.context.text
+    else:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except OSError:
+            return False
+    return not for_python(text).suppresses("ROC104", line)

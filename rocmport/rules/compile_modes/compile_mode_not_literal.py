@@ -14,7 +14,7 @@ from rocmport.findings import Applicability, Fix
 from rocmport.prelude import MODE_MAPPER
 from rocmport.rules.base import Case
 
-from .common import ROCM_MODES, CompileCalls, decided_elsewhere
+from .common import ROCM_MODES, CompileCalls, decided_elsewhere, hazards_reaching, mapped_inside, wrapper_of
 
 
 class NonLiteralMode(CompileCalls):
@@ -33,7 +33,11 @@ class NonLiteralMode(CompileCalls):
         `args.compile_mode`, a module constant, a key of a settings dict; followed through the
         files rocmport checks) when every place that decides it holds no CUDA-graph mode, is
         gated on ROCm, or holds one that ROC105 gates there: one gate where the value is
-        decided covers every call that reads it, also those rocmport cannot see.
+        decided covers every call that reads it, also those rocmport cannot see. A parameter
+        of the project's own wrapper around torch.compile (`def compile_with_warmup(fn,
+        mode=None)`) is decided by the wrapper's callers in the project: reported, and mapped
+        there once, when one of them hands it a CUDA-graph mode or a value decided at run time
+        (the callers are then left alone); not reported when none does.
         """
     WHY = """
         When the value is "reduce-overhead" or "max-autotune", inductor captures CUDA graphs,
@@ -117,6 +121,41 @@ class NonLiteralMode(CompileCalls):
             """),
     )
     INVALID = (
+        # the project's own wrapper: mapped once, inside, for every caller that hands it a
+        # CUDA-graph mode (ROC101 leaves those callers; a direct call beside it is its own)
+        Case(
+            """
+            import torch
+
+            def compile_with_warmup(fn, mode=None, warmup=1):
+                compiled = torch.compile(fn, mode=mode)
+                for _ in range(warmup):
+                    compiled()
+                return compiled
+
+            step = compile_with_warmup(lambda: 1, mode="reduce-overhead")
+            """,
+            expected="""
+            import torch
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            def compile_with_warmup(fn, mode=None, warmup=1):
+                compiled = torch.compile(fn, mode={"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(mode, mode) if is_rocm else mode)
+                for _ in range(warmup):
+                    compiled()
+                return compiled
+
+            step = compile_with_warmup(lambda: 1, mode="reduce-overhead")
+            """,
+            line=4,
+            column=39,
+            message=(
+                'mode=mode is what the callers of `compile_with_warmup` hand it (snippet.py:9 "reduce-overhead"); '
+                '"reduce-overhead" and "max-autotune" turn on CUDA graphs, which hang or slow down on ROCm: map it '
+                'here, once for every caller'
+            ),
+        ),
         # near misses of a safe default: a default that is a CUDA-graph mode, an environment
         # variable read without a default through os.environ[...] (it raises when unset: no default)
         Case(
@@ -143,8 +182,8 @@ class NonLiteralMode(CompileCalls):
             line=4,
             column=35,
             message=(
-                'mode=os.environ["COMPILE_MODE"] is decided at run time; if it is "reduce-overhead" or '
-                '"max-autotune", inductor uses CUDA graphs, which hang or slow down on ROCm'
+                'mode=os.environ["COMPILE_MODE"] is decided at run time; if it is "reduce-overhead" or "max-'
+                'autotune", inductor uses CUDA graphs, which hang or slow down on ROCm'
             ),
         ),
         Case(
@@ -164,8 +203,8 @@ class NonLiteralMode(CompileCalls):
             line=3,
             column=38,
             message=(
-                'mode=cfg.compile_mode is decided at run time; if it is "reduce-overhead" or "max-autotune", '
-                'inductor uses CUDA graphs, which hang or slow down on ROCm'
+                'mode=cfg.compile_mode is decided at run time; if it is "reduce-overhead" or "max-autotune", inductor'
+                ' uses CUDA graphs, which hang or slow down on ROCm'
             ),
         ),
     )
@@ -177,12 +216,19 @@ class NonLiteralMode(CompileCalls):
             wrapped = self.wrapper_parameter(call, value)
             if wrapped is not None and wrapped[1] is not None and wrapped[1] not in wrapped[0].defaults:
                 continue  # the project function's own compile call reports its parameter
+            if kind == "wrapper" and mapped_inside(self, call, value):
+                continue  # the project's wrapper maps the mode where it calls torch.compile
             for leaf in self.mode_leaves(value):
                 if literal_string(leaf) is not None or self.in_rocm_branch(leaf) or self.in_cpu_branch(leaf):
                     continue
                 if isinstance(leaf, cst.Name) and leaf.value == "None":
                     continue
-                if self._known_value(leaf):
+                wrapper = wrapper_of(self, leaf)
+                hazards = hazards_reaching(self, *wrapper[:3]) if wrapper is not None else None
+                if hazards is not None:  # the project's own wrapper: what its callers hand it decides
+                    if not hazards:
+                        continue  # no caller in the project hands it a CUDA-graph mode (the default: ROC101/ROC102)
+                elif self._known_value(leaf):
                     continue
                 if decided_elsewhere(self, leaf):
                     continue  # decided (and gated by ROC105) where it is stored: one gate covers every reader
@@ -190,12 +236,14 @@ class NonLiteralMode(CompileCalls):
                     continue
                 source = self.context.source(leaf)
                 shown = source if len(source) <= 40 else source[:37] + "..."
-                self.report(
-                    leaf,
-                    f"mode={shown} is decided at run time; if it is \"reduce-overhead\" or"
-                    f" \"max-autotune\", inductor uses CUDA graphs, which hang or slow down on ROCm",
-                    fix=self._mapped(leaf, source),
-                )
+                message = (f"mode={shown} is decided at run time; if it is \"reduce-overhead\" or"
+                           f" \"max-autotune\", inductor uses CUDA graphs, which hang or slow down on ROCm")
+                if hazards:
+                    more = f" and {len(hazards) - 1} more" if len(hazards) > 1 else ""
+                    message = (f"mode={shown} is what the callers of `{wrapper[1]}` hand it ({hazards[0]}{more});"
+                               f" \"reduce-overhead\" and \"max-autotune\" turn on CUDA graphs, which hang or slow"
+                               f" down on ROCm: map it here, once for every caller")
+                self.report(leaf, message, fix=self._mapped(leaf, source))
 
     def _mapped(self, leaf: cst.BaseExpression, source: str) -> Fix:
         """``mode=m`` -> ``mode={...}.get(m, m) if is_rocm else m``: one expression, no helper.
