@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'ecb96348497c1c0532a962f3b7e6f116'
+FINGERPRINT = '4a5a36e0a6f1ccae58943f6e685bd522'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -2031,7 +2031,13 @@ RULES = [{'code': 'ROC001',
   'what': '\n'
           '        `num_warps=` above 16 in a Triton launch (`kernel[grid](..., num_warps=32)`) or '
           'a\n'
-          '        `triton.Config(..., num_warps=32)`, given as a literal or a constant.\n'
+          '        `triton.Config(..., num_warps=32)`, given as a literal or a constant; and a '
+          'helper\n'
+          "        of a Triton file that decides `num_warps` for its callers' launches and returns "
+          'it\n'
+          '        (`num_warps = 32` in a `calculate_settings(n)` that returns `BLOCK_SIZE, '
+          'num_warps`),\n'
+          '        reported there, where the value is decided, once for every launch.\n'
           '        ',
   'why': '\n'
          '        On AMD a warp is a 64-lane wavefront and a workgroup holds at most 1024 threads, '
@@ -2047,7 +2053,10 @@ RULES = [{'code': 'ROC001',
          '## What it finds\n'
          '\n'
          '`num_warps=` above 16 in a Triton launch (`kernel[grid](..., num_warps=32)`) or a\n'
-         '`triton.Config(..., num_warps=32)`, given as a literal or a constant.\n'
+         '`triton.Config(..., num_warps=32)`, given as a literal or a constant; and a helper\n'
+         "of a Triton file that decides `num_warps` for its callers' launches and returns it\n"
+         '(`num_warps = 32` in a `calculate_settings(n)` that returns `BLOCK_SIZE, num_warps`),\n'
+         'reported there, where the value is decided, once for every launch.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -2072,7 +2081,8 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Safe: the value becomes `16 if is_rocm else <value>`, unchanged on NVIDIA. The number\n'
          'of warps changes speed, not results. A constant that is used for anything other than\n'
-         '`num_warps=` is rewritten only with `--unsafe-fixes`.\n',
+         "`num_warps=` is rewritten only with `--unsafe-fixes`; so is a helper's value that the\n"
+         'helper also computes with before returning it.\n',
   'triggers': ['triton', 'num_warps'],
   'words': []},
  {'code': 'ROC504',

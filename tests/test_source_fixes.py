@@ -347,3 +347,58 @@ def test_with_roc104_off_for_the_wrapper_the_callers_are_fixed(tmp_path):
     reports = check_files(sorted(str(p) for p in root.rglob("*.py")), load_settings(root), jobs=1, fix=False)
     codes = {Path(r.path).name: [f.code for f in r.findings] for r in reports if r.findings}
     assert codes == {"callers.py": ["ROC101", "ROC102", "ROC101"]}, codes
+
+
+# -- a Triton helper that decides num_warps for every launch (ROC503) ------------------------
+
+SETTINGS = """\
+    import triton
+
+
+    def calculate_settings(n):
+        block = triton.next_power_of_2(n)
+        num_warps = 4
+        if block >= 32768:
+            num_warps = 32
+        elif block >= 8192:
+            num_warps = 16
+        return block, num_warps
+    """
+
+
+def test_the_helper_that_decides_num_warps_is_gated_once(tmp_path):
+    root = _write(tmp_path, {"kern/__init__.py": "", "kern/utils.py": SETTINGS, "kern/norm.py": """\
+        import triton
+        import triton.language as tl
+
+        from kern.utils import calculate_settings
+
+
+        @triton.jit
+        def _norm(x, BLOCK: tl.constexpr):
+            pass
+
+
+        def norm(x, n):
+            block, num_warps = calculate_settings(n)
+            _norm[(1,)](x, BLOCK=block, num_warps=num_warps)
+        """})
+    assert _codes(root) == {"kern/utils.py": ["ROC503"]}
+    changed = _fix(root)
+    assert list(changed) == ["kern/utils.py"] and "num_warps = 16 if is_rocm else 32" in changed["kern/utils.py"]
+
+
+@pytest.mark.slow
+def test_the_gated_helper_runs_the_same_on_the_nvidia_path(tmp_path):
+    pytest.importorskip("triton")
+    root = _write(tmp_path, {"kern/__init__.py": "", "kern/utils.py": SETTINGS})
+    _fix(root)
+    driver = textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {str(root)!r})
+        from kern.utils import calculate_settings
+        seen = [calculate_settings(n) for n in (100, 4000, 10000, 40000)]
+        """)
+    nvidia = [[128, 4], [4096, 4], [16384, 16], [65536, 32]]
+    assert run_module(driver, rocm=False, probe="seen") == nvidia
+    assert run_module(driver, rocm=True, probe="seen") == nvidia[:3] + [[65536, 16]]
