@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '4a5a36e0a6f1ccae58943f6e685bd522'
+FINGERPRINT = 'db6918711edd65d2888edf8f74f5c243'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -368,8 +368,10 @@ RULES = [{'code': 'ROC001',
           'kept\n'
           '        for later: a class attribute or dataclass field (`field(default=...)` too), an\n'
           "        attribute assignment, a module-level constant, an argparse option's default, a\n"
-          '        parameter default or a config-dict value whose name contains "mode". Not '
-          'flagged: a\n'
+          '        parameter default, a config-dict value or a test parameter\n'
+          '        (`@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`, on a test or '
+          'its\n'
+          '        class) whose name contains "mode". Not flagged: a\n'
           '        local variable or a parameter that the same code hands to '
           '`torch.compile(mode=...)`\n'
           '        (ROC104 or ROC101/ROC102 fix those), the text in strings, comments, '
@@ -399,7 +401,9 @@ RULES = [{'code': 'ROC001',
          'The literal "reduce-overhead" or "max-autotune" stored where a compile mode is kept\n'
          'for later: a class attribute or dataclass field (`field(default=...)` too), an\n'
          "attribute assignment, a module-level constant, an argparse option's default, a\n"
-         'parameter default or a config-dict value whose name contains "mode". Not flagged: a\n'
+         'parameter default, a config-dict value or a test parameter\n'
+         '(`@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`, on a test or its\n'
+         'class) whose name contains "mode". Not flagged: a\n'
          'local variable or a parameter that the same code hands to `torch.compile(mode=...)`\n'
          '(ROC104 or ROC101/ROC102 fix those), the text in strings, comments, docstrings,\n'
          'lists of choices or comparisons, a value already gated on ROCm, and a value whose\n'
@@ -443,9 +447,11 @@ RULES = [{'code': 'ROC001',
          '(the files it checks, by the stored name: `cfg.compile_mode`, `cfg["compile_mode"]`,\n'
          '`args.compile_mode` of an `--compile-mode` option, a constant read by name or as\n'
          '`mod.NAME`, through a local name, a kwargs dict splatted into the compile call, another\n'
-         'field it is stored into, or a project function that hands it to torch.compile). Safe\n'
-         "where every reader hands it to torch.compile's mode (or only logs or formats it: the\n"
-         'log then shows the ROCm mode); unsafe where it is also read for something else\n'
+         'field it is stored into, or a project function that hands it to torch.compile; for a\n'
+         'test parameter, its reads in the tests it parametrizes). Safe where every reader hands\n'
+         "it to torch.compile's mode, or only logs or formats it (the log then shows the ROCm\n"
+         'mode), tests its truth or compares it with None (a mode and its ROCm form are both\n'
+         'non-empty strings); unsafe where it is also read for something else\n'
          '(compared, returned, passed on), which then sees the ROCm mode on ROCm too: the\n'
          'message names the place. On NVIDIA the value is the same. Display-only where no\n'
          'compile call of the project reads it (the value may reach one in a library), and for\n'

@@ -402,3 +402,62 @@ def test_the_gated_helper_runs_the_same_on_the_nvidia_path(tmp_path):
     nvidia = [[128, 4], [4096, 4], [16384, 16], [65536, 32]]
     assert run_module(driver, rocm=False, probe="seen") == nvidia
     assert run_module(driver, rocm=True, probe="seen") == nvidia[:3] + [[65536, 16]]
+
+
+# -- a test parameter: `@pytest.mark.parametrize("mode", [None, "reduce-overhead"])` ---------
+
+PARAMETRIZED = """\
+    import pytest
+    import torch
+
+
+    @pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+    class TestCompiled:
+        def test_add(self, mode):
+            f = torch.compile(lambda x: x + 1, mode=mode)
+            assert f(1) == 2
+
+        def test_mul(self, mode):
+            g = torch.compile(lambda x: x * 2, mode=mode, fullgraph=mode is not None)
+            assert g(2) == 4
+
+
+    @pytest.mark.parametrize("compile_mode,threads", [(False, None), ("reduce-overhead", 4)])
+    def test_threads(compile_mode, threads):
+        if compile_mode:
+            torch.compile(lambda x: x, mode=compile_mode)
+    """
+
+
+def test_a_parametrized_mode_is_gated_at_the_decorator_once_for_every_test(tmp_path):
+    root = _write(tmp_path, {"tests/test_compiled.py": PARAMETRIZED})
+    assert _codes(root) == {"tests/test_compiled.py": ["ROC105", "ROC105"]}
+    (text,) = _fix(root).values()
+    assert '@pytest.mark.parametrize("mode", [None, "default" if is_rocm else "reduce-overhead"])' in text
+    assert '[(False, None), ("default" if is_rocm else "reduce-overhead", 4)]' in text
+    assert text.count("mode=mode") == 2 and "mode=compile_mode)" in text  # the calls are left alone
+
+
+def test_a_parametrized_mode_also_compared_is_fixed_at_each_call(tmp_path):
+    """`if mode == "reduce-overhead": pytest.skip(...)`: gating the value would change what the
+    test skips on ROCm, so the source fix is unsafe and the calls are mapped."""
+    src = PARAMETRIZED.replace("            assert f(1) == 2",
+                               '            if mode == "reduce-overhead":\n                pytest.skip("slow")\n'
+                               "            assert f(1) == 2")
+    root = _write(tmp_path, {"tests/test_compiled.py": src})
+    codes = _codes(root)["tests/test_compiled.py"]
+    assert codes.count("ROC104") == 2 and codes.count("ROC105") == 2
+
+
+@pytest.mark.slow
+def test_the_gated_parameter_collects_the_same_tests_on_nvidia(tmp_path):
+    root = _write(tmp_path, {"tests/test_compiled.py": PARAMETRIZED})
+    _fix(root)
+    driver = textwrap.dedent(f"""\
+        import runpy
+        import torch
+        ns = runpy.run_path({str(root / "tests" / "test_compiled.py")!r})
+        seen = [ns["TestCompiled"].pytestmark[0].args[1], ns["test_threads"].pytestmark[0].args[1]]
+        """)
+    assert run_module(driver, rocm=False, probe="seen") == [[None, "reduce-overhead"], [[False, None], ["reduce-overhead", 4]]]
+    assert run_module(driver, rocm=True, probe="seen") == [[None, "default"], [[False, None], ["default", 4]]]

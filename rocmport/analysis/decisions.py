@@ -43,6 +43,7 @@ LIST_MODE_OPTIONS = frozenset({"torch._inductor.list_mode_options"})
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log",
                           "warning_once", "info_once"})
 _MAX_DEPTH = 3
+HARMLESS = ("mode", "shown", "truth")  # readers a ROCm form of the mode changes nothing for but the mode
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class Reader:
     path: str
     line: int
     column: int
-    kind: str  # "mode" | "shown" | "stored" | "other"
+    kind: str  # "mode" | "shown" | "truth" | "stored" | "other"
     what: str  # for messages: "torch.compile(mode=...)", "compared", "stored as `x`"
     target: str = ""  # "stored": the attribute, key or keyword it is stored as
 
@@ -127,7 +128,7 @@ def resolved(ctx, decisions: Decisions, depth: int = 0, seen: Optional[Set[str]]
             kind = "other"
             if depth < _MAX_DEPTH and reader.target not in seen:
                 inner = resolved(ctx, attribute(ctx, reader.target), depth + 1, seen)
-                if inner and all(r.kind in ("mode", "shown") for r in inner) and any(r.kind == "mode" for r in inner):
+                if inner and all(r.kind in HARMLESS for r in inner) and any(r.kind == "mode" for r in inner):
                     kind = "mode"
             reader = Reader(reader.module, reader.path, reader.line, reader.column, kind,
                             reader.what if kind == "other" else f"{reader.what}, which reaches torch.compile's mode",
@@ -326,12 +327,21 @@ class _Module:
                 if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     loads = self.local_loads(scope, targets[0].id)
                     kinds = [self.classify(load, depth + 1)[0] for load in loads]
-                    if kinds and all(k in ("mode", "shown") for k in kinds) and "mode" in kinds:
+                    if kinds and all(k in HARMLESS for k in kinds) and "mode" in kinds:
                         return "mode", f"assigned to `{targets[0].id}`, handed to torch.compile's mode", ""
                 return "other", f"assigned to `{targets[0].id}`", ""
             return "other", "assigned", ""
         if isinstance(parent, ast.Compare):
+            others = [parent.left] + parent.comparators
+            if len(others) == 2 and isinstance(parent.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)) and any(
+                    isinstance(o, ast.Constant) and o.value is None for o in others if o is not value):
+                return "truth", "compared with None", ""  # a mode and its ROCm form are both not None
             return "other", "compared", ""
+        if (isinstance(parent, (ast.If, ast.While, ast.Assert, ast.IfExp)) and value is parent.test) or (
+                isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)) or (
+                isinstance(parent, ast.Call) and dotted(parent.func) == "bool" and parent.args == [value]):
+            # a mode and its ROCm form are both non-empty strings: the test does not change
+            return "truth", "tested for truth", ""
         if isinstance(parent, (ast.If, ast.While, ast.Assert)) or isinstance(parent, ast.UnaryOp):
             return "other", "tested", ""
         if isinstance(parent, ast.Return):
@@ -354,7 +364,7 @@ class _Module:
                     if not (isinstance(call, ast.Call) and self.callee(call)[0] == "compile"):
                         return False
                     splats.append(load)
-                elif self.classify(load, depth + 1)[0] != "shown":
+                elif self.classify(load, depth + 1)[0] not in ("shown", "truth"):
                     return False
             return bool(splats)
         return False
@@ -675,3 +685,43 @@ def _argument(m: _Module, call: ast.Call, value: ast.AST) -> Argument:
 def _takes(function: ast.AST, name: str) -> bool:
     args = function.args
     return any(a.arg == name for a in args.posonlyargs + args.args + args.kwonlyargs)
+
+
+# ----------------------------------------------------------------------------------------
+# A test parameter: `@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`
+# ----------------------------------------------------------------------------------------
+
+def parameter(ctx, line: int, param: str) -> Decisions:
+    """The readers of the test parameter ``param`` in the function or class (its methods that
+    take it) defined at ``line`` of the file being linted (where its decorators begin or its
+    ``def``/``class`` stands): what the parametrized values reach."""
+    tree = ctx.facts.tree if ctx.facts is not None else None
+    readers: List[Reader] = []
+    if tree is None:
+        return Decisions(param, [], readers, "parameter")
+    from .index import ProjectIndex
+
+    index = ctx.index if ctx.index is not None else ctx.shared("own_index", lambda c: ProjectIndex([c.path]))
+    module = index.module_name(ctx.path) or "__main__"
+
+    def build(c):
+        return _Module(index, module, c.path, tree, True)
+
+    m = ctx.shared("decisions:module", build)
+    target = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
+                node.lineno == line or any(d.lineno == line for d in node.decorator_list)):
+            target = node
+            break
+    if target is None:
+        return Decisions(param, [], readers, "parameter")
+    functions = [target] if not isinstance(target, ast.ClassDef) else [
+        s for s in target.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and _takes(s, param)]
+    for function in functions:
+        if _rebinds_param(function, param):
+            readers.append(m.reader(function, "other", f"assigned again in `{function.name}`"))
+            continue
+        for load in m.local_loads(function, param):
+            readers.append(m.reader(load, *m.classify(load)))
+    return Decisions(param, [], readers, "parameter")

@@ -11,6 +11,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from rocmport.analysis import gates
+from rocmport.analysis.platforms import ROCM
 from rocmport.analysis import walk as _walk
 from rocmport.analysis.bindings import dotted as _dotted
 from rocmport.analysis.bindings import import_bindings, top_level
@@ -574,7 +575,7 @@ def source_fix(rule, decisions, place) -> Optional[Applicability]:
     readers = found_readers(rule, decisions)
     if not any(r.kind == "mode" for r in readers):
         return None
-    if all(r.kind in ("mode", "shown") for r in readers):
+    if all(r.kind in ("mode", "shown", "truth") for r in readers):
         return Applicability.SAFE
     return Applicability.UNSAFE
 
@@ -589,7 +590,8 @@ def found_readers(rule, decisions):
 def other_readers(rule, decisions):
     """(readers that are neither a mode nor shown, readers that are a mode)."""
     readers = found_readers(rule, decisions)
-    return [r for r in readers if r.kind not in ("mode", "shown")], [r for r in readers if r.kind == "mode"]
+    return ([r for r in readers if r.kind not in ("mode", "shown", "truth")],
+            [r for r in readers if r.kind == "mode"])
 
 
 def _roc105_on(rule, place) -> bool:
@@ -748,3 +750,116 @@ def mapped_inside(rule, call: cst.Call, value: cst.BaseExpression) -> bool:
         except OSError:
             return False
     return not for_python(text).suppresses("ROC104", line)
+
+
+# ------------------------------------------------------------------------------------------
+# A test's parameter (`@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`): the
+# values are decided at the decorator, once for every test method that reads them
+# ------------------------------------------------------------------------------------------
+
+def parametrize_values(rule, holder: cst.CSTNode, name: str) -> Optional[List[cst.BaseExpression]]:
+    """The values ``@<...>.parametrize("name", [...])`` on ``holder`` (a function, or a class
+    whose methods take the parameter) gives ``name``, from a literal list or tuple (a tuple
+    of values per case where several names are parametrized; ``pytest.param(v, ...)``
+    read as ``v``); None where there is no such decorator, or its values are not literal."""
+    for decorator in getattr(holder, "decorators", ()):
+        call = decorator.decorator
+        if not (isinstance(call, cst.Call) and (dotted_name(call.func) or "").endswith("parametrize") and len(call.args) >= 2):
+            continue
+        names = literal_string(call.args[0].value)
+        if names is None:
+            continue
+        names = [n.strip() for n in names.split(",") if n.strip()]
+        if name not in names:
+            continue
+        values = call.args[1].value
+        if not isinstance(values, (cst.List, cst.Tuple)):
+            return None
+        out = []
+        for element in values.elements:
+            value = element.value
+            if isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith(".param"):
+                items = [a.value for a in value.args if a.keyword is None]
+            elif len(names) > 1 and isinstance(value, (cst.List, cst.Tuple)):
+                items = [e.value for e in value.elements]
+            else:
+                items = [value]
+            if len(names) > 1 or isinstance(value, cst.Call):
+                position = names.index(name)
+                if position >= len(items):
+                    return None
+                out.append(items[position])
+            else:
+                out.append(items[0])
+        return out
+    return None
+
+
+def parametrized(rule, leaf: cst.BaseExpression):
+    """(values, the decorated function or class) when ``leaf`` is a test parameter without a
+    default that a ``parametrize`` of its function, or of the class of its method, gives."""
+    found = rule.parameter_of(leaf) if hasattr(rule, "parameter_of") else None
+    if found is None or found[1].default is not None:
+        return None
+    function, param = found
+    holders = [function]
+    block = rule.parent(function)
+    owner = rule.parent(block) if block is not None else None
+    if isinstance(owner, cst.ClassDef):
+        holders.append(owner)
+    for holder in holders:
+        values = parametrize_values(rule, holder, param.name.value)
+        if values is not None:
+            return values, holder
+    return None
+
+
+def parameter_source_fix(rule, holder: cst.CSTNode, name: str) -> Optional[Applicability]:
+    """ROC105's fix of a CUDA-graph mode among the values of the test parameter ``name``:
+    SAFE where every read of the parameter in the test(s) hands it to torch.compile's mode
+    (or shows it), UNSAFE where one also uses it otherwise, None where none is a mode."""
+    from rocmport.analysis import decisions
+
+    if "mode" not in name.lower():
+        return None, None
+    line = rule.context.position(holder).start.line
+    found = rule.context.shared(f"compile_modes:parameter:{line}:{name}",
+                                lambda c: decisions.parameter(c, line, name))
+    return source_fix(rule, found, _InPlace()), found
+
+
+class _InPlace:
+    in_place = True
+
+
+def decided_by_parametrize(rule, leaf: cst.BaseExpression) -> bool:
+    """Is ``leaf`` a test parameter whose every value is no CUDA-graph mode, is gated, or is
+    one that ROC105 gates at the decorator (its fix applies, the line not suppressed)?"""
+    from rocmport.suppression import for_python
+
+    found = parametrized(rule, leaf)
+    if found is None:
+        return False
+    values, holder = found
+    hazards = [v for v in values if literal_string(v) in ROCM_MODES]
+    for value in values:
+        text = literal_string(value)
+        if value in hazards:
+            continue
+        if text is not None or (isinstance(value, cst.Name) and value.value in ("None", "False", "True")):
+            continue
+        if isinstance(value, cst.IfExp):
+            test = gates.of(rule.context).test(value.test)
+            if (ROCM in test.true) != (ROCM in test.false):
+                continue  # gated on ROCm
+        return False
+    if not hazards:
+        return True
+    enabled_for = rule.context.options.extra.get("enabled_for")
+    if enabled_for is not None and "ROC105" not in enabled_for(rule.context.path):
+        return False
+    applies, _ = parameter_source_fix(rule, holder, rule.parameter_of(leaf)[1].name.value)
+    if applies is None or (applies is Applicability.UNSAFE and not rule.context.options.unsafe_fixes):
+        return False
+    suppressions = for_python(rule.context.text)
+    return not any(suppressions.suppresses("ROC105", rule.context.position(v).start.line) for v in hazards)

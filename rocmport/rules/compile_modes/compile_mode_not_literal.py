@@ -14,7 +14,15 @@ from rocmport.findings import Applicability, Fix
 from rocmport.prelude import MODE_MAPPER
 from rocmport.rules.base import Case
 
-from .common import ROCM_MODES, CompileCalls, decided_elsewhere, hazards_reaching, mapped_inside, wrapper_of
+from .common import (
+    ROCM_MODES,
+    CompileCalls,
+    decided_by_parametrize,
+    decided_elsewhere,
+    hazards_reaching,
+    mapped_inside,
+    wrapper_of,
+)
 
 
 class NonLiteralMode(CompileCalls):
@@ -230,7 +238,7 @@ class NonLiteralMode(CompileCalls):
                         continue  # no caller in the project hands it a CUDA-graph mode (the default: ROC101/ROC102)
                 elif self._known_value(leaf):
                     continue
-                if decided_elsewhere(self, leaf):
+                if decided_elsewhere(self, leaf) or decided_by_parametrize(self, leaf):
                     continue  # decided (and gated by ROC105) where it is stored: one gate covers every reader
                 if isinstance(leaf, cst.Call) and isinstance(leaf.func, cst.Name) and leaf.func.value == MODE_MAPPER:
                     continue

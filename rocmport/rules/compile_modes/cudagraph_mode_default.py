@@ -18,7 +18,7 @@ from rocmport.analysis.syntax import dotted_name, keyword, literal_string, menti
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case, Rule
 
-from .common import ROCM_MODES, found_readers, other_readers, quote_of, source_fix
+from .common import ROCM_MODES, found_readers, other_readers, parameter_source_fix, quote_of, source_fix
 
 MODE_MAPPER = "rocmport_compile_mode"  # the prelude's mapper (ROC104's older fix)
 
@@ -45,7 +45,9 @@ class ModeDefault(Rule):
         The literal "reduce-overhead" or "max-autotune" stored where a compile mode is kept
         for later: a class attribute or dataclass field (`field(default=...)` too), an
         attribute assignment, a module-level constant, an argparse option's default, a
-        parameter default or a config-dict value whose name contains "mode". Not flagged: a
+        parameter default, a config-dict value or a test parameter
+        (`@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`, on a test or its
+        class) whose name contains "mode". Not flagged: a
         local variable or a parameter that the same code hands to `torch.compile(mode=...)`
         (ROC104 or ROC101/ROC102 fix those), the text in strings, comments, docstrings,
         lists of choices or comparisons, a value already gated on ROCm, and a value whose
@@ -81,9 +83,11 @@ class ModeDefault(Rule):
         (the files it checks, by the stored name: `cfg.compile_mode`, `cfg["compile_mode"]`,
         `args.compile_mode` of an `--compile-mode` option, a constant read by name or as
         `mod.NAME`, through a local name, a kwargs dict splatted into the compile call, another
-        field it is stored into, or a project function that hands it to torch.compile). Safe
-        where every reader hands it to torch.compile's mode (or only logs or formats it: the
-        log then shows the ROCm mode); unsafe where it is also read for something else
+        field it is stored into, or a project function that hands it to torch.compile; for a
+        test parameter, its reads in the tests it parametrizes). Safe where every reader hands
+        it to torch.compile's mode, or only logs or formats it (the log then shows the ROCm
+        mode), tests its truth or compares it with None (a mode and its ROCm form are both
+        non-empty strings); unsafe where it is also read for something else
         (compared, returned, passed on), which then sees the ROCm mode on ROCm too: the
         message names the place. On NVIDIA the value is the same. Display-only where no
         compile call of the project reads it (the value may reach one in a library), and for
@@ -346,6 +350,46 @@ class ModeDefault(Rule):
                 'is also compared (line 7), which then sees "default" on ROCm'
             ),
         ),
+        # a test parameter: the compile calls of every test method that takes it read it
+        Case(
+            """
+            import pytest
+            import torch
+
+            @pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+            class TestCompiled:
+                def test_add(self, mode):
+                    f = torch.compile(lambda x: x + 1, mode=mode)
+                    assert f(1) == 2
+
+                def test_mul(self, mode):
+                    g = torch.compile(lambda x: x * 2, mode=mode, fullgraph=mode is not None)
+                    assert g(2) == 4
+            """,
+            expected="""
+            import pytest
+            import torch
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            @pytest.mark.parametrize("mode", [None, "default" if is_rocm else "reduce-overhead"])
+            class TestCompiled:
+                def test_add(self, mode):
+                    f = torch.compile(lambda x: x + 1, mode=mode)
+                    assert f(1) == 2
+
+                def test_mul(self, mode):
+                    g = torch.compile(lambda x: x * 2, mode=mode, fullgraph=mode is not None)
+                    assert g(2) == 4
+            """,
+            path="test_compiled.py",
+            line=4,
+            column=41,
+            message=(
+                '"reduce-overhead" is stored as a test parameter `mode`, the mode torch.compile gets at line 7 and 1 '
+                'more: it turns on CUDA graphs, which hang or slow down on ROCm; gate it here, where it is decided'
+            ),
+        ),
         # no compile call reads it here: display-only
         Case(
             """
@@ -436,11 +480,14 @@ class ModeDefault(Rule):
 
     def _decisions(self, node: cst.SimpleString, name: str):
         """The project's decisions of the name the literal is stored as: an attribute (a class
-        attribute, a field, an attribute or key assignment, an argparse option) or a module
-        constant of this file."""
+        attribute, a field, an attribute or key assignment, an argparse option), a module
+        constant of this file, or a test parameter (the tests that read it)."""
         from rocmport.analysis import decisions
         from rocmport.analysis.resolve import module_name
 
+        test = _parametrize_of(self, node)
+        if test is not None:
+            return parameter_source_fix(self, test[0], test[1])[1]
         owner = self._owner(node)
         parent = self.parent(node)
         if (isinstance(parent, (cst.Assign, cst.AnnAssign)) and isinstance(owner, cst.Module)
@@ -454,7 +501,8 @@ class ModeDefault(Rule):
         original = self.context.source(node)
         q = quote_of(original)
         text = f"{q}{rocm}{q} if {self.context.gate_name} else {original}"
-        if not isinstance(self.parent(node), (cst.Arg, cst.DictElement, cst.Param, cst.Assign, cst.AnnAssign)):
+        if not isinstance(self.parent(node), (cst.Arg, cst.DictElement, cst.Param, cst.Assign, cst.AnnAssign,
+                                              cst.Element)):
             text = f"({text})"
         return text
 
@@ -493,6 +541,9 @@ class ModeDefault(Rule):
                 else:
                     kind = "an attribute"  # self.compile_mode = ...
                 return f"{kind} `{name}`"
+        test = _parametrize_of(self, node)
+        if test is not None:
+            return f"a test parameter `{test[1]}`" if "mode" in test[1].lower() else None
         if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "default":
             call = self.parent(parent)
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
@@ -579,3 +630,46 @@ def _places(rule, readers) -> str:
 def _short(path: str) -> str:
     parts = path.replace("\\", "/").split("/")
     return "/".join(parts[-2:])
+
+
+def _parametrize_of(rule, node: cst.CSTNode):
+    """(the decorated function or class, the parameter's name) when ``node`` is one of the
+    values ``@pytest.mark.parametrize("name", [...])`` gives a test parameter (the value for
+    one name of several, in a tuple; or ``pytest.param(value, ...)``)."""
+    child, current = node, rule.parent(node)
+    position = None
+    if isinstance(current, cst.Element) and isinstance(rule.parent(current), (cst.List, cst.Tuple)):
+        container = rule.parent(current)
+        outer = rule.parent(rule.parent(container))  # Element of the values list, or the Arg itself
+        if isinstance(rule.parent(container), cst.Element) and isinstance(rule.parent(rule.parent(container)),
+                                                                         (cst.List, cst.Tuple)):
+            position = [e for e in container.elements].index(current)  # one name of several
+            child, current = rule.parent(container), rule.parent(rule.parent(container))
+        else:
+            child, current = current, container
+        del outer
+    elif isinstance(current, cst.Arg) and isinstance(rule.parent(current), cst.Call) \
+            and (dotted_name(rule.parent(current).func) or "").endswith(".param"):
+        call = rule.parent(current)
+        if call.args[0] is not current:
+            return None
+        element = rule.parent(call)
+        if not (isinstance(element, cst.Element) and isinstance(rule.parent(element), (cst.List, cst.Tuple))):
+            return None
+        child, current = element, rule.parent(element)
+        position = 0
+    else:
+        return None
+    arg = rule.parent(current)
+    call = rule.parent(arg) if isinstance(arg, cst.Arg) else None
+    if not (isinstance(call, cst.Call) and (dotted_name(call.func) or "").endswith("parametrize")
+            and len(call.args) >= 2 and call.args[1] is arg):
+        return None
+    decorator = rule.parent(call)
+    holder = rule.parent(decorator) if isinstance(decorator, cst.Decorator) else None
+    if not isinstance(holder, (cst.FunctionDef, cst.ClassDef)):
+        return None
+    names = [n.strip() for n in (literal_string(call.args[0].value) or "").split(",") if n.strip()]
+    if not names or (position is None and len(names) != 1) or (position is not None and position >= len(names)):
+        return None
+    return holder, names[position or 0]
