@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'db6918711edd65d2888edf8f74f5c243'
+FINGERPRINT = '562641d1d7958362a4f074b5a0a859d6'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -356,7 +356,10 @@ RULES = [{'code': 'ROC001',
          'unchanged. Safe where reading the expression has no effect (a name, an attribute, a\n'
          'constant subscript), since ROCm reads it twice; unsafe for anything else (a call).\n'
          'Where the repository formats with ruff or black, the statement is wrapped as its\n'
-         'formatter wraps it.\n',
+         'formatter wraps it. Where the mode is decided in the same function, by a local name\n'
+         'assigned only string literals (or None) and read only as compile modes (or tested for\n'
+         'truth, compared with None, shown), the literal is gated where it is assigned instead\n'
+         '(`mode = "default" if is_rocm else "reduce-overhead"`), once; the calls stay.\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
   'words': []},
  {'code': 'ROC105',

@@ -339,7 +339,7 @@ class CompileCalls(Rule):
         q = _quote(original)
         text = f"{q}{rocm_value}{q} if {self.context.gate_name} else {original}"
         parent = self.parent(node)
-        if not isinstance(parent, (cst.Arg, cst.DictElement, cst.Param)):
+        if not isinstance(parent, (cst.Arg, cst.DictElement, cst.Param, cst.Assign, cst.AnnAssign, cst.Element)):
             text = f"({text})"
         return Fix(Applicability.SAFE, message, (self.context.replace(node, text),), ("gate",))
 
