@@ -461,3 +461,48 @@ def test_the_gated_parameter_collects_the_same_tests_on_nvidia(tmp_path):
         """)
     assert run_module(driver, rocm=False, probe="seen") == [[None, "reduce-overhead"], [[False, None], ["reduce-overhead", 4]]]
     assert run_module(driver, rocm=True, probe="seen") == [[None, "default"], [[False, None], ["default", 4]]]
+
+
+@pytest.mark.parametrize("offered", [
+    'parser.add_argument("--compile-mode", default="default", choices=["default", "reduce-overhead"])',
+])
+def test_an_option_that_offers_a_cuda_graph_mode_is_mapped_at_the_call(tmp_path, offered):
+    """The default is clean, but the project offers "reduce-overhead" among the choices: what the
+    user picks reaches the compile call, which maps it at run time (nothing to gate at the
+    source: the choices are the user's)."""
+    root = _write(tmp_path, {"app/__init__.py": "", "app/main.py": f"""\
+        import argparse
+
+        import torch
+
+
+        def main(model):
+            parser = argparse.ArgumentParser()
+            {offered}
+            args = parser.parse_args()
+            return torch.compile(model, mode=args.compile_mode)
+        """})
+    assert _codes(root) == {"app/main.py": ["ROC104"]}
+
+
+def test_a_field_typed_with_the_modes_it_may_take_is_mapped_at_the_call(tmp_path):
+    root = _app(tmp_path, config=CONFIG.replace('compile_mode: str = "max-autotune"',
+                                                'compile_mode: Literal["default", "max-autotune"] = "default"').replace(
+        "from dataclasses import dataclass, field", "from dataclasses import dataclass, field\n    from typing import Literal"))
+    assert _codes(root) == {"app/model.py": ["ROC104", "ROC104"]}
+
+
+def test_a_clean_option_without_cuda_graph_choices_is_left_alone(tmp_path):
+    root = _write(tmp_path, {"app/__init__.py": "", "app/main.py": """\
+        import argparse
+
+        import torch
+
+
+        def main(model):
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
+            args = parser.parse_args()
+            return torch.compile(model, mode=args.compile_mode)
+        """})
+    assert _codes(root) == {}

@@ -62,7 +62,8 @@ class Place:
     path: str
     line: int
     column: int  # 0-based, CPython's
-    kind: str  # "class attribute" | "attribute" | "key" | "dict value" | "keyword" | "argparse default" | "read default" | "constant"
+    kind: str  # "class attribute" | "attribute" | "key" | "dict value" | "keyword" | "argparse default" | "choice"
+    #            | "read default" | "constant"
     value: Value
     test_module: bool = False  # in a test module (``testing.is_test_module``: by what its code proves)
     nvidia_only: bool = False  # in a module that imports a CUDA-only package unconditionally
@@ -412,6 +413,24 @@ def _field_call(call: ast.Call) -> bool:
     return spelled.rpartition(".")[2] in ("field", "Field")
 
 
+def _literal_items(node: Optional[ast.AST]) -> List[ast.AST]:
+    """The constant items of a list, tuple or set display (``choices=[...]``)."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [e for e in node.elts if isinstance(e, ast.Constant)]
+    return []
+
+
+def _literal_choices(annotation: ast.AST) -> List[ast.AST]:
+    """The constants of ``Literal["default", "reduce-overhead"]`` anywhere in an annotation
+    (``Optional[Literal[...]]`` too): the values a field may be given."""
+    out = []
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Subscript) and (dotted(node.value) or "").rpartition(".")[2] == "Literal":
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            out += [i for i in items if isinstance(i, ast.Constant)]
+    return out
+
+
 def _argparse_dest(call: ast.Call) -> Optional[str]:
     dest = next((k.value for k in call.keywords if k.arg == "dest"), None)
     if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
@@ -467,6 +486,9 @@ def _scan(index, module: str, path: str, tree: ast.AST, name: str, question: str
             elif isinstance(func, ast.Attribute) and func.attr == "add_argument" and _argparse_dest(node) == name:
                 default = next((k.value for k in node.keywords if k.arg == "default"), None)
                 places.append(m.place(default or node, "argparse default", m.value(default)))
+                choices = next((k.value for k in node.keywords if k.arg == "choices"), None)
+                for choice in _literal_items(choices):
+                    places.append(m.place(choice, "choice", m.value(choice)))  # a value the user is offered
             for k in node.keywords:
                 if k.arg == name:
                     kind_of, summary = m.callee(node)
@@ -483,6 +505,9 @@ def _scan(index, module: str, path: str, tree: ast.AST, name: str, question: str
                 if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                     if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                        if isinstance(stmt, ast.AnnAssign):
+                            for choice in _literal_choices(stmt.annotation):
+                                places.append(m.place(choice, "choice", m.value(choice)))
                         value = stmt.value
                         if isinstance(value, ast.Call) and _field_call(value):
                             value = next((k.value for k in value.keywords if k.arg == "default"), value)

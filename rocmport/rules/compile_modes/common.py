@@ -705,8 +705,15 @@ def hazards_reaching(rule, module: str, function: str, param: str, depth: int = 
                 continue
             out.append(f'{where} "{literal}"' if _hazard(literal) else f"{where} {name}")
             continue
-        if arg.read is not None and _decided(rule, decisions.attribute(rule.context, arg.read[1]), 1):
-            continue
+        if arg.read is not None:
+            stored = decisions.attribute(rule.context, arg.read[1])
+            if _decided(rule, stored, 1):
+                continue
+            offered = next((p.value.value for p in stored.places
+                            if p.value.kind == "literal" and _hazard(p.value.value)), None)
+            if offered is not None:
+                out.append(f'{where} `{arg.read[1]}`, which may be "{offered}"')
+                continue
         if arg.param is not None and depth < 2:
             caller, name, default = arg.param
             inner = hazards_reaching(rule, arg.module, caller, name, depth + 1) if caller else None
