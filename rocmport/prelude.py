@@ -523,15 +523,23 @@ def is_own_block(text: str, block: Block, options: PreludeOptions) -> bool:
 
 # What the graph helper said before, in blocks written by an earlier rocmport of the same
 # version (v2): still rocmport's own block, regenerated in the current form. (The capture's
-# two `with` statements became one, ruff's SIM117; `except Exception` became `except
-# RuntimeError`, BLE001: every capture, Dynamo and inductor error is one.)
+# two `with` statements became one, ruff's SIM117; the fallback's `except Exception` says
+# why it is broad, ruff's BLE001: any error of the capture or of the call runs the plain call.)
 _EARLIER_HELPER = ((
-    """            with torch.cuda.device(tensors[0].device), torch.cuda.graph(graph, stream=side):
-                static_out = self.__wrapped__(*static_args, **static_kwargs)
-        except RuntimeError as exc:  # torch's capture, Dynamo and inductor errors all are""",
-    """            with torch.cuda.device(tensors[0].device):
-                with torch.cuda.graph(graph, stream=side):
+    """            with torch.cuda.device(device), torch.cuda.graph(graph, stream=side):
+                try:
                     static_out = self.__wrapped__(*static_args, **static_kwargs)
+                except Exception as exc:
+                    raised.append(exc)
+                    raise
+        except Exception as exc:  # noqa: BLE001 (whatever failed, the plain call runs)""",
+    """            with torch.cuda.device(device):
+                with torch.cuda.graph(graph, stream=side):
+                    try:
+                        static_out = self.__wrapped__(*static_args, **static_kwargs)
+                    except Exception as exc:
+                        raised.append(exc)
+                        raise
         except Exception as exc:"""),)
 
 
@@ -686,6 +694,9 @@ class _RocmportGraphed:
 
     def _rocmport_capture(self, key, args, kwargs, slots, tensors):
         torch = _rocmport_torch
+        device = tensors[0].device
+        current = torch.cuda.current_stream(device)
+        raised = []  # what the captured call itself raised: the cause of a failed capture
         try:
             static_inputs = []
             for t in tensors:
@@ -699,20 +710,45 @@ class _RocmportGraphed:
                 else:
                     static_kwargs[slot] = static
             graph = torch.cuda.CUDAGraph()
-            side = self._rocmport_stream(tensors[0].device)
-            with torch.cuda.device(tensors[0].device), torch.cuda.graph(graph, stream=side):
-                static_out = self.__wrapped__(*static_args, **static_kwargs)
-        except RuntimeError as exc:  # torch's capture, Dynamo and inductor errors all are
+            side = self._rocmport_stream(device)
+            with torch.cuda.device(device), torch.cuda.graph(graph, stream=side):
+                try:
+                    static_out = self.__wrapped__(*static_args, **static_kwargs)
+                except Exception as exc:
+                    raised.append(exc)
+                    raise
+        except Exception as exc:  # noqa: BLE001 (whatever failed, the plain call runs)
+            # torch.cuda.graph's exit ends the capture before it leaves its stream: when ending
+            # the capture raises (it does once the call broke it), its stream stays current
+            torch.cuda.set_stream(current)
+            _rocmport_settle(device, side, current)
             self._rocmport_entries[key] = None
+            cause = raised[0] if raised else exc
             import warnings
 
-            warnings.warn(f"rocmport_cudagraph: capture failed ({type(exc).__name__}: {exc}); this input"
+            reason = (str(cause).strip().splitlines() or [""])[0]
+            warnings.warn(f"rocmport_cudagraph: capture failed ({type(cause).__name__}: {reason}); this input"
                           " signature runs without a CUDA graph", stacklevel=3)
             return self.__wrapped__(*args, **kwargs)
         # The static arguments are kept so that modules and scalars stay alive with the graph.
         self._rocmport_entries[key] = (graph, static_inputs, static_out, static_args, static_kwargs)
         graph.replay()  # the capture ran nothing: this replay is the call
         return _rocmport_clone(static_out) if self._rocmport_clone else static_out
+
+
+def _rocmport_settle(device, stream, current):
+    """After a failed capture: torch's CUDA random number generator is still marked as
+    capturing (ending the broken capture raised before the generator was told), so the next
+    random op outside a capture raises "Offset increment outside graph capture encountered
+    unexpectedly". One small capture that ends well clears the mark."""
+    torch = _rocmport_torch
+    try:
+        scratch = torch.zeros(1, device=device)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.device(device), torch.cuda.graph(graph, stream=stream):
+            scratch.add_(1)
+    except RuntimeError:  # a device too broken to capture anything: the plain call says so
+        torch.cuda.set_stream(current)
 
 
 def _rocmport_signature(args, kwargs):

@@ -12,7 +12,7 @@ import pytest
 from rocmport.analysis import gates
 from rocmport.analysis.index import ProjectIndex
 from rocmport.analysis.platforms import Test as Cond
-from rocmport.analysis.platforms import (CPU, CUDA, EVERY, GPUS, HAS_GPU, IS_CPU, IS_CUDA, IS_OTHER, IS_ROCM, OTHER,
+from rocmport.analysis.platforms import (ARCH, CPU, CUDA, EVERY, GPUS, HAS_GPU, IS_CPU, IS_CUDA, IS_OTHER, IS_ROCM, OTHER,
                                          ROCM, UNKNOWN, Env, classify, module_tests, only)
 from rocmport.analysis.prescan import Facts
 from rocmport.rules.base import RuleContext, RuleOptions
@@ -36,7 +36,7 @@ def read(source: str, tests=None) -> Cond:
     ("torch.cuda.is_available()", HAS_GPU),
     ("torch.cuda.is_available() and torch.version.hip is None", only(CUDA)),
     ("torch.cuda.is_available() and not is_hip()", only(CUDA)),
-    ("is_hip()", IS_ROCM), ("_is_hip", IS_ROCM), ("IS_ROCM", IS_ROCM), ("on_gfx950()", IS_ROCM),
+    ("is_hip()", IS_ROCM), ("_is_hip", IS_ROCM), ("IS_ROCM", IS_ROCM), ("on_gfx950()", ARCH),
     ("current_platform.is_rocm()", IS_ROCM), ("current_platform().is_amd", IS_ROCM),
     ("is_cuda()", IS_CUDA), ("_is_cuda", IS_CUDA), ("current_platform.is_cuda()", IS_CUDA),
     ("current_platform().is_nvidia", IS_CUDA),
@@ -46,16 +46,55 @@ def read(source: str, tests=None) -> Cond:
     ("SYSTEM == 'rocm'", IS_ROCM), ("SYSTEM != 'rocm'", IS_ROCM.negated()), ("SYSTEM == 'cuda'", IS_CUDA),
     ("device.type == 'cuda'", HAS_GPU), ("x.device.type == 'cpu'", IS_CPU),
     ("target.backend == 'hip'", IS_ROCM), ("target.backend == 'cuda'", IS_CUDA),
-    ("'AMD' in torch.cuda.get_device_name()", IS_ROCM), ("'gfx950' in props.gcnArchName", IS_ROCM),
+    ("'AMD' in torch.cuda.get_device_name()", IS_ROCM), ("'gfx950' in props.gcnArchName", ARCH),
     ("'nvidia' in name.lower()", IS_CUDA),
     ("SYSTEM in ('cuda', 'rocm')", only(CUDA, ROCM)),
     ("not is_cpu() and not is_npu()", Cond(EVERY - {CPU, OTHER}, frozenset({CPU, OTHER}))),
     ("_is_cuda or _is_hip", only(CUDA, ROCM)),
-    ("torch.cuda.get_device_capability() >= (9, 0)", Cond(GPUS, EVERY)),
+    ("torch.cuda.get_device_capability() >= (9, 0)", Cond(GPUS, EVERY, arch=True)),
     ("x > 3", UNKNOWN), ("flag", UNKNOWN), ("rocm_enabled_by_user_somewhere.x()", UNKNOWN),
 ])
 def test_conditions_read_as_platform_tests(source, expected):
     assert read(source) == expected
+
+
+@pytest.mark.parametrize("source", [
+    "on_gfx950()", "is_mi300()", "self._on_mi3xx()", "supports_float8_fnuz()", "current_platform.is_fp8_fnuz()",
+    "'gfx94' in torch.cuda.get_device_properties(0).gcnArchName", "arch == 'gfx942'", "'MI300' in name",
+    "props.gcnArchName.startswith(('gfx942', 'gfx950'))", "re.match('gfx95', arch)",
+    "torch.version.hip and torch.cuda.get_device_capability() >= (9, 5)", "not is_navi4()",
+])
+def test_architecture_tests_tell_amd_gpus_apart(source):
+    """An architecture test is true on some AMD GPUs only: neither side holds every one (the
+    else of ``if on_gfx950():`` runs on MI300), unlike a vendor test."""
+    test = read(source)
+    assert test.arch, source
+    assert ROCM in (test.true if not source.startswith("not") else test.false)
+    assert ROCM in (test.false if not source.startswith("not") else test.true), source
+
+
+@pytest.mark.parametrize("source", ["torch.version.hip is not None", "is_hip()", "SYSTEM == 'rocm'",
+                                    "current_platform.is_rocm()", "not torch.version.cuda", "is_cuda()"])
+def test_vendor_tests_are_not_architecture_tests(source):
+    assert not read(source).arch
+
+
+def test_a_helper_that_answers_by_architecture_is_learnt_whatever_its_name():
+    tree = ast.parse(
+        "import torch\n"
+        "def uses_old_fp8():\n"
+        "    if torch.version.hip:\n"
+        "        if torch.cuda.get_device_capability() == (9, 4):\n"
+        "            return True\n"
+        "    return False\n"
+        "def is_hopper():\n"
+        "    if torch.cuda.get_device_capability() >= (9, 0):\n"
+        "        return True\n"
+        "    return False\n"
+    )
+    tests = module_tests(tree.body, Env({"torch": "torch"}, {}))
+    assert tests["uses_old_fp8"] == ARCH
+    assert "is_hopper" not in tests  # an NVIDIA generation, not a question about AMD GPUs
 
 
 def test_the_guards_that_let_hip_through_are_true_on_rocm():
@@ -177,7 +216,7 @@ def test_names_that_say_nvidia_only(name, word):
     assert nvidia_feature_word(name) == word
 
 
-def _nvidia_only(source: str):
+def _nvidia_only(source: str, names: bool = True):
     module = cst.parse_module(source)
     from rocmport.analysis.metadata import Metadata
 
@@ -193,7 +232,7 @@ def _nvidia_only(source: str):
                 found.append(node)
 
     module.visit(Find())
-    return gates.of(ctx).nvidia_only(found[0])
+    return gates.of(ctx).nvidia_only(found[0], names=names)
 
 
 def test_code_for_nvidia_gpus_only():
@@ -278,3 +317,61 @@ def test_a_module_none_is_no_flag():
     # a parameter of the same name would read as the module's value: only constants are flags
     assert _where("model = None\ndef f(model):\n    if model is not None:\n        HERE()\n") == EVERY
     assert _where("use_compile = False\nif use_compile:\n    HERE()\n") == EVERY
+
+
+def test_code_after_a_cuda_only_import_that_must_succeed_is_for_nvidia_only():
+    """``try: import deep_gemm`` whose handlers leave, or ``pytest.importorskip("flash_mla")``:
+    the code after it runs only where the package imports, never on ROCm."""
+    leave = "def f():\n    try:\n        import deep_gemm\n    except ImportError:\n        return False\n    HERE()\n"
+    assert "deep_gemm" in _nvidia_only(leave)
+    assert "flash_mla" in _nvidia_only("import pytest\ndef test():\n    pytest.importorskip('flash_mla')\n    HERE()\n")
+    assert "cutlass" in _nvidia_only("import cutlass.cute as cute\ndef f():\n    HERE()\n")
+    assert "cuda.bindings" in _nvidia_only("import cuda.bindings.driver as cuda\ndef f():\n    HERE()\n")
+    # near misses: a fallback in the handler, the package found portable, a try after the node
+    stay = "def f():\n    try:\n        import deep_gemm\n    except ImportError:\n        deep_gemm = None\n" \
+           "    HERE()\n"
+    assert _nvidia_only(stay) is None
+    portable = "def f():\n    try:\n        import flash_attn\n    except ImportError:\n        return\n    HERE()\n"
+    assert _nvidia_only(portable) is None
+    before = "def f():\n    HERE()\n    try:\n        import deep_gemm\n    except ImportError:\n        return\n"
+    assert _nvidia_only(before) is None
+
+
+def test_a_predicate_named_for_a_feature_is_not_code_for_it_when_names_are_left_out():
+    assert _nvidia_only("def is_hopper():\n    return HERE()\n") is not None
+    assert _nvidia_only("def is_hopper():\n    return HERE()\n", names=False) is None
+    assert _nvidia_only("import deep_gemm\ndef is_hopper():\n    return HERE()\n", names=False) is not None
+
+
+@pytest.mark.parametrize("source,rocm", [
+    ("importlib.util.find_spec('cutlass') is not None", False),
+    ("find_spec('deep_gemm') is not None and torch.cuda.is_available()", False),
+    ("importlib.util.find_spec('cutlass') is None", True),
+    ("importlib.util.find_spec('flash_attn') is not None", None),  # ROCm builds exist
+])
+def test_finding_a_package_with_no_rocm_build_is_false_on_rocm(source, rocm):
+    test = read(source)
+    if rocm is None:
+        assert not test.known
+    elif rocm:
+        assert ROCM not in test.false
+    else:
+        assert ROCM not in test.true
+
+
+def test_acronyms_are_words_of_their_own():
+    from rocmport.analysis.platforms import name_words
+
+    assert list(name_words("NVIDIAModelOptQuantizer")) == ["nvidia", "model", "opt", "quantizer"]
+    assert list(name_words("FP8GemmSM90")) == ["fp8", "gemm", "sm90"]
+
+
+@pytest.mark.parametrize("path,other", [
+    ("src/flag_gems/runtime/backend/_kunlunxin/ops/mm.py", True), ("backend/_mthreads/fused/x.py", True),
+    ("pkg/npu/attention.py", True), ("src/flag_gems/runtime/backend/_amd/ops/mm.py", False),
+    ("lmdeploy/pytorch/kernels/cuda/attention.py", False), ("npu_utils.py", False),
+])
+def test_other_accelerators_backend_trees(path, other):
+    from rocmport.analysis.platforms import other_accelerator_path
+
+    assert other_accelerator_path(path) is other

@@ -21,6 +21,7 @@ from libcst.metadata import ParentNodeProvider
 
 from .bindings import module_imports
 from .platforms import (
+    NVIDIA_ONLY_IMPORTS,
     EVERY,
     IS_ROCM,
     ROCM,
@@ -172,20 +173,29 @@ class FilePlatforms:
                             self._marks &= self._skip_runs_on(mark)
         return self._marks
 
-    def nvidia_only(self, node) -> Optional[str]:
+    def nvidia_only(self, node, names: bool = True) -> Optional[str]:
         """Why the code around ``node`` is for NVIDIA GPUs only, or None: a function or class
         around it named for an NVIDIA-only feature (``platforms.nvidia_feature_word``:
         ``fp8_gemm_sm90``, ``HopperAttention``, ``nvfp4_quantize``), or a module that imports a
         package with no ROCm build unconditionally at module level (it cannot load on ROCm, so
-        none of its code runs there)."""
+        none of its code runs there), or an earlier ``try: import deep_gemm`` / ``importorskip``
+        of such a package in a block around it. ``names=False`` leaves out the names (for the
+        test that decides whether NVIDIA-only code runs, ``def supports_tma(): ...``)."""
         parents = self.ctx.metadata(ParentNodeProvider)
-        current = parents.get(node)
+        child, current = node, parents.get(node)
         while current is not None:
-            if isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+            if names and isinstance(current, (cst.FunctionDef, cst.ClassDef)):
                 word = nvidia_feature_word(current.name.value)
                 if word is not None:
                     return f"`{current.name.value}` is for NVIDIA GPUs only ({word})"
-            current = parents.get(current)
+            elif isinstance(current, cst.IndentedBlock):
+                for stmt in current.body:
+                    if stmt is child:
+                        break
+                    package = _requires_cuda_only_package(stmt)
+                    if package is not None:
+                        return f"it runs only after `{package}`, which has no ROCm build, was imported"
+            child, current = current, parents.get(current)
         if self._module_import is None:
             self._module_import = ""
             for stmt in self.ctx.module.body:
@@ -198,7 +208,7 @@ class FilePlatforms:
                     elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
                         names = [_dotted(small.module)]
                     for name in names:
-                        if name and cuda_only_package(name) and not self._module_import:
+                        if _no_rocm_build(name) and not self._module_import:
                             self._module_import = name
         if self._module_import:
             return f"the module imports `{self._module_import}`, which has no ROCm build, so it does not load on ROCm"
@@ -215,6 +225,40 @@ class FilePlatforms:
                     out &= self.test(small.test).true
             return out
         return EVERY
+
+
+def _no_rocm_build(module: Optional[str]) -> bool:
+    """A module of a package with no ROCm build (``deep_gemm``, ``cutlass.cute``, ``cuda.bindings``)."""
+    if not module:
+        return False
+    return cuda_only_package(module) is not None or module.split(".", 1)[0] in NVIDIA_ONLY_IMPORTS
+
+
+def _requires_cuda_only_package(stmt) -> Optional[str]:
+    """The CUDA-only package a statement requires before the code after it runs: ``try: import
+    deep_gemm`` whose every handler leaves, or ``pytest.importorskip("flash_mla")``."""
+    if isinstance(stmt, cst.Try):
+        if not stmt.handlers or not all(_leaves(h.body) for h in stmt.handlers):
+            return None
+        for small in (s for line in stmt.body.body if isinstance(line, cst.SimpleStatementLine) for s in line.body):
+            names = []
+            if isinstance(small, cst.Import):
+                names = [_dotted(alias.name) for alias in small.names]
+            elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+                names = [_dotted(small.module)]
+            for name in names:
+                if _no_rocm_build(name):
+                    return name
+        return None
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+            if isinstance(value, cst.Call) and (_dotted(value.func) or "").endswith("importorskip") and value.args \
+                    and isinstance(value.args[0].value, cst.SimpleString):
+                name = value.args[0].value.evaluated_value
+                if isinstance(name, str) and _no_rocm_build(name):
+                    return name
+    return None
 
 
 def _dotted(node) -> Optional[str]:
@@ -244,7 +288,10 @@ def _leaves(block) -> bool:
                 name = _dotted(small.value.func) or ""
                 if name in _LEAVING_CALLS or name.endswith(".skipTest"):
                     return True
-    return False
+        return False
+    # ``if t: return`` on one line: the block is the small statements themselves
+    return isinstance(block, cst.SimpleStatementSuite) and isinstance(last, (cst.Return, cst.Raise, cst.Continue,
+                                                                            cst.Break))
 
 
 def of(ctx) -> FilePlatforms:

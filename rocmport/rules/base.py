@@ -318,7 +318,13 @@ class Rule(cst.BatchableCSTVisitor):
         ``prescan`` facts). The engine then spares the file LibCST when no enabled rule may
         match. A rule overrides it only where a derived answer is measurably too slow or too
         wide (``benchmarks/bench.py``), and tests it against the derived one."""
-        return cls.NEEDS is None or cls.NEEDS.holds(facts)
+        needs = cls.NEEDS
+        if needs is None:
+            return True
+        found = facts.memo.get(needs)  # the rules of a family share their NEEDS: asked once per file
+        if found is None:
+            found = facts.memo[needs] = needs.holds(facts)
+        return found  # type: ignore[return-value]
 
     @classmethod
     def reach(cls, facts: "Facts") -> Optional[FrozenSet[str]]:

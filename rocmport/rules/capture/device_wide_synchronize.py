@@ -10,6 +10,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport.analysis import regions as _regions
 from rocmport.analysis.names import qualified_names
+from rocmport.analysis.needs import Call
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case, Rule
 
@@ -38,13 +39,8 @@ class SynchronizeAnywhere(Rule):
         NCCL), so rocmport never applies it.
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
-    TRIGGERS = ("synchronize",)
-    WORDS = (("synchronize",), ("cuda",))  # torch.cuda.synchronize, as ``may_match`` asks
+    NEEDS = Call(*_regions.SYNC_NAMES)
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return any(facts.calls_to(_regions.SYNC_NAMES))
     VALID = (
         Case("""
             import torch

@@ -13,6 +13,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from rocmport.analysis.names import is_module_compile_call, is_torch_compile
+from rocmport.analysis.needs import String
 from rocmport.analysis.resolve import function_summary
 from rocmport.analysis.syntax import dotted_name, keyword, literal_string, mentions_rocm
 from rocmport.findings import Applicability, Fix
@@ -96,12 +97,10 @@ class ModeDefault(Rule):
         user's choice and is not changed; a configuration saved on ROCm records the ROCm mode.
         """
     FIX_APPLICABILITY = Applicability.SAFE
-    TRIGGERS = ("reduce-overhead", "max-autotune")
+    TRIGGERS = ("reduce-overhead", "max-autotune")  # the literal: NEEDS gives no word for a string
+    NEEDS = String(*ROCM_MODES, whole=True)  # visit_SimpleString: the literal itself
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
 
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return not facts.strings.isdisjoint(ROCM_MODES)  # visit_SimpleString: the literal itself
     VALID = (
         # findings follow fixes: every compile call that reads the value gates it on ROCm
         Case("""

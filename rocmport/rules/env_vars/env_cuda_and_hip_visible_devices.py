@@ -14,7 +14,7 @@ from rocmport.analysis.syntax import mentions_rocm
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import VISIBILITY_VARS, PairRule
+from .common import VISIBILITY_VARS, PairRule, env_write
 
 
 def removes(text: str, var: str) -> bool:
@@ -30,6 +30,7 @@ class VisibleDevicesBoth(PairRule):
     NAME = "env-cuda-and-hip-visible-devices"
     TRIGGERS = ("HIP_VISIBLE_DEVICES",)
     VARS = VISIBILITY_VARS
+    NEEDS = env_write(*VARS)
     SUMMARY = "CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES both set: torch on ROCm silently uses one."
     WHAT = """
         A file that sets both `CUDA_VISIBLE_DEVICES` and `HIP_VISIBLE_DEVICES` (the same value

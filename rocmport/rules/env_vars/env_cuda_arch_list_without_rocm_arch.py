@@ -10,7 +10,14 @@ import libcst as cst
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import ARCH_LIST_VAR, ROCM_ARCH_VAR, PairRule, nvidia_arch_only, py_value
+from .common import (
+    ARCH_LIST_VAR,
+    ROCM_ARCH_VAR,
+    PairRule,
+    env_write,
+    nvidia_arch_only,
+    py_value,
+)
 
 
 class ArchListWithoutRocmArch(PairRule):
@@ -18,6 +25,7 @@ class ArchListWithoutRocmArch(PairRule):
     NAME = "env-cuda-arch-list-without-rocm-arch"
     TRIGGERS = ("TORCH_CUDA_ARCH_LIST",)
     VARS = (ARCH_LIST_VAR,)
+    NEEDS = env_write(*VARS)
     SUMMARY = "TORCH_CUDA_ARCH_LIST set for an extension build, PYTORCH_ROCM_ARCH not."
     WHAT = """
         A file that sets `TORCH_CUDA_ARCH_LIST` to a non-empty value (the Python spellings of

@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import GatedValue, what
+from .common import CUDAGRAPH_VARS, GatedValue, env_write, what
 
 
 class CudagraphsEnv(GatedValue):
     CODE = "ROC602"
     NAME = "env-cudagraphs"
     TRIGGERS = ("TORCHINDUCTOR_CUDAGRAPHS",)
+    NEEDS = env_write(*CUDAGRAPH_VARS)
     SUMMARY = "TORCHINDUCTOR_CUDAGRAPHS set to a true value."
     WHAT = what("`TORCHINDUCTOR_CUDAGRAPHS` (it sets `triton.cudagraphs`) set to \"1\" or to a value "
                  "only known at run time.")

@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import GatedValue, what
+from .common import BACKEND_VARS, GatedValue, env_write, what
 
 
 class GemmBackendsEnv(GatedValue):
     CODE = "ROC604"
     NAME = "env-gemm-backends"
     TRIGGERS = ("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS",)
+    NEEDS = env_write(*BACKEND_VARS)
     SUMMARY = "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS including TRITON or CPP."
     WHAT = what("`TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS` set to a value that includes TRITON or CPP "
                  "(inductor upper-cases it) or to a value only known at run time.")

@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import GatedValue, what
+from .common import AUTOTUNE_VARS, GatedValue, env_write, what
 
 
 class MaxAutotuneEnv(GatedValue):
     CODE = "ROC601"
     NAME = "env-max-autotune"
     TRIGGERS = ("TORCHINDUCTOR_MAX_AUTOTUNE",)
+    NEEDS = env_write(*AUTOTUNE_VARS)
     SUMMARY = "TORCHINDUCTOR_MAX_AUTOTUNE (or _POINTWISE, _GEMM) set to a true value."
     WHAT = what("`TORCHINDUCTOR_MAX_AUTOTUNE`, `TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE` or "
                  "`TORCHINDUCTOR_MAX_AUTOTUNE_GEMM` set to \"1\" (inductor compares with \"1\"; \"0\", \"\" and "

@@ -16,7 +16,7 @@ from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import READ_AT_IMPORT, EnvRule, EnvWrite
+from .common import READ_AT_IMPORT, EnvRule, EnvWrite, env_write
 
 # Modules whose import imports torch._inductor.config (checked on torch 2.13).
 _INDUCTOR_IMPORTERS = re.compile(r"^torch\.(?:_inductor|_dynamo)(?:\.|$)")
@@ -26,6 +26,7 @@ class LateEnv(EnvRule):
     CODE = "ROC603"
     NAME = "env-set-after-inductor-import"
     TRIGGERS = ("TORCHINDUCTOR_", "TORCH_COMPILE_DEBUG")
+    NEEDS = env_write(*READ_AT_IMPORT)
     SUMMARY = "An inductor environment variable set after torch._inductor was imported: no effect."
     WHAT = """
         An inductor environment variable that is read when `torch._inductor.config` is first

@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import InductorSetting, what
+from .common import InductorSetting, setting, what
 
 
 class TritonCudagraphTrees(InductorSetting):
     CODE = "ROC202"
     NAME = "inductor-cudagraph-trees"
     KEYS = ("triton.cudagraph_trees",)
+    NEEDS = setting(*KEYS)
     TRIGGERS = ("cudagraph_trees",)
     WHAT_IT_DOES = "is turned on: inductor's CUDA-graph trees hang or slow down on ROCm"
     SUMMARY = "torch._inductor.config.triton.cudagraph_trees turned on."

@@ -11,13 +11,14 @@ from rocmport.analysis.syntax import literal_string
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import InductorSetting, falsy, what
+from .common import InductorSetting, falsy, setting, what
 
 
 class GemmBackends(InductorSetting):
     CODE = "ROC204"
     NAME = "inductor-gemm-backends"
     KEYS = ("max_autotune_gemm_backends",)
+    NEEDS = setting(*KEYS)
     TRIGGERS = ("max_autotune_gemm_backends",)
     ROCM_TEXT = '"ATEN"'
     WHAT_IT_DOES = "includes TRITON or CPP GEMM templates, which are slow or fail on ROCm; use \"ATEN\" there"

@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import InductorSetting, what
+from .common import InductorSetting, setting, what
 
 
 class MaxAutotune(InductorSetting):
     CODE = "ROC203"
     NAME = "inductor-max-autotune"
     KEYS = ("max_autotune", "max_autotune_pointwise", "max_autotune_gemm")
+    NEEDS = setting(*KEYS)
     TRIGGERS = ("max_autotune",)
     WHAT_IT_DOES = "turns on exhaustive autotuning, which is slow and fragile on ROCm"
     SUMMARY = "max_autotune, max_autotune_pointwise or max_autotune_gemm turned on."

@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import InductorSetting, what
+from .common import InductorSetting, setting, what
 
 
 class MemoryPlanning(InductorSetting):
     CODE = "ROC205"
     NAME = "inductor-memory-planning"
     KEYS = ("memory_planning",)
+    NEEDS = setting(*KEYS)
     TRIGGERS = ("memory_planning",)
     WHAT_IT_DOES = "turns on inductor's memory planning, which has crashed and corrupted results on ROCm"
     SUMMARY = "torch._inductor.config.memory_planning turned on."

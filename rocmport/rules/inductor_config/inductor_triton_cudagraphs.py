@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import InductorSetting, what
+from .common import InductorSetting, setting, what
 
 
 class TritonCudagraphs(InductorSetting):
     CODE = "ROC201"
     NAME = "inductor-triton-cudagraphs"
     KEYS = ("triton.cudagraphs",)
+    NEEDS = setting(*KEYS)
     TRIGGERS = ("cudagraphs",)
     WHAT_IT_DOES = "turns on inductor's CUDA graphs, which hang or slow down on ROCm"
     SUMMARY = "torch._inductor.config.triton.cudagraphs turned on."

@@ -9,6 +9,7 @@ import re
 
 import libcst as cst
 
+from rocmport.analysis.needs import Call, DictKey, Keyword
 from rocmport.analysis.syntax import literal_string
 from rocmport.analysis.triton import (
     AMD_ONLY_OPTIONS,
@@ -27,7 +28,7 @@ class TritonAmdOnlyOptions(TritonRule):
     CODE = "ROC511"
     NAME = "triton-amd-only-options"
     SUMMARY = "waves_per_eu / matrix_instr_nonkdim / kpack passed on every platform: KeyError on NVIDIA."
-    TRIGGERS = AMD_ONLY_OPTIONS
+    NEEDS = DictKey(*AMD_ONLY_OPTIONS) & Call(*CONFIG_NAMES) | Keyword(*AMD_ONLY_OPTIONS, subscripted=True)
     WHAT = """
         The AMD-only Triton options `waves_per_eu`, `matrix_instr_nonkdim` and `kpack` as keys
         of a `triton.Config({...})` dict or as keywords of a kernel launch
@@ -148,11 +149,6 @@ class TritonAmdOnlyOptions(TritonRule):
             ),
         ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return (bool(facts.dict_keys & set(AMD_ONLY_OPTIONS)) and any(facts.calls_to(CONFIG_NAMES))
-                or bool(facts.subscript_call_keywords & set(AMD_ONLY_OPTIONS)))
 
     def check(self, a: TritonAnalysis) -> None:
         if _AMD_PATH.search(self.context.path.replace("\\", "/")):

@@ -5,12 +5,12 @@ The rule's documentation is its class's (`rocmport rule ROC507` prints it).
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Optional
 
 import libcst as cst
 
+from rocmport.analysis.needs import Import, Name
 from rocmport.analysis.syntax import dotted_name
 from rocmport.analysis.triton import (
     CUDA_LIBDEVICE,
@@ -25,7 +25,7 @@ class TritonCudaLibdevice(TritonNameRule):
     CODE = "ROC507"
     NAME = "triton-cuda-libdevice"
     SUMMARY = "triton.language.extra.cuda.libdevice: NVIDIA's libdevice, absent on ROCm."
-    TRIGGERS = ("libdevice",)
+    NEEDS = Import(CUDA_LIBDEVICE) | Name(CUDA_LIBDEVICE)
     WHAT = """
         An import of `triton.language.extra.cuda.libdevice` (`from triton.language.extra.cuda
         import libdevice`, `import triton.language.extra.cuda.libdevice as ld`, `from
@@ -159,26 +159,6 @@ class TritonCudaLibdevice(TritonNameRule):
             ),
         ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        """What ``visit_Import``, ``visit_ImportFrom`` and ``visit_Attribute`` report, on
-        CPython's tree: an import of the CUDA module (or from it, or of ``libdevice`` from
-        ``triton.language.extra.cuda``), or a ``.libdevice`` attribute that may resolve to it."""
-        if facts.tree is None:
-            return True
-        for node in facts.nodes(ast.Import):
-            if any(a.name == CUDA_LIBDEVICE or a.name.startswith(CUDA_LIBDEVICE + ".") for a in node.names):
-                return True
-        for node in facts.nodes(ast.ImportFrom):
-            module = node.module
-            if node.level or module is None:
-                continue
-            if module == CUDA_LIBDEVICE or module.startswith(CUDA_LIBDEVICE + "."):
-                return True
-            if module == "triton.language.extra.cuda" and any(a.name == "libdevice" for a in node.names):
-                return True
-        return any(facts.may_be(n, {CUDA_LIBDEVICE}) for n in facts.attributes.get("libdevice", ()))
 
     def __init__(self, context):
         super().__init__(context)

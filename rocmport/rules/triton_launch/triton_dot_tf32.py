@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from rocmport.analysis import walk as _walk
+from rocmport.analysis.needs import Call, Decorator, String
 from rocmport.analysis.syntax import keyword, literal_string
 from rocmport.analysis.triton import (
     DOT,
@@ -34,7 +35,7 @@ class TritonDotTf32(TritonRule):
     CODE = "ROC510"
     NAME = "triton-dot-tf32"
     SUMMARY = 'tl.dot(..., input_precision="tf32"): a compile error on AMD GPUs other than gfx942.'
-    TRIGGERS = ("dot",)
+    NEEDS = Call(*DOT) & Decorator(*KERNEL_DECORATORS) & String(*_TF32, whole=True, any_case=True)
     WHAT = """
         `tl.dot(..., input_precision="tf32")` or `"tf32x3"` (a string literal, any case) in a
         Triton kernel or `@triton.jit` helper. `allow_tf32=True` is not a finding: from Triton
@@ -179,10 +180,6 @@ class TritonDotTf32(TritonRule):
             ),
         ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return facts.decorated_with(KERNEL_DECORATORS) and any(s.lower() in _TF32 for s in facts.strings)
 
     def check(self, a: TritonAnalysis) -> None:
         found: List[Tuple[Kernel, cst.Call, cst.BaseExpression, str]] = []

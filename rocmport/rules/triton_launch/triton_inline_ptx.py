@@ -10,6 +10,7 @@ import re
 import libcst as cst
 
 from rocmport.analysis import gates
+from rocmport.analysis.needs import Call
 from rocmport.analysis.syntax import keyword, literal_string
 from rocmport.analysis.triton import (
     INLINE_ASM,
@@ -31,7 +32,7 @@ class TritonInlinePtx(TritonNameRule):
     CODE = "ROC509"
     NAME = "triton-inline-ptx"
     SUMMARY = "tl.inline_asm_elementwise with NVIDIA PTX: does not assemble for AMD GPUs."
-    TRIGGERS = ("inline_asm_elementwise",)
+    NEEDS = Call(*INLINE_ASM)
     WHAT = """
         A call of `tl.inline_asm_elementwise(...)` outside a ROCm branch, unless its assembly is
         recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`). Several assembly
@@ -202,10 +203,6 @@ class TritonInlinePtx(TritonNameRule):
             ),
         ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return any(facts.calls_to(INLINE_ASM))
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.qnames(node.func, INLINE_ASM) or self.foreign(node):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from rocmport.analysis.needs import Call
 from rocmport.analysis.triton import (
     LIBDEVICE_PORTABLE,
     LIBDEVICE_WITHOUT_HIP_NAMES,
@@ -21,7 +22,7 @@ class TritonLibdeviceWithoutHip(TritonNameRule):
     CODE = "ROC508"
     NAME = "triton-libdevice-without-hip"
     SUMMARY = "A libdevice function that Triton's AMD libdevice does not have."
-    TRIGGERS = ("libdevice",)
+    NEEDS = Call(*LIBDEVICE_WITHOUT_HIP_NAMES)
     WHAT = """
         A call of a libdevice function, through `triton.language.extra.libdevice` or
         `triton.language.extra.cuda.libdevice` in any spelling, that
@@ -139,10 +140,6 @@ class TritonLibdeviceWithoutHip(TritonNameRule):
             ),
         ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return any(facts.calls_to(LIBDEVICE_WITHOUT_HIP_NAMES))
 
     def visit_Call(self, node: cst.Call) -> None:
         found = self.qnames(node.func, LIBDEVICE_WITHOUT_HIP_NAMES)

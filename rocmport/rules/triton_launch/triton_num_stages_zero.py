@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Set
 
+from rocmport.analysis.needs import Call, Keyword
 from rocmport.analysis.syntax import keyword
 from rocmport.analysis.triton import (
     CONFIG_NAMES,
@@ -32,7 +33,7 @@ class TritonNumStagesZero(TritonRule):
     CODE = "ROC506"
     NAME = "triton-num-stages-zero"
     SUMMARY = "num_stages=0 in a Triton config or launch: no longer a pipelining mode on AMD."
-    TRIGGERS = ("num_stages", "Config")
+    NEEDS = Call(*CONFIG_NAMES) | Keyword("num_stages", subscripted=True)  # a config, or num_stages= of a launch
     WHAT = """
         `num_stages=0` in a `triton.Config(...)` (keyword or third positional argument) or a
         kernel launch (`kernel[grid](..., num_stages=0)`), given as a literal or as a module or
@@ -177,10 +178,6 @@ class TritonNumStagesZero(TritonRule):
             ),
         ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return any(facts.calls_to(CONFIG_NAMES)) or "num_stages" in facts.subscript_call_keywords
 
     def check(self, a: TritonAnalysis) -> None:
         seen: Set[int] = set()

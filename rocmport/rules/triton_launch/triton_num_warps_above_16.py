@@ -9,6 +9,7 @@ from typing import Set
 
 import libcst as cst
 
+from rocmport.analysis.needs import Keyword
 from rocmport.analysis.syntax import keyword
 from rocmport.analysis.triton import (
     CONFIG_NAMES,
@@ -19,7 +20,7 @@ from rocmport.analysis.triton import (
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import TritonRule
+from .common import KERNELS_OR_CONFIGS, TritonRule
 
 MAX_WARPS = 16
 
@@ -28,9 +29,8 @@ MAX_WARPS = 16
 class TritonNumWarps(TritonRule):
     CODE = "ROC503"
     NAME = "triton-num-warps-above-16"
-    READS_LAUNCHES = True
     SUMMARY = "num_warps above 16: more than 1024 threads per workgroup on AMD."
-    TRIGGERS = ("triton", "num_warps")  # a launch of an imported kernel need not say "triton"
+    NEEDS = KERNELS_OR_CONFIGS | Keyword("num_warps", subscripted=True)  # or num_warps= of any launch
     WHAT = """
         `num_warps=` above 16 in a Triton launch (`kernel[grid](..., num_warps=32)`) or a
         `triton.Config(..., num_warps=32)`, given as a literal or a constant; and a helper

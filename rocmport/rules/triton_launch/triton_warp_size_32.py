@@ -12,6 +12,7 @@ from typing import FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from rocmport.analysis import walk as _walk
+from rocmport.analysis.needs import Import
 from rocmport.analysis.triton import (
     TL,
     TritonAnalysis,
@@ -42,7 +43,8 @@ class TritonWarpSize32(TritonRule):
     CODE = "ROC512"
     NAME = "triton-warp-size-32"
     SUMMARY = "A warp size of 32 in arithmetic: AMD's CDNA wavefronts have 64 lanes."
-    TRIGGERS = ("warp", "WARP", "Warp")
+    TRIGGERS = ("warp", "WARP", "Warp")  # num_warps, or a name _WARP_NAME matches
+    NEEDS = Import("triton")  # and the shapes of ``may_match``, which no need says
     WHAT = """
         `num_warps * 32` or `32 * num_warps` (also `config.num_warps * 32`), and a warp-size
         constant set to 32: `WARP_SIZE = 32`, `WARP_SIZE = tl.constexpr(32)`,

@@ -10,7 +10,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport import rocm_facts
 from rocmport.analysis.names import qualified_names
-from rocmport.analysis.platforms import ROCM
+from rocmport.analysis.platforms import ROCM, other_accelerator_path
 from rocmport.analysis.syntax import ROCM_WORD, dotted_name, literal_string, mentions_rocm
 from rocmport.analysis.triton import FOREIGN_TEST, KERNEL_DECORATORS, is_foreign_path
 from rocmport.analysis.walk import children as _children
@@ -115,11 +115,17 @@ class VendorRule(Rule):
     def is_name(self, node: cst.CSTNode, names) -> bool:
         return bool(qualified_names(self, node, names) & names)
 
+    # Decide from the file's name too (``..._sm90.py``, ``nvidia.py``, ``test_rocm_support.py``).
+    # The architecture and fp8 rules (ROC702, ROC705, ROC706, ROC711) set it False: a file named
+    # for ROCm is where those bugs live, and what a file imports and tests decides, not its name.
+    BY_FILE_NAME: bool = True
+
     def gated(self, node: cst.CSTNode) -> bool:
         """Already gated: under a ROCm test (``in_rocm_branch``), or where a test of
         ``torch.version.cuda`` proves a CUDA build (the body of ``if torch.version.cuda:``,
         the ``else`` of ``if torch.version.cuda is None:``, the right of ``cuda and ...``)."""
-        if self.in_rocm_branch(node) or is_foreign_path(self.context.path) or _vendor_path(self.context.path):
+        if self.in_rocm_branch(node) or is_foreign_path(self.context.path) or \
+                other_accelerator_path(self.context.path) or (self.BY_FILE_NAME and _vendor_path(self.context.path)):
             return True
         if self.earlier_exit(node, lambda test: mentions_rocm(test, self.context.gate_name) and not (
                 isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And))):
@@ -232,6 +238,8 @@ def _cpython_calls(ctx) -> Dict[str, int]:
     return ctx.shared("vendor-cpython-calls", count)
 
 
+
+
 def facts_doc(topic: str) -> str:
     return "\n".join("        - " + f.claim + " (" + ", ".join(f.sources) + ")"
                      for f in rocm_facts.FACTS if f.topic == topic)
@@ -296,7 +304,8 @@ PROPERTIES = frozenset({"torch.cuda.get_device_properties"})
 # Features that exist only on NVIDIA: a capability test that guards one is gated off ROCm.
 NVIDIA_ONLY = re.compile(
     r"(?i)(?:^|[^a-z0-9])(?:fa3|tma|wgmma|hopper|blackwell|tcgen05|sm_?9\d+a?|sm_?1[0-2]\d+a?|"
-    r"flash_attn_interface|flash_attn_3|flash_mla|deep_gemm|cutlass|nvfp4|mxfp4_nv)(?:[^a-z]|$)")
+    r"flash_attn_interface|flash_attn_3|flash_mla|deep_gemm|cutlass|nvfp4|mxfp4_nv|marlin|machete|trtllm)"
+    r"(?:[^a-z]|$)")
 
 
 

@@ -5,12 +5,11 @@ The rule's documentation is its class's (`rocmport rule ROC704` prints it).
 
 from __future__ import annotations
 
-from typing import FrozenSet, Optional
+import re
 
 import libcst as cst
 
-import re
-
+from rocmport.analysis.needs import Import
 from rocmport.analysis.platforms import CUDA_ONLY_PACKAGES, cuda_only_package
 from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability
@@ -19,12 +18,12 @@ from rocmport.rules.base import Case
 from .common import VendorRule, facts_doc
 
 
-
 class CudaOnlyImport(VendorRule):
     CODE = "ROC704"
     NAME = "cuda-only-package-import"
     SUMMARY = "A CUDA-only package imported unconditionally at module level."
-    TRIGGERS = tuple(CUDA_ONLY_PACKAGES)
+    NEEDS = Import(*CUDA_ONLY_PACKAGES)
+    LOCAL = True
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         `import X` / `from X import ...` at the top level of a module (not inside `try`, `if`,
@@ -197,10 +196,6 @@ class CudaOnlyImport(VendorRule):
         ``trt`` for TensorRT, ``fa3`` for FlashAttention 3)? Then the module exists for it."""
         found = self.context.shared("roc704-dedicated", lambda ctx: _names_package(ctx.path))
         return found
-
-    @classmethod
-    def reach(cls, facts) -> Optional[FrozenSet[str]]:
-        return frozenset()  # an import statement_of of the module's own body: never in a definition
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:

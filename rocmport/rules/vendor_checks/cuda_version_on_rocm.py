@@ -11,6 +11,7 @@ from typing import Dict, FrozenSet, List, Optional, Set
 import libcst as cst
 
 from rocmport.analysis import gates
+from rocmport.analysis.needs import Name
 from rocmport.analysis.platforms import CPU, ROCM
 from rocmport.analysis.syntax import dotted_name, mentions_rocm
 from rocmport.findings import Applicability, Fix
@@ -55,8 +56,7 @@ class CudaVersionOnRocm(VendorRule):
     CODE = "ROC701"
     NAME = "cuda-version-on-rocm"
     SUMMARY = "`torch.version.cuda` used as a version or as \"a GPU build is present\": it is None on ROCm."
-    TRIGGERS = ("version",)
-    WORDS = (("cuda",), ("version",))  # the ``.cuda`` attribute, and torch.version's spelling in it or its import
+    NEEDS = Name(*CUDA_VERSION)
     FIX_APPLICABILITY = Applicability.SAFE
     WHAT = """
         `torch.version.cuda` (in any spelling of `torch.version`) used

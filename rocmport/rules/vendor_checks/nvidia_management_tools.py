@@ -6,15 +6,14 @@ The rule's documentation is its class's (`rocmport rule ROC703` prints it).
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, Optional
 
 import libcst as cst
 
+from rocmport.analysis.needs import Call, Import, String
+from rocmport.analysis.platforms import ROCM
 from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
-
-from rocmport.analysis.platforms import ROCM
 
 from .common import VendorRule, facts_doc, identifiers, walk
 
@@ -33,7 +32,11 @@ class NvidiaManagementTools(VendorRule):
     CODE = "ROC703"
     NAME = "nvidia-management-tools"
     SUMMARY = "`nvidia-smi` or NVML (`pynvml`) used: they do not exist on ROCm."
-    TRIGGERS = ("nvidia-smi", "nvml", "nvidia_smi", "GPUtil")
+    TRIGGERS = ("nvidia-smi", "nvml", "nvidia_smi", "GPUtil")  # the command is a string: NEEDS gives no word for it
+    # An import of an NVML module, or a process call in a file with a string that holds
+    # "nvidia-smi" (every command ``_runs_nvidia_smi`` accepts is, or is assigned, one).
+    NEEDS = Import(*NVML_MODULES) | String("nvidia-smi") & Call(*_PROCESS_CALLS)
+    LOCAL = True
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         A `subprocess` / `os.system` / `os.popen` / `shutil.which` / asyncio subprocess call
@@ -247,28 +250,6 @@ class NvidiaManagementTools(VendorRule):
             message="`pynvml.smi` needs NVML, which does not exist on ROCm",
         ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        """An import of an NVML module, or a process call in a file with a string that holds
-        "nvidia-smi" (every command ``_runs_nvidia_smi`` accepts is, or is assigned, one)."""
-        if facts.tree is None:
-            return True
-        import ast
-
-        for node in facts.nodes(ast.Import):
-            if any(alias.name.split(".", 1)[0] in NVML_MODULES for alias in node.names):
-                return True
-        for node in facts.nodes(ast.ImportFrom):
-            if not node.level and node.module and node.module.split(".", 1)[0] in NVML_MODULES:
-                return True
-        return any("nvidia-smi" in text for text in facts.strings) and any(facts.calls_to(_PROCESS_CALLS))
-
-    @classmethod
-    def reach(cls, facts) -> Optional[FrozenSet[str]]:
-        """An import of an NVML module, or a process call (its command, when a name, is read
-        in the same function or at module level)."""
-        return frozenset(NVML_MODULES | facts.spellings(_PROCESS_CALLS) | {"nvidia-smi"})
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
