@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '6cdcf5f2365982d6c622bbce4876dd03'
+FINGERPRINT = '9a7c698b8b437f7c5cc49400aecf6ce6'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -2105,7 +2105,7 @@ RULES = [{'code': 'ROC001',
          "`num_warps=` is rewritten only with `--unsafe-fixes`; so is a helper's value that the\n"
          'helper also computes with before returning it.\n',
   'triggers': ['num_warps', 'triton'],
-  'words': [['num_warps', 'triton'], ['Config', 'autotune', 'heuristics', 'jit', 'num_warps']]},
+  'words': [['num_warps', 'triton']]},
  {'code': 'ROC504',
   'name': 'triton-half-precision-accumulator',
   'summary': 'An fp16/bf16 accumulator in a Triton kernel.',

@@ -161,12 +161,11 @@ def test_a_negation_in_the_fix_follows_the_spelling():
         ON_NVIDIA = torch.version.hip is None
 
 
-        def wgmma():
-            if torch.cuda.get_device_capability()[0] == 9:
-                return use_wgmma()
+        def is_hopper():
+            return torch.cuda.get_device_capability()[0] == 9
         """)
     out = assert_fix_properties(src.encode(), unsafe=True).fixed.decode()
-    assert "if torch.version.hip is None and torch.cuda.get_device_capability()[0] == 9:" in out
+    assert "return torch.version.hip is None and torch.cuda.get_device_capability()[0] == 9\n" in out
     assert "is_rocm" not in out
 
 

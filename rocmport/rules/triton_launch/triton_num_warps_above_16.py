@@ -9,7 +9,7 @@ from typing import Set
 
 import libcst as cst
 
-from rocmport.analysis.needs import Keyword
+from rocmport.analysis.needs import Import, Keyword, Number
 from rocmport.analysis.syntax import keyword
 from rocmport.analysis.triton import (
     CONFIG_NAMES,
@@ -30,7 +30,10 @@ class TritonNumWarps(TritonRule):
     CODE = "ROC503"
     NAME = "triton-num-warps-above-16"
     SUMMARY = "num_warps above 16: more than 1024 threads per workgroup on AMD."
-    NEEDS = KERNELS_OR_CONFIGS | Keyword("num_warps", subscripted=True)  # or num_warps= of any launch
+    # a kernel or config, num_warps= of any launch, or a helper of a Triton file that decides
+    # num_warps for its callers (`num_warps = 32`: the values above 16 that Triton accepts)
+    NEEDS = (KERNELS_OR_CONFIGS | Keyword("num_warps", subscripted=True)
+             | (Import("triton") & Number(*(2 ** k for k in range(5, 11)))))
     WHAT = """
         `num_warps=` above 16 in a Triton launch (`kernel[grid](..., num_warps=32)`) or a
         `triton.Config(..., num_warps=32)`, given as a literal or a constant; and a helper
@@ -226,10 +229,6 @@ class TritonNumWarps(TritonRule):
         ),
     )
 
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return super().may_match(facts) or _returns_warps(facts)
-
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         """A helper that decides num_warps for its callers' launches and returns it
         (``BLOCK_SIZE, num_warps = calculate_settings(n)``): the value is gated where it is
@@ -299,21 +298,6 @@ def _imports_triton(facts) -> bool:
         return True
     return any(full == "triton" or full.startswith("triton.")
                for fulls in facts.binding_kinds_imports().values() for full in fulls)
-
-
-def _returns_warps(facts) -> bool:
-    """Does a function of the file assign `num_warps` an integer above 16 (the prefilter of
-    ``visit_FunctionDef``, on CPython's tree)?"""
-    import ast
-
-    if not _imports_triton(facts):
-        return False
-    for node in facts.nodes(ast.Assign):
-        if (len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id.lower() == "num_warps"
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, int)
-                and node.value.value > MAX_WARPS):
-            return True
-    return False
 
 
 def _own_statements(function: cst.FunctionDef):
