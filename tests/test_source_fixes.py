@@ -506,3 +506,17 @@ def test_a_clean_option_without_cuda_graph_choices_is_left_alone(tmp_path):
             return torch.compile(model, mode=args.compile_mode)
         """})
     assert _codes(root) == {}
+
+
+def test_the_example_maps_the_prefill_mode_once_inside_its_compile_helper(tmp_path):
+    """examples/train_and_generate.py: `--prefill-mode` offers "reduce-overhead" and reaches
+    torch.compile through `setup` and `compile_for_decoding(model, mode)`: one decision, one
+    finding and one mapping, inside the helper; the call that hands it the value stays."""
+    source = (Path(__file__).resolve().parent.parent / "examples" / "train_and_generate.py").read_text(encoding="utf-8")
+    root = _write(tmp_path, {"train_and_generate.py": source})
+    findings = [f for r in _run(root, fix=False) for f in r.findings if f.code == "ROC104"]
+    lines = source.splitlines()
+    assert [lines[f.start.row - 1].strip() for f in findings] == ["prefill = torch.compile(model, mode=mode, dynamic=True)"]
+    fixed = _fix(root, select=("ROC104",))["train_and_generate.py"]
+    assert "state = setup(args.device, args.prefill_mode)\n" in fixed
+    assert '"reduce-overhead": "default"' in fixed and fixed.count(".get(mode, mode) if is_rocm else mode") == 1
