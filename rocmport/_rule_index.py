@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '9fceacac8ebcb7f054c99f70cc98a315'
+FINGERPRINT = '97fa4d6d46b4b2d7b435d072a421359c'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -151,7 +151,11 @@ RULES = [{'code': 'ROC001',
          "the generated prelude (or a binding of the file's own that means the same). To keep\n"
          'the speed of CUDA graphs on ROCm, capture the compiled function manually\n'
          '(`torch.cuda.graph`), which HIP graphs support. Turn the rule off on stacks where\n'
-         'inductor\'s CUDA graphs work (`ignore = ["ROC101"]`).\n',
+         'inductor\'s CUDA graphs work (`ignore = ["ROC101"]`). A literal handed to the '
+         "project's\n"
+         'own wrapper around torch.compile (a function that hands its parameter to the mode\n'
+         'unchanged) is left where it is when ROC104 maps the mode once inside that wrapper,\n'
+         'for every caller; through `**kwargs` or a partial, each literal is fixed where it is.\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
   'words': []},
  {'code': 'ROC102',
@@ -202,7 +206,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (safe)\n'
          '\n'
          'Safe. `"max-autotune-no-cudagraphs" if is_rocm else "max-autotune"`: unchanged on\n'
-         'NVIDIA; on ROCm the same autotuning, without CUDA graphs.\n',
+         'NVIDIA; on ROCm the same autotuning, without CUDA graphs. A literal handed to the\n'
+         "project's own wrapper around torch.compile is left where it is when ROC104 maps the\n"
+         'mode once inside that wrapper (see ROC101).\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
   'words': []},
  {'code': 'ROC103',
@@ -246,13 +252,14 @@ RULES = [{'code': 'ROC001',
          'After `rocmport fix --write`:\n'
          '\n'
          '```python\n'
-         'opts = {"triton.cudagraphs": False if is_rocm else True, "max_autotune": False}\n'
+         'opts = {"triton.cudagraphs": not is_rocm, "max_autotune": False}\n'
          'step = torch.compile(step, options=opts)\n'
          '```\n'
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. The value becomes `False if is_rocm else <value>`: unchanged on NVIDIA. The\n'
+         'Safe. The value becomes `False if is_rocm else <value>` (`not is_rocm` for a literal '
+         '`True`): unchanged on NVIDIA. The\n'
          'other keys, and the call, stay as they are (rocmport never adds `options=` beside\n'
          '`mode=`: torch raises when both are given).\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
@@ -273,7 +280,24 @@ RULES = [{'code': 'ROC001',
           '`os.getenv("MODE")`,\n'
           '        `cfg.get("mode", "default")`, or a name assigned only such values (a default '
           'that is a\n'
-          '        CUDA-graph mode is reported).\n'
+          '        CUDA-graph mode is reported). Nor a value the project decides where it stores '
+          'it (a\n'
+          '        class attribute or dataclass field `cfg.compile_mode`, an argparse option\n'
+          '        `args.compile_mode`, a module constant, a key of a settings dict; followed '
+          'through the\n'
+          '        files rocmport checks) when every place that decides it holds no CUDA-graph '
+          'mode, is\n'
+          '        gated on ROCm, or holds one that ROC105 gates there: one gate where the value '
+          'is\n'
+          '        decided covers every call that reads it, also those rocmport cannot see. A '
+          'parameter\n'
+          "        of the project's own wrapper around torch.compile (`def "
+          'compile_with_warmup(fn,\n'
+          "        mode=None)`) is decided by the wrapper's callers in the project: reported, and "
+          'mapped\n'
+          '        there once, when one of them hands it a CUDA-graph mode or a value decided at '
+          'run time\n'
+          '        (the callers are then left alone); not reported when none does.\n'
           '        ',
   'why': '\n'
          '        When the value is "reduce-overhead" or "max-autotune", inductor captures CUDA '
@@ -294,7 +318,16 @@ RULES = [{'code': 'ROC001',
          'value whose default turns no CUDA graphs on, which is what runs unless a user asks\n'
          'for more: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, `os.getenv("MODE")`,\n'
          '`cfg.get("mode", "default")`, or a name assigned only such values (a default that is a\n'
-         'CUDA-graph mode is reported).\n'
+         'CUDA-graph mode is reported). Nor a value the project decides where it stores it (a\n'
+         'class attribute or dataclass field `cfg.compile_mode`, an argparse option\n'
+         '`args.compile_mode`, a module constant, a key of a settings dict; followed through the\n'
+         'files rocmport checks) when every place that decides it holds no CUDA-graph mode, is\n'
+         'gated on ROCm, or holds one that ROC105 gates there: one gate where the value is\n'
+         'decided covers every call that reads it, also those rocmport cannot see. A parameter\n'
+         "of the project's own wrapper around torch.compile (`def compile_with_warmup(fn,\n"
+         "mode=None)`) is decided by the wrapper's callers in the project: reported, and mapped\n"
+         'there once, when one of them hands it a CUDA-graph mode or a value decided at run time\n'
+         '(the callers are then left alone); not reported when none does.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -323,30 +356,36 @@ RULES = [{'code': 'ROC001',
          'unchanged. Safe where reading the expression has no effect (a name, an attribute, a\n'
          'constant subscript), since ROCm reads it twice; unsafe for anything else (a call).\n'
          'Where the repository formats with ruff or black, the statement is wrapped as its\n'
-         'formatter wraps it.\n',
+         'formatter wraps it. Where the mode is decided in the same function, by a local name\n'
+         'assigned only string literals (or None) and read only as compile modes (or tested for\n'
+         'truth, compared with None, shown), the literal is gated where it is assigned instead\n'
+         '(`mode = "default" if is_rocm else "reduce-overhead"`), once; the calls stay.\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
   'words': []},
  {'code': 'ROC105',
   'name': 'cudagraph-mode-default',
-  'summary': 'A CUDA-graph compile mode stored as a default value (a config field, a parameter '
-             'default).',
+  'summary': 'A CUDA-graph compile mode stored as a default value (a config field, a constant, an '
+             'option).',
   'what': '\n'
           '        The literal "reduce-overhead" or "max-autotune" stored where a compile mode is '
           'kept\n'
-          '        for later: a class attribute or dataclass field, an attribute assignment, a\n'
-          '        module-level constant, a parameter default or a config-dict value whose name '
-          'contains\n'
-          '        "mode". Not flagged: a local variable or a parameter that the same code hands '
-          'to\n'
-          '        `torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, '
-          'comments,\n'
-          '        docstrings, lists of choices or comparisons, and a value whose every reader in '
-          'the\n'
-          '        file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if '
-          'is_rocm\n'
-          "        else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the "
-          'value is\n'
-          '        used, so the finding goes with it.\n'
+          '        for later: a class attribute or dataclass field (`field(default=...)` too), an\n'
+          "        attribute assignment, a module-level constant, an argparse option's default, a\n"
+          '        parameter default, a config-dict value or a test parameter\n'
+          '        (`@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`, on a test or '
+          'its\n'
+          '        class) whose name contains "mode". Not flagged: a\n'
+          '        local variable or a parameter that the same code hands to '
+          '`torch.compile(mode=...)`\n'
+          '        (ROC104 or ROC101/ROC102 fix those), the text in strings, comments, '
+          'docstrings,\n'
+          '        lists of choices or comparisons, a value already gated on ROCm, and a value '
+          'whose\n'
+          '        every compile call in the file already maps it on ROCm (`mode={...}.get(m, m) '
+          'if\n'
+          '        is_rocm else m`, or runs only off ROCm): the hazard is fixed where the value is '
+          'used,\n'
+          '        so the finding goes with it.\n'
           '        ',
   'why': '\n'
          '        The value ends up in `torch.compile(mode=...)` somewhere else, often in another '
@@ -354,23 +393,26 @@ RULES = [{'code': 'ROC001',
          '        where it turns on CUDA graphs (see ROC101).\n'
          '        ',
   'default_enabled': True,
-  'fix': 'display-only',
+  'fix': 'safe',
   'doc': '# ROC105 cudagraph-mode-default\n'
          '\n'
-         'A CUDA-graph compile mode stored as a default value (a config field, a parameter '
-         'default).\n'
+         'A CUDA-graph compile mode stored as a default value (a config field, a constant, an '
+         'option).\n'
          '\n'
          '## What it finds\n'
          '\n'
          'The literal "reduce-overhead" or "max-autotune" stored where a compile mode is kept\n'
-         'for later: a class attribute or dataclass field, an attribute assignment, a\n'
-         'module-level constant, a parameter default or a config-dict value whose name contains\n'
-         '"mode". Not flagged: a local variable or a parameter that the same code hands to\n'
-         '`torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, comments,\n'
-         'docstrings, lists of choices or comparisons, and a value whose every reader in the\n'
-         'file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if is_rocm\n'
-         "else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the value is\n"
-         'used, so the finding goes with it.\n'
+         'for later: a class attribute or dataclass field (`field(default=...)` too), an\n'
+         "attribute assignment, a module-level constant, an argparse option's default, a\n"
+         'parameter default, a config-dict value or a test parameter\n'
+         '(`@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`, on a test or its\n'
+         'class) whose name contains "mode". Not flagged: a\n'
+         'local variable or a parameter that the same code hands to `torch.compile(mode=...)`\n'
+         '(ROC104 or ROC101/ROC102 fix those), the text in strings, comments, docstrings,\n'
+         'lists of choices or comparisons, a value already gated on ROCm, and a value whose\n'
+         'every compile call in the file already maps it on ROCm (`mode={...}.get(m, m) if\n'
+         'is_rocm else m`, or runs only off ROCm): the hazard is fixed where the value is used,\n'
+         'so the finding goes with it.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -383,14 +425,42 @@ RULES = [{'code': 'ROC001',
          '@dataclass\n'
          'class PolicyConfig:\n'
          '    compile_mode: str = "reduce-overhead"\n'
+         '\n'
+         'def build(model, cfg: PolicyConfig):\n'
+         '    return torch.compile(model, mode=cfg.compile_mode)\n'
          '```\n'
          '\n'
-         '## Fix (display-only)\n'
+         'After `rocmport fix --write`:\n'
          '\n'
-         'Display-only. Changing a default changes saved configurations (they are serialised,\n'
-         'e.g. to a model hub), so rocmport does not rewrite it: gate the value where it is\n'
-         'handed to `torch.compile` (rocmport fixes such call sites as ROC104), or use a\n'
-         'ROCm-aware default such as `"default" if is_rocm else "reduce-overhead"`.\n',
+         '```python\n'
+         '@dataclass\n'
+         'class PolicyConfig:\n'
+         '    compile_mode: str = "default" if is_rocm else "reduce-overhead"\n'
+         '\n'
+         'def build(model, cfg: PolicyConfig):\n'
+         '    return torch.compile(model, mode=cfg.compile_mode)\n'
+         '```\n'
+         '\n'
+         '## Fix (safe)\n'
+         '\n'
+         'Where the value is decided, once: `"default" if is_rocm else "reduce-overhead"` at the\n'
+         'stored literal, which covers every compile call that reads it, also those rocmport\n'
+         'cannot see, and leaves those call sites unchanged (ROC104 does not map a mode that is\n'
+         'decided, and gated, where it is stored). rocmport follows the value through the project\n'
+         '(the files it checks, by the stored name: `cfg.compile_mode`, `cfg["compile_mode"]`,\n'
+         '`args.compile_mode` of an `--compile-mode` option, a constant read by name or as\n'
+         '`mod.NAME`, through a local name, a kwargs dict splatted into the compile call, another\n'
+         'field it is stored into, or a project function that hands it to torch.compile; for a\n'
+         'test parameter, its reads in the tests it parametrizes). Safe where every reader hands\n'
+         "it to torch.compile's mode, or only logs or formats it (the log then shows the ROCm\n"
+         'mode), tests its truth or compares it with None (a mode and its ROCm form are both\n'
+         'non-empty strings); unsafe where it is also read for something else\n'
+         '(compared, returned, passed on), which then sees the ROCm mode on ROCm too: the\n'
+         'message names the place. On NVIDIA the value is the same. Display-only where no\n'
+         'compile call of the project reads it (the value may reach one in a library), and for\n'
+         'a parameter default or a dict under the bare key "mode". A value read from a\n'
+         'configuration file, a saved configuration (a model hub) or the command line is the\n'
+         "user's choice and is not changed; a configuration saved on ROCm records the ROCm mode.\n",
   'triggers': ['reduce-overhead', 'max-autotune'],
   'words': []},
  {'code': 'ROC106',
@@ -530,8 +600,8 @@ RULES = [{'code': 'ROC001',
           '        `torch.compile` (a literal, a dict variable filled in the same file, or a\n'
           '        `{"options": {...}}` kwargs dict). Reads, assignments of a false value and '
           'values that\n'
-          '        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) '
-          'are not\n'
+          '        are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if '
+          'not is_rocm:`) are not\n'
           '        findings. The rule works from names: a name that the installed torch lacks is '
           'still\n'
           '        recognised.\n'
@@ -562,7 +632,8 @@ RULES = [{'code': 'ROC001',
          '`config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of\n'
          '`torch.compile` (a literal, a dict variable filled in the same file, or a\n'
          '`{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that\n'
-         'are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not\n'
+         'are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if not '
+         'is_rocm:`) are not\n'
          'findings. The rule works from names: a name that the installed torch lacks is still\n'
          'recognised.\n'
          '\n'
@@ -588,12 +659,13 @@ RULES = [{'code': 'ROC001',
          '```python\n'
          'import torch._inductor.config\n'
          '\n'
-         'torch._inductor.config.triton.cudagraphs = False if is_rocm else True\n'
+         'torch._inductor.config.triton.cudagraphs = not is_rocm\n'
          '```\n'
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. The value becomes `False if is_rocm else <value>`: on NVIDIA the expression is\n'
+         'Safe. The value becomes `False if is_rocm else <value>` (`not is_rocm` for a literal '
+         '`True`): on NVIDIA the expression is\n'
          'the original value; on ROCm CUDA graphs stay off. `is_rocm` comes from the generated\n'
          'prelude. To keep the speed of CUDA graphs on ROCm, capture the compiled function\n'
          "manually (`torch.cuda.graph`). Turn the rule off on stacks where inductor's CUDA\n"
@@ -618,8 +690,8 @@ RULES = [{'code': 'ROC001',
           '        `torch.compile` (a literal, a dict variable filled in the same file, or a\n'
           '        `{"options": {...}}` kwargs dict). Reads, assignments of a false value and '
           'values that\n'
-          '        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) '
-          'are not\n'
+          '        are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if '
+          'not is_rocm:`) are not\n'
           '        findings. The rule works from names: a name that the installed torch lacks is '
           'still\n'
           '        recognised.\n'
@@ -654,7 +726,8 @@ RULES = [{'code': 'ROC001',
          '`config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of\n'
          '`torch.compile` (a literal, a dict variable filled in the same file, or a\n'
          '`{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that\n'
-         'are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not\n'
+         'are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if not '
+         'is_rocm:`) are not\n'
          'findings. The rule works from names: a name that the installed torch lacks is still\n'
          'recognised.\n'
          '\n'
@@ -676,12 +749,13 @@ RULES = [{'code': 'ROC001',
          'After `rocmport fix --write`:\n'
          '\n'
          '```python\n'
-         'torch._inductor.config.triton.cudagraph_trees = False if is_rocm else True\n'
+         'torch._inductor.config.triton.cudagraph_trees = not is_rocm\n'
          '```\n'
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. `False if is_rocm else <value>`: unchanged on NVIDIA. Note that this alone does\n'
+         'Safe. `False if is_rocm else <value>` (`not is_rocm` for a literal `True`): unchanged on '
+         'NVIDIA. Note that this alone does\n'
          'not turn CUDA graphs off on ROCm: the compile mode (ROC101/ROC102) and\n'
          '`triton.cudagraphs` (ROC201) decide that.\n',
   'triggers': ['cudagraph_trees'],
@@ -705,8 +779,8 @@ RULES = [{'code': 'ROC001',
           '        `torch.compile` (a literal, a dict variable filled in the same file, or a\n'
           '        `{"options": {...}}` kwargs dict). Reads, assignments of a false value and '
           'values that\n'
-          '        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) '
-          'are not\n'
+          '        are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if '
+          'not is_rocm:`) are not\n'
           '        findings. The rule works from names: a name that the installed torch lacks is '
           'still\n'
           '        recognised.\n'
@@ -738,7 +812,8 @@ RULES = [{'code': 'ROC001',
          '`config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of\n'
          '`torch.compile` (a literal, a dict variable filled in the same file, or a\n'
          '`{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that\n'
-         'are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not\n'
+         'are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if not '
+         'is_rocm:`) are not\n'
          'findings. The rule works from names: a name that the installed torch lacks is still\n'
          'recognised.\n'
          '\n'
@@ -759,14 +834,14 @@ RULES = [{'code': 'ROC001',
          'After `rocmport fix --write`:\n'
          '\n'
          '```python\n'
-         'torch_compile_options = {"epilogue_fusion": True, "max_autotune": False if is_rocm else '
-         'True}\n'
+         'torch_compile_options = {"epilogue_fusion": True, "max_autotune": not is_rocm}\n'
          'f = torch.compile(f, options=torch_compile_options)\n'
          '```\n'
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. `False if is_rocm else <value>`: unchanged on NVIDIA; on ROCm the default\n'
+         'Safe. `False if is_rocm else <value>` (`not is_rocm` for a literal `True`): unchanged on '
+         'NVIDIA; on ROCm the default\n'
          'kernels. Turn the rule off where max-autotune works for you (`ignore = ["ROC203"]`).\n',
   'triggers': ['max_autotune'],
   'words': []},
@@ -789,8 +864,8 @@ RULES = [{'code': 'ROC001',
           '        `torch.compile` (a literal, a dict variable filled in the same file, or a\n'
           '        `{"options": {...}}` kwargs dict). Reads, assignments of a false value and '
           'values that\n'
-          '        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) '
-          'are not\n'
+          '        are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if '
+          'not is_rocm:`) are not\n'
           '        findings. The rule works from names: a name that the installed torch lacks is '
           'still\n'
           '        recognised.\n'
@@ -821,7 +896,8 @@ RULES = [{'code': 'ROC001',
          '`config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of\n'
          '`torch.compile` (a literal, a dict variable filled in the same file, or a\n'
          '`{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that\n'
-         'are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not\n'
+         'are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if not '
+         'is_rocm:`) are not\n'
          'findings. The rule works from names: a name that the installed torch lacks is still\n'
          'recognised.\n'
          '\n'
@@ -868,8 +944,8 @@ RULES = [{'code': 'ROC001',
           '        `torch.compile` (a literal, a dict variable filled in the same file, or a\n'
           '        `{"options": {...}}` kwargs dict). Reads, assignments of a false value and '
           'values that\n'
-          '        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) '
-          'are not\n'
+          '        are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if '
+          'not is_rocm:`) are not\n'
           '        findings. The rule works from names: a name that the installed torch lacks is '
           'still\n'
           '        recognised.\n'
@@ -898,7 +974,8 @@ RULES = [{'code': 'ROC001',
          '`config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of\n'
          '`torch.compile` (a literal, a dict variable filled in the same file, or a\n'
          '`{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that\n'
-         'are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not\n'
+         'are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if not '
+         'is_rocm:`) are not\n'
          'findings. The rule works from names: a name that the installed torch lacks is still\n'
          'recognised.\n'
          '\n'
@@ -919,12 +996,13 @@ RULES = [{'code': 'ROC001',
          '\n'
          '```python\n'
          'from torch._inductor import config\n'
-         'config.memory_planning = False if is_rocm else True\n'
+         'config.memory_planning = not is_rocm\n'
          '```\n'
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. `False if is_rocm else <value>`: unchanged on NVIDIA.\n',
+         'Safe. `False if is_rocm else <value>` (`not is_rocm` for a literal `True`): unchanged on '
+         'NVIDIA.\n',
   'triggers': ['memory_planning'],
   'words': []},
  {'code': 'ROC301',
@@ -2354,7 +2432,13 @@ RULES = [{'code': 'ROC001',
   'what': '\n'
           '        `num_warps=` above 16 in a Triton launch (`kernel[grid](..., num_warps=32)`) or '
           'a\n'
-          '        `triton.Config(..., num_warps=32)`, given as a literal or a constant.\n'
+          '        `triton.Config(..., num_warps=32)`, given as a literal or a constant; and a '
+          'helper\n'
+          "        of a Triton file that decides `num_warps` for its callers' launches and returns "
+          'it\n'
+          '        (`num_warps = 32` in a `calculate_settings(n)` that returns `BLOCK_SIZE, '
+          'num_warps`),\n'
+          '        reported there, where the value is decided, once for every launch.\n'
           '        ',
   'why': '\n'
          '        On AMD a warp is a 64-lane wavefront and a workgroup holds at most 1024 threads, '
@@ -2370,7 +2454,10 @@ RULES = [{'code': 'ROC001',
          '## What it finds\n'
          '\n'
          '`num_warps=` above 16 in a Triton launch (`kernel[grid](..., num_warps=32)`) or a\n'
-         '`triton.Config(..., num_warps=32)`, given as a literal or a constant.\n'
+         '`triton.Config(..., num_warps=32)`, given as a literal or a constant; and a helper\n'
+         "of a Triton file that decides `num_warps` for its callers' launches and returns it\n"
+         '(`num_warps = 32` in a `calculate_settings(n)` that returns `BLOCK_SIZE, num_warps`),\n'
+         'reported there, where the value is decided, once for every launch.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -2395,9 +2482,10 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Safe: the value becomes `16 if is_rocm else <value>`, unchanged on NVIDIA. The number\n'
          'of warps changes speed, not results. A constant that is used for anything other than\n'
-         '`num_warps=` is rewritten only with `--unsafe-fixes`.\n',
+         "`num_warps=` is rewritten only with `--unsafe-fixes`; so is a helper's value that the\n"
+         'helper also computes with before returning it.\n',
   'triggers': ['num_warps', 'triton'],
-  'words': [['num_warps', 'triton'], ['Config', 'autotune', 'heuristics', 'jit', 'num_warps']]},
+  'words': [['num_warps', 'triton']]},
  {'code': 'ROC504',
   'name': 'triton-half-precision-accumulator',
   'summary': 'An fp16/bf16 accumulator in a Triton kernel.',

@@ -147,6 +147,7 @@ class ProjectIndex:
         self._values: Dict[str, Optional["ModuleValues"]] = {}  # module -> its Triton launch facts (parsed once)
         self._mentions: Dict[str, List[str]] = {}  # word -> modules whose bytes spell it
         self._subscripted: Optional[Dict[str, List[str]]] = None  # name -> modules that subscript it
+        self.memo: Dict[object, object] = {}  # what shared analyses (``decisions``) computed once per run
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -363,6 +364,28 @@ class ProjectIndex:
         if found is None:
             found = self._inventory[package] = [(module, name, kind) for module, name, kind, _ in self.rocm_tests(package)]
         return found
+
+    def modules_mentioning(self, word: str) -> List[Tuple[str, str, bytes]]:
+        """(module, path, bytes) of every linted file whose bytes spell ``word`` as a whole
+        identifier (``mentioning``), in module order, read once per run. The current file's
+        findings then depend on that list: a file that starts or stops spelling the word, or
+        changes, changes its cache key."""
+        if self._record is not None:
+            self._record.add(_MENTIONS + word)
+        out = []
+        for module in self.mentioning(word):
+            path = self.path_of(module)
+            blob = self._bytes(path) if path else None
+            if path and blob is not None:
+                out.append((module, path, blob))
+        return out
+
+    def tree(self, name: str, blob: bytes, path: str) -> Optional[ast.AST]:
+        """CPython's tree of a module's bytes (None where it does not parse)."""
+        try:
+            return compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
 
     def imported_modules(self, name: str) -> Set[str]:
         """The project modules that importing module ``name`` imports at once: its
