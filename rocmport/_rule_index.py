@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '97fa4d6d46b4b2d7b435d072a421359c'
+FINGERPRINT = '6cbb7e0f85b4d1f2715a317a2b8908a0'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

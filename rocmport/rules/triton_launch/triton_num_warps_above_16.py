@@ -229,6 +229,26 @@ class TritonNumWarps(TritonRule):
         ),
     )
 
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        """A kernel, a config or a launch's num_warps= (``check``), or a function of a file that
+        imports triton assigning a num_warps-named variable an integer above 16 (``visit_FunctionDef``,
+        which reads only such an assignment): a file with triton, a parameter named num_warps
+        and a 32 elsewhere is neither."""
+        if not cls.NEEDS.holds(facts):
+            return False
+        if facts.tree is None or (KERNELS_OR_CONFIGS | Keyword("num_warps", subscripted=True)).holds(facts):
+            return True
+        import ast
+
+        for node in facts.nodes(ast.Assign, ast.AnnAssign):
+            targets = node.targets if type(node) is ast.Assign else [node.target]
+            value = node.value
+            if any(type(t) is ast.Name and t.id.lower() == "num_warps" for t in targets) and \
+                    type(value) is ast.Constant and type(value.value) is int and value.value > MAX_WARPS:
+                return True
+        return False
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         """A helper that decides num_warps for its callers' launches and returns it
         (``BLOCK_SIZE, num_warps = calculate_settings(n)``): the value is gated where it is
