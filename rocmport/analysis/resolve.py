@@ -159,6 +159,16 @@ def assigned_values(rule, name: cst.Name) -> List[cst.BaseExpression]:
     return values
 
 
+def only_assigned(rule, name: cst.Name) -> Optional[List[cst.BaseExpression]]:
+    """The values of the plain assignments that bind what ``name`` reads, where nothing else
+    binds it (a parameter, a loop, ``+=``, an import, ``global``): None otherwise."""
+    assignments = _assignments(rule, name)
+    values = assigned_values(rule, name)
+    if not assignments or len(values) != len(assignments):
+        return None
+    return values
+
+
 def binding_reads(rule, name: cst.Name) -> List[cst.Name]:
     """Every read of the binding(s) that ``name`` refers to (``name`` itself included)."""
     reads: List[cst.Name] = []

@@ -86,6 +86,13 @@ def _vendor_path(path: str) -> bool:
 _VENDOR_FILE = re.compile(r"(?i)nvidia|tensorrt|(?:^|_)trt(?:_|$)")
 
 
+def nvidia_named(path: str) -> bool:
+    """A file whose name says it is for NVIDIA alone (``..._sm90.py``, ``nvidia.py``,
+    ``tensorrt_*.py``): not imported where ROCm runs."""
+    stem = re.split(r"[/\\]", path)[-1].rsplit(".", 1)[0]
+    return bool(NVIDIA_ONLY.search(stem) or _VENDOR_FILE.search(stem))
+
+
 def statement_of(rule: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     """The statement that holds ``node``: a simple statement line, or the compound statement
     whose header (test, iterable, ...) holds it."""
