@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'f6e55bb447ed8ee74a71b54a1161f16c'
+FINGERPRINT = '411bd40f349a08bcc9e90ce701a051ae'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
