@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '411bd40f349a08bcc9e90ce701a051ae'
+FINGERPRINT = '3aec5911f69dd5d05456277c132d2893'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
