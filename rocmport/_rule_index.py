@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'c4e158df21db7aa8e8dd292d997e425b'
+FINGERPRINT = '40ee31acaf1c51d0c5086092bb245590'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -9,7 +9,7 @@ graph-break rule (``graph_breaks.py``) picks the events it reports and writes it
 message and fix. The same fact can matter to both families: ``.item()`` is a host sync in a
 capture and a graph break in compiled code.
 
-``Analysis.events`` lists them in the order the regions are walked (regions by line, each
+``RegionAnalysis.events`` lists them in the order the regions are walked (regions by line, each
 one breadth first through its calls), so that the first event of a node names the shortest
 chain of the first region that reaches it.
 """

@@ -10,10 +10,10 @@ the calls it makes to functions and methods of the same file (``f()``, ``self.m(
 instances of classes defined in the file through ``__call__`` / ``forward``), transitively
 and with a guard against cycles. What the code met on the way does becomes a typed event
 (``_events``: a fact, with its region and the chain of calls that reaches it), listed in
-``Analysis.events``; the rules of both families pick their events and write their own
+``RegionAnalysis.events``; the rules of both families pick their events and write their own
 findings. The analysis knows no rule code and writes no message. It runs once per file
 (``RuleContext.shared``), however many of those rules are enabled. What a name stands for in
-a scope is the resolver's answer (``Analysis.names``, a ``_resolve.ScopeBindings`` whose
+a scope is the resolver's answer (``RegionAnalysis.names``, a ``_resolve.ScopeBindings`` whose
 tables the collection pass records on the same visits).
 
 Cost: the collection pass is linear in the file; every reached function is scanned once
@@ -155,7 +155,7 @@ class Scope:
     instances: Dict[str, Set["ClassInfo"]] = field(default_factory=dict)
     compiled_names: Dict[str, int] = field(default_factory=dict)  # name -> line compiled
     # ``x.attr = value`` (attributes of instances and modules: names are the resolver's,
-    # ``Analysis.names``)
+    # ``RegionAnalysis.names``)
     attribute_assigns: List[Tuple[cst.Attribute, cst.BaseExpression]] = field(default_factory=list)
     globals: Set[str] = field(default_factory=set)
     island: bool = False  # @torch.compiler.disable
@@ -217,7 +217,7 @@ class Region:
 # ----------------------------------------------------------------------------------------
 
 class _Collector(cst.CSTVisitor):
-    def __init__(self, analysis: "Analysis"):
+    def __init__(self, analysis: "RegionAnalysis"):
         super().__init__()
         self.a = analysis
         self.stack: List[object] = [analysis.module_scope]
@@ -359,7 +359,7 @@ class _Collector(cst.CSTVisitor):
 # The analysis
 # ----------------------------------------------------------------------------------------
 
-class Analysis:
+class RegionAnalysis:
     def __init__(self, ctx, collector: Optional["Feeder"] = None):
         self.ctx = ctx
         self.module = ctx.module
@@ -1626,7 +1626,7 @@ def _statement_calls(stmt: cst.CSTNode, call: cst.Call) -> bool:
     return False
 
 
-def _ends_capture(stmt: cst.CSTNode, receiver: str, analysis: Analysis) -> bool:
+def _ends_capture(stmt: cst.CSTNode, receiver: str, analysis: RegionAnalysis) -> bool:
     if isinstance(stmt, cst.SimpleStatementLine):
         for small in stmt.body:
             value = small.value if isinstance(small, cst.Expr) else None
@@ -1688,11 +1688,11 @@ class Feeder:
         self._records.append((event, node))
 
     def release(self) -> None:
-        """Forget the rule that feeds it (which holds it): see ``Analysis.release``."""
+        """Forget the rule that feeds it (which holds it): see ``RegionAnalysis.release``."""
         self.owner = None
         self._records = []
 
-    def adopt(self, analysis: "Analysis") -> None:
+    def adopt(self, analysis: "RegionAnalysis") -> None:
         """Replay the recorded visits into a collector (cheap: no tree walk)."""
         collector = _Collector(analysis)
         for event, node in self._records:
@@ -1709,11 +1709,11 @@ def feeder(ctx, rule) -> Optional[Feeder]:
     return None
 
 
-def analysis(ctx) -> Analysis:
+def analysis(ctx) -> RegionAnalysis:
     """The file's analysis, computed once and shared by every capture and graph-break rule."""
     def build(context):
         fed = context._cache.get(SHARED_KEY + ".feeder")
-        return Analysis(context, fed if fed is not None and fed.done else None)
+        return RegionAnalysis(context, fed if fed is not None and fed.done else None)
     return ctx.shared(SHARED_KEY, build)
 
 
@@ -1730,7 +1730,7 @@ class RegionRule:
         self._init_feeder(context)
         self._reported: Set[int] = set()  # nodes already reported (the first event wins)
 
-    def check(self, found: "Analysis") -> None:
+    def check(self, found: "RegionAnalysis") -> None:
         """Report this rule's findings from ``found.events`` (a rule may override it to read
         other facts of ``found``)."""
         self.found = found

@@ -21,7 +21,7 @@ from rocmport.rules.base import Rule
 class GraphBreakRule(_regions.RegionRule, Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
     # torch.compile or torch.compiler.compile, as a decorator or a call (its first positional
-    # argument: ``_regions.Analysis._mark_compiled``), or a project helper that compiles
+    # argument: ``_regions.RegionAnalysis._mark_compiled``), or a project helper that compiles
     # (``support_compile``, ``maybe_compile(model)``): of this module or another, so the need
     # is a name that spells ``compile``, in a module that imports torch (what is compiled is
     # a function on tensors or a ``torch.nn.Module``)
