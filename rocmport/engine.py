@@ -49,6 +49,9 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
                 if text != source.text:
                     problem = source.rewrite_problem(data)
                     fixed = source.encode_changed(text) if problem is None else None
+                    if fixed is not None:  # what is written is what Python will read
+                        problem = source.written_problem(data, fixed)
+                        fixed = None if problem is not None else fixed
                     if fixed is None:  # keep every byte: no fix rather than a changed file
                         problem = problem or f"the fixed text cannot be encoded in {source.encoding} byte for byte"
                         findings = linting.analyze(source.text, path, settings, rules, enabled, index).findings

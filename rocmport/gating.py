@@ -190,16 +190,21 @@ def prelude_style(path: str, text: str, options: prelude.PreludeOptions):
     return ("import",) + package
 
 
-def _module_torch_name(analysis: FileAnalysis, before: int) -> Optional[str]:
-    """The name a module-level ``import torch`` binds before ``before`` (None: none)."""
-    found = None
-    for stmt, start, _end in parsing.statement_spans(analysis):
-        if start >= before:
+def _module_torch_name(analysis: FileAnalysis, before: int) -> Tuple[Optional[str], bool]:
+    """The name a module-level binding of torch before ``before`` binds (None: none), and
+    whether torch is optional in the file (the block must then keep it so)."""
+    found, how = None, None
+    for stmt, start, end in parsing.statement_spans(analysis):
+        if end > before:
             break
-        name = placement.torch_binding(stmt)
-        if name and (found is None or name == "torch"):
-            found = name
-    return found
+        guard = placement.torch_guard(stmt)
+        if guard is None or guard[1] == placement.UNSURE:
+            continue
+        if found is None or (guard[1] == placement.BOUND and (how != placement.BOUND or guard[0] == "torch")):
+            found, how = guard
+    if how == placement.BOUND:
+        return found, False
+    return found, found is not None or placement.torch_optional(analysis.module)
 
 
 def prelude_edit(analysis: FileAnalysis, requires: Set[str], before: int, path: str,
@@ -226,9 +231,9 @@ def prelude_edit(analysis: FileAnalysis, requires: Set[str], before: int, path: 
     if style == "inline":
         at = block.start if block else placement.Placer(analysis.module, analysis.wrapper, text, analysis.lines,
                                                         gate).after_imports(before)
-        torch_name = _module_torch_name(analysis, at)
+        torch_name, optional = _module_torch_name(analysis, at)
         rendered = prelude.render_inline(gate, parts, options, define_gate=define_gate, newline=newline,
-                                         torch_name=torch_name)
+                                         torch_name=torch_name, optional=optional)
     else:
         _, top, package = style
         rendered = prelude.render_import(package, gate, parts, options, define_gate=define_gate, newline=newline)

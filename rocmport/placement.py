@@ -14,6 +14,7 @@ The engine and the notebook adapter both use this module; it knows no rules.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Set, Tuple
 
@@ -58,11 +59,16 @@ def _is_import_line(stmt: cst.CSTNode) -> bool:
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
 
 
-def _only_imports(block: cst.BaseSuite) -> bool:
+def _only_imports(block: cst.BaseSuite, calls: bool = True) -> bool:
+    """Only imports, ``pass``, assignments and expressions (with ``calls`` False: no call,
+    a docstring or ``...``) in a block."""
     body = block.body if isinstance(block, cst.IndentedBlock) else [block]
     for stmt in body:
         if isinstance(stmt, cst.SimpleStatementLine):
             if not all(isinstance(s, (cst.Import, cst.ImportFrom, cst.Pass, cst.Assign, cst.Expr)) for s in stmt.body):
+                return False
+            if not calls and any(isinstance(s, cst.Expr) and not isinstance(
+                    s.value, (cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis)) for s in stmt.body):
                 return False
         else:
             return False
@@ -82,19 +88,125 @@ def _guarded_imports(stmt: cst.CSTNode) -> bool:
         return _has_import(stmt.body) and _only_imports(stmt.body) and all(_only_imports(h.body)
                                                                              for h in stmt.handlers)
     if isinstance(stmt, cst.If):
-        return _has_import(stmt.body) and _only_imports(stmt.body) and (stmt.orelse is None or (
-            isinstance(stmt.orelse, cst.Else) and _only_imports(stmt.orelse.body)))
+        if _is_main_guard(stmt):
+            return False  # the program itself, not its imports
+        return _has_import(stmt.body) and _only_imports(stmt.body, calls=False) and (stmt.orelse is None or (
+            isinstance(stmt.orelse, cst.Else) and _only_imports(stmt.orelse.body, calls=False)))
     return False
 
 
-def _try_binds_torch(stmt: cst.CSTNode) -> Optional[str]:
+def _is_main_guard(stmt: cst.If) -> bool:
+    """``if __name__ == "__main__":``"""
+    test = stmt.test
+    return (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)
+            and {type(test.left), type(test.comparisons[0].comparator)} == {cst.Name, cst.SimpleString}
+            and "__name__" in (getattr(test.left, "value", ""), getattr(test.comparisons[0].comparator, "value", "")))
+
+
+BOUND, MAYBE, UNSURE = "bound", "maybe", "unsure"
+
+
+def _block_body(block) -> Sequence[cst.CSTNode]:
+    return block.body if isinstance(block, cst.IndentedBlock) else [block]
+
+
+def _leaves(body: Sequence[cst.CSTNode]) -> bool:
+    """Does a block end by leaving (``raise``, ``return``, ``sys.exit(...)``)? The statements
+    after its ``try`` then never run without what it failed to import."""
+    if not body:
+        return False
+    last = body[-1]
+    if not isinstance(last, cst.SimpleStatementLine):
+        return False
+    small = last.body[-1]
+    if isinstance(small, (cst.Raise, cst.Return)):
+        return True
+    return (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+            and dotted(small.value.func) in ("sys.exit", "exit", "quit", "os._exit"))
+
+
+def _binds_name(body: Sequence[cst.CSTNode], name: str) -> bool:
+    """Does one of the simple statements of a block bind ``name`` (an import or ``name = ...``)?"""
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
+                                                     for t in small.targets):
+                return True
+            if isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name) \
+                    and small.target.value == name:
+                return True
+            if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    bound = (alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name)
+                             else (dotted(alias.name) or "").split(".")[0])
+                    if bound == name:
+                        return True
+    return False
+
+
+def torch_guard(stmt: cst.CSTNode) -> Optional[Tuple[str, str]]:
+    """(name, how) for a statement of a module's or function's body that binds torch:
+    BOUND (an import that runs whenever the statement does, or a ``try`` whose every handler
+    leaves), MAYBE (the name is bound after it, to torch or to something else: a ``try``
+    whose every handler binds it or leaves, ``torch = ...``), UNSURE (torch imported under
+    ``if``, ``with`` or a ``try`` that goes on without binding it: the name may be unbound
+    after it). None: the statement binds no torch."""
+    name = torch_binding(stmt)
+    if name:
+        return name, BOUND
+    if isinstance(stmt, cst.SimpleStatementLine):
+        if _binds_name([stmt], "torch") and not any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            return "torch", MAYBE
+        return None
     if isinstance(stmt, cst.Try):
-        body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else []
-        for inner in body:
-            name = torch_binding(inner)
-            if name:
-                return name
+        found = next((torch_binding(inner) for inner in _block_body(stmt.body) if torch_binding(inner)), None)
+        if found:
+            handlers = [_block_body(h.body) for h in stmt.handlers]
+            if all(_leaves(h) for h in handlers):
+                return found, BOUND
+            if all(_leaves(h) or _binds_name(h, found) for h in handlers):
+                return found, MAYBE
+            return found, UNSURE
+    if _mentions_torch_import(stmt):
+        return "torch", UNSURE
     return None
+
+
+def _mentions_torch_import(node: cst.CSTNode) -> bool:
+    """Does ``node`` hold an import of torch anywhere (a function's or class's too)?"""
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Import(self, n: cst.Import) -> bool:
+            if any((dotted(a.name) or "").split(".")[0] == "torch" for a in n.names):
+                found.append(n)
+            return False
+
+        def visit_ImportFrom(self, n: cst.ImportFrom) -> bool:
+            if not n.relative and n.module is not None and (dotted(n.module) or "").split(".")[0] == "torch":
+                found.append(n)
+            return False
+
+    node.visit(_Find())
+    return bool(found)
+
+
+def torch_required(module: cst.Module) -> bool:
+    """Does the module import torch unconditionally at its top level (it cannot be imported
+    without torch, so a gate may import torch too)?"""
+    return any(torch_binding(stmt) or imports_from_torch(stmt) for stmt in module.body)
+
+
+def torch_optional(module: cst.Module) -> bool:
+    """Does the module run without torch while using it when it is there: torch imported only
+    under a condition, in a ``try``, in functions, or taken from ``sys.modules``? A gate
+    must not make it required."""
+    if torch_required(module):
+        return False
+    return any(torch_guard(stmt) is not None for stmt in module.body)
 
 
 def _set_up_line(stmt: cst.CSTNode) -> bool:
@@ -122,6 +234,29 @@ def _set_up_line(stmt: cst.CSTNode) -> bool:
         else:
             return False
     return True
+
+
+_COMMENT_OR_BLANK_RE = re.compile(r"[ \t\f]*(?:#[^\r\n]*)?(?:\r\n|\r|\n|$)")
+
+
+def header_end(text: str) -> int:
+    """Where code added above a file's first statement goes: after its ``#!`` line and
+    encoding cookie (Python reads them only on the first two lines) and after the comment
+    block at its top that a blank line sets apart (a licence); not between a comment and
+    the statement it is attached to."""
+    offset, row, end = 0, 0, 0
+    while offset < len(text):
+        match = _COMMENT_OR_BLANK_RE.match(text, offset)
+        if match is None or match.end() == offset:
+            break
+        line = match.group(0)
+        row += 1
+        if not line.strip():  # a blank line: the comments above it are the header
+            end = offset
+        elif row <= 2:  # "#!" and the coding cookie: on the first two lines only
+            end = match.end()
+        offset = match.end()
+    return end
 
 
 @dataclass(frozen=True)
@@ -165,7 +300,10 @@ class Placer:
 
     def plan(self, before: int, scopes: Sequence[cst.CSTNode] = ()) -> GatePlan:
         """The gate binding for an edit at ``before``; ``scopes``: the function definitions
-        enclosing it, innermost last (for files that import torch only inside functions)."""
+        enclosing it, innermost last (for files that import torch only inside functions).
+        A file that runs without torch keeps running without it: the gate then follows a
+        binding of torch that holds wherever the fix runs, or there is none (the fix is not
+        applied)."""
         torch_name: Optional[str] = None
         maybe_missing = False
         anchor: Optional[int] = None  # end of the last statement of the import block
@@ -173,18 +311,18 @@ class Placer:
             start, end = self.span(stmt)
             if end > before:  # the statement holds the fix (or follows it): nothing from here
                 break
-            name = torch_binding(stmt)
-            if name:
-                if torch_name is None or maybe_missing or name == "torch":
-                    torch_name, maybe_missing = name, False
-            elif _try_binds_torch(stmt) and torch_name is None:
-                torch_name, maybe_missing = _try_binds_torch(stmt), True
             if index == 0 and _is_docstring(stmt):
                 continue
-            if _is_import_line(stmt) or _guarded_imports(stmt):
-                anchor = end
-            elif not _set_up_line(stmt):
+            if not (_is_import_line(stmt) or _guarded_imports(stmt)):
+                if _set_up_line(stmt):
+                    continue
                 break
+            anchor = end
+            guard = torch_guard(stmt)
+            if guard is not None and guard[1] != UNSURE:
+                name, how = guard
+                if torch_name is None or (maybe_missing and how == BOUND) or (name == "torch" and how == BOUND):
+                    torch_name, maybe_missing = name, how == MAYBE
         if torch_name is not None and anchor is not None:
             offset = self._line_end(anchor)
             line = gate_text(self.gate, torch_name, self.quote, maybe_missing)
@@ -193,14 +331,45 @@ class Placer:
             plan = self._in_function(scope, before)
             if plan is not None:
                 return plan
+        later = self._after_binding(before)  # torch bound further down, after other code
+        if later is not None:
+            return later
+        if torch_optional(self.module):
+            return GatePlan(None, "torch is optional in this file (imported under a condition, in a `try` that goes"
+                                  " on without it, or only in other functions): a gate line would make it required")
         if torch_name is None and not scopes_import_torch(scopes):
             return self._with_import(before)
         return GatePlan(None, "the file does not import torch at module level before the fix")
 
+    def _after_binding(self, before: int) -> Optional[GatePlan]:
+        """The gate right after a module-level binding of torch that follows other code (and
+        after the imports right below it), before ``before``: the file's own order of
+        imports and code is kept (code before its ``import torch`` may set the environment
+        torch reads)."""
+        found = None
+        body = self.module.body
+        for index, stmt in enumerate(body):
+            start, end = self.span(stmt)
+            if end > before:
+                break
+            guard = torch_guard(stmt)
+            if guard is not None and guard[1] != UNSURE and (found is None or guard[1] == BOUND):
+                last = index
+                while last + 1 < len(body) and _is_import_line(body[last + 1]) and self.span(body[last + 1])[1] <= before:
+                    last += 1
+                found = (guard, self.span(body[last])[1])
+                if guard[1] == BOUND:
+                    break
+        if found is None:
+            return None
+        (name, how), end = found
+        return GatePlan(self._gate_edit(self._line_end(end), gate_text(self.gate, name, self.quote, how == MAYBE)))
+
     def after_imports(self, before: int) -> int:
         """The line start just after the file's import block and its gate line (after its
-        docstring when it has no import) and before ``before``."""
-        anchor = 0
+        docstring when it has no import, after its ``#!`` line, coding cookie and licence
+        comment when it has neither) and before ``before``."""
+        anchor = header_end(self.text)
         for index, stmt in enumerate(self.module.body):
             start, end = self.span(stmt)
             if end > before:  # the statement holds the fix (or follows it): nothing from here
@@ -272,7 +441,7 @@ class Placer:
         else:
             import_edit = None
         if import_edit is None:
-            offset = self._line_end(anchor) if anchor is not None else 0
+            offset = self._line_end(anchor) if anchor is not None else header_end(self.text)
             edit = self._gate_edit(offset, gate_text(self.gate, "torch", self.quote),
                                    extra=("" if offset == 0 else self.newline) + "import torch" + self.newline)
             if offset == 0:
@@ -300,14 +469,15 @@ class Placer:
                     return None
                 line = gate_text(self.gate, "torch", self.quote)
                 return GatePlan(Edit(offset, offset, f"{indent}import torch{self.newline}{indent}{line}{self.newline}"))
-            if name:
+            guard = (name, BOUND) if name else torch_guard(stmt)
+            if guard is not None and guard[1] != UNSURE and end <= before:
                 offset = self._line_end(end)
                 row = self.lines.position(start).row
                 line_start = self.lines.starts[row - 1]
                 indent = self.text[line_start:start]
                 if indent.strip():
                     return None  # "x = 1; import torch": no line of its own
-                line = gate_text(self.gate, name, self.quote)
+                line = gate_text(self.gate, guard[0], self.quote, guard[1] == MAYBE)
                 return GatePlan(Edit(offset, offset, indent + line + self.newline))
         return None
 

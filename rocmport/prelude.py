@@ -340,18 +340,27 @@ def _compile_guard_code() -> list:
 
 
 _IMPORT_LINE = "import torch as _rocmport_torch"
+_HIP_LINE = '_rocmport_hip = getattr(_rocmport_torch.version, "hip", None) is not None'
+_OPTIONAL_HIP_LINE = '_rocmport_hip = getattr(getattr(_rocmport_torch, "version", None), "hip", None) is not None'
+_OPTIONAL_IMPORT = "try:\n    import torch as _rocmport_torch\nexcept ImportError:\n    _rocmport_torch = None"
 
 
 def render_inline(gate: str, parts: Iterable[str], options: PreludeOptions, *,
-                  define_gate: bool = True, newline: str = "\n", torch_name: Optional[str] = None) -> str:
+                  define_gate: bool = True, newline: str = "\n", torch_name: Optional[str] = None,
+                  optional: bool = False) -> str:
     """The marker-delimited block for a file (``define_gate`` False: reuse the file's own).
     ``torch_name``: the name the file binds torch to before the block; the block then uses it
     instead of importing torch itself, so it holds no import that isort would sort across its
-    markers."""
+    markers. ``optional``: the file runs without torch, and the block keeps it so (its own
+    import in ``try``/``except ImportError``, a ROCm test that is False without torch)."""
     parts = normalise_parts(parts, options)
     body = _body(gate if define_gate else None, parts, options)
     if torch_name is not None:
         body = body.replace(_IMPORT_LINE, f"_rocmport_torch = {torch_name}", 1)
+    elif optional:
+        body = body.replace(_IMPORT_LINE, _OPTIONAL_IMPORT, 1)
+    if optional:
+        body = body.replace(_HIP_LINE, _OPTIONAL_HIP_LINE, 1)
     text = f"{_header('inline', gate, parts, options)}\n{_BANNER}\n{body}{END_LINE}\n"
     return text.replace("\n", newline) if newline != "\n" else text
 
@@ -432,9 +441,10 @@ def is_own_block(text: str, block: Block, options: PreludeOptions) -> bool:
     match = re.search(r"(?m)^_rocmport_torch = (?P<name>[A-Za-z_]\w*)[ \t]*$",
                       content.replace("\r\n", "\n").replace("\r", "\n"))  # any newline
     torch_name = match.group("name") if match else None
+    optional = "getattr(getattr(_rocmport_torch" in content
     for define_gate in (True, False):
         if same_code(content, render_inline(block.gate, block.parts, opts, define_gate=define_gate,
-                                            torch_name=torch_name)):
+                                            torch_name=torch_name, optional=optional)):
             return True
     return False
 
