@@ -105,7 +105,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         # The project's own ROCm test, where the file imports its module and every fix that
         # tests it comes after that import: the fixes are made again, testing it.
         own = placement.house_gate(module, wrapper, text, lines, index.module_name(path), index,
-                                   gating.code_names(text), style.line_length, style.force_single_line)
+                                   gating.code_names(text), style.line_length, style.force_single_line, tree)
         if own is not None and all(min(e.start for e in f.fix.edits) >= own.bound_at for f in needy):
             findings, gate = run(own.text), own.text
         else:

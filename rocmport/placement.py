@@ -13,14 +13,16 @@ The engine and the notebook adapter both use this module; it knows no rules.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from . import reuse
 from .findings import Edit
 from .source import LineIndex
 
@@ -591,24 +593,42 @@ def _member_key(name: str) -> Tuple[int, str, str]:
 
 def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, lines: LineIndex,
                importer: Optional[str], index, taken: Set[str], line_length: int,
-               single_line: bool = False) -> Optional[HouseGate]:
+               single_line: bool = False, tree=None) -> Optional[HouseGate]:
     """The project's own ROCm test this file can use, by preference: a name it already
     imports (``from pkg.utils import is_rocm``), an attribute of a project module it imports
     (``utils.is_rocm()``), a name added to its own ``from pkg.utils import ...`` of the module
     that defines it, or a new import of a module of a package it imports from
-    (``_new_import``). ``importer``: the file's dotted name (None for a script); ``index``: the
-    project index; ``taken``: the names the file's code uses (a new name must be free);
-    ``single_line``: isort's force-single-line (also assumed when the file imports two names
-    of one module in two statements)."""
+    (``_new_import``); each only where ``rocmport.reuse`` proves the program imports and runs
+    as before (else None: the file's own gate line). ``importer``: the file's dotted name
+    (None for a script); ``index``: the project index; ``taken``: the names the file's code
+    uses (a new name must be free); ``single_line``: isort's force-single-line (also assumed
+    when the file imports two names of one module in two statements); ``tree``: CPython's
+    tree of ``text`` (parsed here when not given)."""
+    if tree is None:
+        try:
+            tree = compile(text, "<fixed>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     positions = wrapper.resolve(PositionProvider)
     lines_of = lambda node: (lines.offset(positions[node].start.line, positions[node].start.column),  # noqa: E731
                              lines.offset(positions[node].end.line, positions[node].end.column))
-    found: List[Tuple[int, int, HouseGate]] = []  # (preference, order, gate)
+    found: List[Tuple[int, int, HouseGate, Callable[[], bool]]] = []  # (preference, order, gate, its proof)
     froms = [(stmt, stmt.body[0]) for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine)
              and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.ImportFrom)
              and not isinstance(stmt.body[0].names, cst.ImportStar)]
     sources = [_from_source(small) for _, small in froms]
     single_line = single_line or (len(set(sources)) < len(sources) and all(len(small.names) == 1 for _, small in froms))
+
+    def through(test_module: str, test: str, head: str, absolute: bool, imported: Optional[str]) -> Callable[[], bool]:
+        """The proof for a test read from ``test_module`` under the file's name ``head``,
+        the module that the file's import runs being ``imported`` (None: the name is bound
+        by that import itself)."""
+        def proof() -> bool:
+            return (reuse.plain_test(index, test_module, test) and reuse.bound_once(tree, head)
+                    and not (absolute and reuse.stdlib_named(test_module))
+                    and (imported is None or not reuse.reaches(index, [imported], importer)))
+        return proof
+
     for order, stmt in enumerate(module.body):
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
             continue
@@ -619,7 +639,8 @@ def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, line
                 name = dotted(alias.name) or ""
                 local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
                 for test, kind in _tests_of(index, name):
-                    found.append((1, order, HouseGate(f"{local}.{test}" + ("()" if kind == "function" else ""), end)))
+                    found.append((1, order, HouseGate(f"{local}.{test}" + ("()" if kind == "function" else ""), end),
+                                  through(name, test, local.split(".")[0], True, name)))
             continue
         if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
             continue
@@ -635,9 +656,11 @@ def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, line
             local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else imported
             kind = _test_kind(index, base, imported)
             if kind is not None:  # the test itself is imported
-                found.append((0, order, HouseGate(local + ("()" if kind == "function" else ""), end)))
+                found.append((0, order, HouseGate(local + ("()" if kind == "function" else ""), end),
+                              through(base, imported, local, not level, None)))
             for test, kind in _tests_of(index, f"{base}.{imported}"):  # a module of the project
-                found.append((1, order, HouseGate(f"{local}.{test}" + ("()" if kind == "function" else ""), end)))
+                found.append((1, order, HouseGate(f"{local}.{test}" + ("()" if kind == "function" else ""), end),
+                              through(f"{base}.{imported}", test, local, not level, f"{base}.{imported}")))
         for test, kind in _tests_of(index, base):
             if test in taken:
                 continue
@@ -646,18 +669,26 @@ def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, line
             else:
                 edit = _add_name(small, stmt, test, text, lines, lines_of, line_length)
             if edit is not None:
-                found.append((2, order, HouseGate(test + ("()" if kind == "function" else ""), end, edit)))
+                def proof(base=base, test=test, level=level) -> bool:
+                    return (reuse.plain_test(index, base, test) and reuse.bound_once(tree, test, new=True)
+                            and not (not level and reuse.stdlib_named(base))
+                            and not reuse.reaches(index, [base], importer))
+                found.append((2, order, HouseGate(test + ("()" if kind == "function" else ""), end, edit), proof))
     if not found:
-        return _new_import(module, text, lines, lines_of, importer, index, taken, line_length)
-    return min(found, key=lambda item: (item[0], item[1]))[2]
+        return _new_import(module, text, lines, lines_of, importer, index, taken, line_length, tree)
+    for _, _, gate, proof in sorted(found, key=lambda item: (item[0], item[1])):
+        if proof():
+            return gate
+    return None
 
 
 def _new_import(module: cst.Module, text: str, lines: LineIndex, span, importer: Optional[str], index,
-                taken: Set[str], line_length: int) -> Optional[HouseGate]:
+                taken: Set[str], line_length: int, tree=None) -> Optional[HouseGate]:
     """A test defined in another module of a package the file imports from: ``from
     pkg.utils import is_rocm`` (or ``from .utils import ...`` where the file imports its own
     package relatively), a line added to the group of those imports where isort sorts it.
-    Not when importing that module would import this file (a cycle)."""
+    Only where importing that module runs nothing but definitions and cannot import this
+    file back (``rocmport.reuse``)."""
     imports = []  # (stmt, start, end, is_from, absolute module or None, relative level)
     for stmt in module.body:
         if _is_docstring(stmt) and not imports:
@@ -702,7 +733,7 @@ def _new_import(module: cst.Module, text: str, lines: LineIndex, span, importer:
                     key, source = (spec[0], spec[1].lower()), "." * spec[0] + spec[1]
                 else:
                     key, source = (0, test_module.lower()), test_module
-                if importer is not None and _imports_reach(index, test_module, importer):
+                if not _new_import_proved(index, test_module, name, importer, relative, tree):
                     continue
                 line = f"from {source} import {name}"
                 if len(line) > line_length:
@@ -720,6 +751,17 @@ def _new_import(module: cst.Module, text: str, lines: LineIndex, span, importer:
     return HouseGate(gate, at, Edit(at, at, line + lines.newline()))
 
 
+def _new_import_proved(index, test_module: str, name: str, importer: Optional[str], relative: bool, tree) -> bool:
+    """May the file import ``name`` from ``test_module``, a module it does not import yet?"""
+    if not reuse.plain_test(index, test_module, name) or not reuse.bound_once(tree, name, new=True):
+        return False
+    if not relative and reuse.stdlib_named(test_module):
+        return False
+    new = reuse.new_modules(index, test_module, importer)
+    return (not reuse.reaches(index, new, importer)
+            and reuse.without_effects(index, new, importer, reuse.imported_roots(tree)))
+
+
 def _relative(package: str, module: str) -> Optional[Tuple[int, str]]:
     """(level, rest) of ``from .rest import`` naming ``module`` from inside ``package``."""
     ours, theirs = package.split("."), module.split(".")
@@ -727,28 +769,6 @@ def _relative(package: str, module: str) -> Optional[Tuple[int, str]]:
     if shared == 0:
         return None
     return len(ours) - shared + 1, ".".join(theirs[shared:])
-
-
-def _imports_reach(index, start: str, target: str, limit: int = 400) -> bool:
-    """Does importing module ``start`` import module ``target`` (a cycle, were ``target`` to
-    import ``start``)? Packages above ``target`` are imported before it anyway: not followed.
-    First through the imports of each module's head (``head_imported_modules``, some of its
-    imports, cheap): what those reach, or too many modules, the whole imports reach too."""
-    parents = {".".join(target.split(".")[:i]) for i in range(1, target.count(".") + 1)}
-    return (_reach(index.head_imported_modules, start, target, parents, limit)
-            or _reach(index.imported_modules, start, target, parents, limit))
-
-
-def _reach(imports, start: str, target: str, parents, limit: int) -> bool:
-    seen, todo = {start}, [start]
-    while todo and len(seen) < limit:
-        for module in imports(todo.pop()):
-            if module == target:
-                return True
-            if module not in seen and module not in parents:
-                seen.add(module)
-                todo.append(module)
-    return len(seen) >= limit  # too many to tell: no
 
 
 def _sorted_position(group: list, key, relative: bool, lines: LineIndex) -> Optional[int]:
