@@ -92,7 +92,7 @@ def module_facts(index, name: str) -> Optional[ModuleFacts]:
         return cache[name]
     cache[name] = None
     path = index.path_of(name)
-    blob = index.read_bytes(path) if path else None
+    blob = index.file_bytes(path) if path else None
     if blob is None:
         return None
     try:

@@ -280,7 +280,7 @@ class ProjectIndex:
         found = self.lookup_dotted(dotted)
         return found if found is not None and found[0] == "constant" else None
 
-    def read_bytes(self, path: str) -> Optional[bytes]:
+    def file_bytes(self, path: str) -> Optional[bytes]:
         """The bytes of a file of the project (None: unreadable), read once."""
         return self._bytes(path)
 
