@@ -45,6 +45,7 @@ class FilePlatforms:
         self.ctx = ctx
         self._tests: Dict[int, Test] = {}
         self._module_import: Optional[str] = None
+        self._before: Dict[int, tuple] = {}  # block -> (block, {statement: platforms after those before it}, all)
         tree = getattr(ctx.facts, "tree", None) if ctx.facts is not None else None
         if tree is None:
             try:
@@ -66,6 +67,7 @@ class FilePlatforms:
     def release(self) -> None:
         self.ctx = None
         self._tests.clear()
+        self._before.clear()
 
     def test(self, expr) -> Test:
         """The test a LibCST expression is, as a condition."""
@@ -106,10 +108,7 @@ class FilePlatforms:
                 left = self.test(current.left)
                 platforms &= left.true if isinstance(current.operator, cst.And) else left.false
             elif isinstance(current, (cst.IndentedBlock, cst.Module)):
-                for stmt in current.body:
-                    if stmt is child:
-                        break
-                    platforms &= self._after(stmt)
+                platforms &= self._after_those_before(current, child)
             child, current = current, parents.get(current)
         return platforms
 
@@ -144,6 +143,19 @@ class FilePlatforms:
         if self._module_import:
             return f"the module imports `{self._module_import}`, which has no ROCm build, so it does not load on ROCm"
         return None
+
+    def _after_those_before(self, block, child) -> FrozenSet[str]:
+        """The platforms on which the statements of ``block`` before ``child`` let it run,
+        computed once per block (a module of 300,000 statements asked for each of hundreds
+        of fixes was quadratic: issue 31)."""
+        found = self._before.get(id(block))
+        if found is None:
+            table, platforms = {}, EVERY
+            for stmt in block.body:
+                table[id(stmt)] = platforms
+                platforms = platforms & self._after(stmt)
+            found = self._before[id(block)] = (block, table, platforms)
+        return found[1].get(id(child), found[2])
 
     def _after(self, stmt) -> FrozenSet[str]:
         """The platforms on which code after ``stmt`` in its block runs (``stmt`` may leave)."""
