@@ -276,7 +276,7 @@ def with_setup(text: str, path: str, settings: Settings, rules, enabled, extra: 
         return text, extra
     try:
         module = parsing.parse(text)
-    except (cst.ParserSyntaxError, RecursionError):
+    except (cst.ParserSyntaxError, RecursionError, parsing.TooLarge):
         return text, extra
     block = prelude.find_block(text)
     gate, binding = choose_gate(module, text, block)

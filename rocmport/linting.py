@@ -69,6 +69,8 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         return FileAnalysis(text, parsing.syntax_findings(path, text, exc, enabled), lines=lines)
     except RecursionError:
         return FileAnalysis(text, unreadable(path, "cannot parse: nesting too deep", 1, 1, enabled), lines=lines)
+    except parsing.TooLarge as exc:
+        return FileAnalysis(text, unreadable(path, str(exc), 1, 1, enabled), lines=lines)
     lost = parsing.lost_continuation(text, module, lines)
     if lost is not None:
         return FileAnalysis(text, unreadable(path, "cannot be checked safely: LibCST drops the backslash continuation"
