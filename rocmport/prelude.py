@@ -376,7 +376,9 @@ def render_import(package: str, gate: str, parts: Iterable[str], options: Prelud
         names.append(MODE_MAPPER)
     if "graph_helper" in parts:
         names.append(GRAPH_HELPER)
-    target = f"{package}.{options.module_name}" if package else options.module_name
+    # ``package``: the top package's dotted name, or the dots of a relative import of it
+    target = (f"{package}{options.module_name}" if package.startswith(".")
+              else f"{package}.{options.module_name}" if package else options.module_name)
     line = f"from {target} import {', '.join(names)}  # noqa: F401" if names else f"import {target}  # noqa: F401"
     text = f"{_header('import', gate, parts, options)}\n{line}\n{END_LINE}\n"
     return text.replace("\n", newline) if newline != "\n" else text
