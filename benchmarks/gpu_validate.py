@@ -66,7 +66,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "build" / "gpu_programs"
-EXAMPLES = ("decode_loop", "triton_scale", "manual_capture", "train_step")
+EXAMPLES = ("decode_loop", "triton_scale", "manual_capture", "train_step", "train_and_generate")
 RESULT = "@@RESULT@@"
 # An original that fails its capture leaves torch.cuda.graph's stream context entered: it
 # must not share a process with the fixed program.
@@ -164,6 +164,7 @@ def child(program: Path, path: str, save: Path, repeats: int) -> dict:
     started = time.perf_counter()
     spec = importlib.util.spec_from_file_location("program", program)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass in the program looks its module up
     spec.loader.exec_module(module)
     gate = {k: v for k, v in vars(module).items() if k in ("is_rocm", "_rocmport_hip") and isinstance(v, bool)}
     torch.version.hip = None  # inductor must generate CUDA code for this GPU
@@ -197,6 +198,7 @@ def pair(programs, saves, repeats: int, seed: int = 0, warmup: int = 5) -> dict:
         started = time.perf_counter()
         spec = importlib.util.spec_from_file_location(f"program{index}", program)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # a dataclass in the program looks its module up
         spec.loader.exec_module(module)
         before_calls, before_captures = len(calls), dict(captures)
         state = module.setup("cuda")

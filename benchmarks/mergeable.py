@@ -211,6 +211,212 @@ class Rocmport:
 
 
 # ---------------------------------------------------------------------------------------------
+# Issue 29: the repository's own pre-commit formatters, ruff's defaults, imports that moved,
+# gate lines per package (pure helpers first; tested in tests/test_mergeable.py)
+
+# Formatter and linter hooks this script knows how to run the way pre-commit runs them, in
+# check mode: hook id -> tool. Other hooks (flake8, yapf, mypy, ...) are listed as not run.
+HOOK_TOOLS = {"black": "black", "isort": "isort", "usort": "usort", "ufmt": "ufmt", "ruff": "ruff-check",
+              "ruff-check": "ruff-check", "ruff-format": "ruff-format"}
+
+
+@dataclass
+class Hook:
+    id: str
+    args: List[str] = field(default_factory=list)
+    rev: str = ""
+    additional_dependencies: List[str] = field(default_factory=list)
+
+
+def precommit_hooks(text: str) -> List[Hook]:
+    """The hooks of a ``.pre-commit-config.yaml``, in order (those of ``local`` repositories
+    too); an unreadable file gives none."""
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - PyYAML is in the project venv
+        return []
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        return []
+    hooks = []
+    for repo in data.get("repos", []) if isinstance(data, dict) else []:
+        if not isinstance(repo, dict):
+            continue
+        for hook in repo.get("hooks", []) or []:
+            if isinstance(hook, dict) and isinstance(hook.get("id"), str):
+                hooks.append(Hook(hook["id"], [str(a) for a in hook.get("args", []) or []], str(repo.get("rev", "")),
+                                  [str(d) for d in hook.get("additional_dependencies", []) or []]))
+    return hooks
+
+
+_IMPORT_KINDS = (ast.Import, ast.ImportFrom)
+
+
+def _module_statements(source: str) -> Optional[List[Tuple[str, bool]]]:
+    """(normalised text, is an import) of each module-level statement, the docstring and
+    ``from __future__`` left out; imports inside ``try``/``if`` blocks at module level count as
+    imports of the module."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    body = list(tree.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    out = []
+    for stmt in body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+            continue
+        is_import = isinstance(stmt, _IMPORT_KINDS) or (
+            isinstance(stmt, (ast.Try, ast.If)) and all(isinstance(s, _IMPORT_KINDS) for s in stmt.body))
+        out.append((ast.dump(stmt, include_attributes=False), is_import))
+    return out
+
+
+def moved_imports(before: str, after: str) -> List[str]:
+    """Module-level import statements of ``after`` that sit above a statement of the file
+    (not an import) that every import of theirs sat below in ``before``: an import moved
+    above a late-import section, a module-level ``pytest.skip`` or set-up code. For an import
+    the fix added, the bound is the first non-import statement of ``before`` that some
+    import of ``before`` follows (the start of a late-import section), and the statement
+    only counts when it is still in the file. Also an import of ``before`` that now comes
+    before another import it followed. Returns one line per import that moved."""
+    old, new = _module_statements(before), _module_statements(after)
+    if old is None or new is None:
+        return []
+    old_texts = [t for t, _ in old]
+    kept = {t for t, imp in old if not imp} & {t for t, imp in new if not imp}
+    # a non-import statement that some later import of the original follows: a late-import boundary
+    boundaries = [t for i, (t, imp) in enumerate(old) if not imp and any(im for _, im in old[i + 1:])]
+    moved = []
+    old_imports = [t for t, imp in old if imp]
+    for position, (text, imp) in enumerate(new):
+        if not imp:
+            continue
+        above = {t for t, i in new[position + 1:] if not i} & kept  # statements now after it
+        if text in old_texts:
+            at = old_texts.index(text)
+            was_below = {t for t, i in old[:at] if not i}
+            if above & was_below:
+                moved.append(_short(text))
+        elif above & set(boundaries):
+            moved.append(_short(text))
+    # imports of the original that swapped order with each other
+    order = [t for t, imp in new if imp and t in old_imports]
+    expected = [t for t in old_imports if t in order]
+    if order != expected and not moved:
+        moved += [_short(t) for t, e in zip(order, expected) if t != e][:1]
+    return moved
+
+
+def _short(dumped: str) -> str:
+    """A readable name for an ``ast.dump`` of an import statement."""
+    names = re.findall(r"alias\(name='([^']+)'", dumped)
+    module = re.search(r"module='([^']+)'", dumped)
+    return (f"from {module.group(1)} import " if module else "import ") + ", ".join(names)
+
+
+GATE_LINE = re.compile(r"""^\+\s*[A-Za-z_]\w*\s*(?::[^=]+)?=\s*(?:getattr\(\s*(?:getattr\()?[\w.]*(?:version)?\b.*["']hip["']"""
+                       r"""|[\w.]*version\.hip\s+is\s+not\s+None|bool\([\w.]*version\.hip\))""")
+
+
+def gate_lines(diff: str, root: Path) -> Dict[str, int]:
+    """Lines a ``git diff`` adds that bind a ROCm test (``is_rocm = getattr(torch.version,
+    "hip", None) is not None`` and its spellings), per package: the top-level package
+    directory of the file (its first directory holding an ``__init__.py``, from the root),
+    else the file's directory."""
+    per: Dict[str, int] = collections.Counter()
+    current = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            name = line[4:].strip()
+            current = None if name == "/dev/null" else re.sub(r"^b/", "", name)
+        elif current and line.startswith("+") and not line.startswith("+++") and GATE_LINE.match(line):
+            per[_package(current, root)] += 1
+    return dict(sorted(per.items()))
+
+
+def _package(rel: str, root: Path) -> str:
+    parts = Path(rel).parts[:-1]
+    for i in range(1, len(parts) + 1):
+        if (root.joinpath(*parts[:i]) / "__init__.py").is_file():
+            return "/".join(parts[:i])
+    return "/".join(parts) or "."
+
+
+_FIXING_ARGS = {"--fix", "--exit-non-zero-on-fix", "--show-fixes", "--unsafe-fixes", "--no-fix", "-q", "--quiet",
+                "--check", "--diff", "--check-only", "-c"}
+TOOL_DIRS: List[str] = []  # --tool-dir: where tools not beside this Python are looked for first
+
+
+def hook_tool(hook: Hook) -> Tuple[Optional[str], str]:
+    """(executable, why not) for a known formatter or linter hook."""
+    kind = HOOK_TOOLS.get(hook.id)
+    if kind is None:
+        return None, "not a formatter or linter this script runs"
+    name = {"ruff-check": "ruff", "ruff-format": "ruff"}.get(kind, kind)
+    for folder in TOOL_DIRS:
+        candidate = Path(folder) / name
+        if candidate.exists():
+            return str(candidate), ""
+    exe = tool(name)
+    return (exe, "") if exe else (None, f"{name} is not installed here")
+
+
+def hook_failures(root: Path, hook: Hook, exe: str, files: Sequence[str]) -> Tuple[object, Optional[str]]:
+    """What ``hook`` says of ``files`` in check mode: the files it would change (formatters
+    and import sorters), or for ``ruff`` / ``ruff-check`` the violations as (file, code)
+    pairs; and an error, if it failed to run."""
+    files = [f for f in files if f.endswith((".py", ".pyi"))]
+    if not files:
+        return [], None
+    kind = HOOK_TOOLS[hook.id]
+    args = [a for a in hook.args if a not in _FIXING_ARGS]
+    if kind == "ruff-check":
+        proc = run([exe, "check", "--no-cache", "--force-exclude", "--exit-zero", "--output-format", "json", *args,
+                    *files], root)
+        try:
+            return [(os.path.relpath(v["filename"], root), v.get("code") or "syntax-error")
+                    for v in json.loads(proc.stdout or "[]")], None
+        except (ValueError, KeyError, TypeError):
+            return [], (proc.stderr.strip() or proc.stdout.strip())[:300]
+    if kind == "ruff-format":
+        proc = run([exe, "format", "--no-cache", "--force-exclude", "--check", *args, *files], root)
+        found = [line.split(":", 1)[1].strip() for line in proc.stdout.splitlines() if line.startswith("Would reformat:")]
+    elif kind == "black":
+        proc = run([exe, "--check", *args, *files], root)
+        found = [line[len("would reformat "):].strip() for line in proc.stderr.splitlines()
+                 if line.startswith("would reformat ")]
+    elif kind == "isort":
+        proc = run([exe, "--check-only", *args, *files], root)
+        found = [m.group(1).strip() for m in re.finditer(r"ERROR: (.*?) Imports are incorrectly sorted", proc.stderr)]
+    else:  # usort / ufmt: "Would sort <file>" / "Would format <file>"
+        proc = run([exe, "check", *args, *files], root)
+        found = [m.group(1).strip() for m in re.finditer(r"(?m)^Would (?:sort|format) (.+)$",
+                                                         proc.stdout + proc.stderr)]
+    ok = proc.returncode in (0, 1) or (kind in ("usort", "ufmt") and proc.returncode == 2 and found)
+    error = None if ok else (proc.stderr.strip() or proc.stdout.strip())[:300]
+    return sorted({os.path.relpath(root / f, root) for f in found}), error
+
+
+def default_ruff(root: Path, files: Sequence[str]) -> Tuple[List[dict], Optional[str]]:
+    """``ruff check --isolated`` (ruff's own default rules, no configuration) on ``files``."""
+    files = [f for f in files if f.endswith((".py", ".pyi"))]
+    ruff = tool("ruff")
+    if not files or ruff is None:
+        return [], None if files else None
+    proc = run([ruff, "check", "--isolated", "--no-cache", "--exit-zero", "--output-format", "json", *files], root)
+    try:
+        data = json.loads(proc.stdout or "[]")
+    except ValueError:
+        return [], (proc.stderr.strip() or proc.stdout.strip())[:300]
+    return [{"filename": os.path.relpath(v.get("filename", ""), root), "code": v.get("code") or "syntax-error",
+             "row": v["location"]["row"], "message": v.get("message", "")} for v in data], None
+
+
+# ---------------------------------------------------------------------------------------------
 # The repository's own checks
 
 
@@ -438,6 +644,16 @@ class Result:
     broken_after_more: List[str] = field(default_factory=list)
     broken_after_write: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    # issue 29
+    hooks_run: List[str] = field(default_factory=list)  # "id (tool version)"
+    hooks_not_run: List[str] = field(default_factory=list)  # "id (why)"
+    hooks_broken: Dict[str, List[str]] = field(default_factory=dict)  # hook id -> files clean before, not after
+    hooks_new_violations: Dict[str, Dict[str, int]] = field(default_factory=dict)  # ruff hooks: code -> count
+    hooks_error: List[str] = field(default_factory=list)
+    ruff_default_new: Dict[str, int] = field(default_factory=dict)
+    ruff_default_new_on_added_lines: List[str] = field(default_factory=list)
+    imports_moved: List[str] = field(default_factory=list)
+    gate_lines_per_package: Dict[str, int] = field(default_factory=dict)
 
 
 def lint_findings(rp: Rocmport, root: Path, targets: Sequence[str]) -> Tuple[List[Tuple[str, str]], Optional[str]]:
@@ -608,8 +824,36 @@ def _measure(root: Path, target: str, rp: Rocmport, r: Result, more: Sequence[st
         else:
             out = run([tool("black"), "--diff", "--quiet", f], root).stdout
         r.format_diff[f] = out[:4000]
+    hooks = []
+    for name in (".pre-commit-config.yaml", ".pre-commit-config.yml"):
+        try:
+            hooks += precommit_hooks((root / name).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            pass
+    runnable = []
+    for hook in hooks:
+        exe, why = hook_tool(hook)
+        if exe is None:
+            r.hooks_not_run.append(f"{hook.id} ({why})")
+            continue
+        version = run([exe, "--version"], root).stdout.strip().splitlines()
+        r.hooks_run.append(f"{hook.id} ({(version or ['?'])[0]}; pinned {hook.rev or '-'})")
+        runnable.append((hook, exe))
+    hooks_after = {}
+    for hook, exe in runnable:
+        hooks_after[hook.id], error = hook_failures(root, hook, exe, files_after)
+        if error:
+            r.hooks_error.append(f"{hook.id}: {error}")
+    default_after, _ = default_ruff(root, files_after)
     if files_before:
         git(root, "checkout", base, "--", *files_before)
+    hooks_before = {}
+    for hook, exe in runnable:
+        hooks_before[hook.id], _ = hook_failures(root, hook, exe, files_before)
+    default_before, _ = default_ruff(root, files_before)
+    r.imports_moved = [f"{f}: {imp}" for f in files_before
+                       for imp in moved_imports((root / f).read_text(encoding="utf-8", errors="replace"),
+                                                git(root, "show", f"{fixed}:{f}"))]
     before_violations, error = ruff_violations(root, files_before) if checks.ruff_lint else ([], None)
     r.ruff_error = r.ruff_error or error
     before_unformatted, error = unformatted(root, checks, files_before)
@@ -632,6 +876,23 @@ def _measure(root: Path, target: str, rp: Rocmport, r: Result, more: Sequence[st
     r.format_clean_broken = [f for f in r.format_clean_broken if f in files_after]
     r.format_diff = {f: d for f, d in r.format_diff.items() if f in r.format_clean_broken}
     r.isort_clean_broken = sorted(set(after_unsorted) - set(before_unsorted))
+    for hook, _exe in runnable:
+        after, before = hooks_after.get(hook.id, []), hooks_before.get(hook.id, [])
+        if HOOK_TOOLS[hook.id] == "ruff-check":
+            pairs = lambda found: [{"filename": f, "code": c} for f, c in found]  # noqa: E731
+            r.hooks_new_violations[hook.id] = new_violations(pairs(before), pairs(after))
+        else:
+            r.hooks_broken[hook.id] = sorted(set(after) - set(before))
+    r.ruff_default_new = new_violations(default_before, default_after)
+    default_before_keys = collections.Counter((v["filename"], v["code"]) for v in default_before)
+    default_after_keys = collections.Counter((v["filename"], v["code"]) for v in default_after)
+    r.ruff_default_new_on_added_lines = [
+        f"{v['filename']}:{v['row']}: {v['code']} {v['message']}"
+        for v in default_after
+        if v["row"] in added_rows.get(v["filename"], ())
+        and default_after_keys[(v["filename"], v["code"])] > default_before_keys.get((v["filename"], v["code"]), 0)
+    ]
+    r.gate_lines_per_package = gate_lines(git(root, "diff", "--no-renames", "-U0", base, fixed), root)
 
     # 5. The repository's fixers, then rocmport fix again.
     r.own_fixers = apply_own_fixers(root, checks, files_after)
@@ -702,6 +963,30 @@ def table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+def table29(results: Sequence[Result]) -> str:
+    """The issue-29 measures: the repository's own pre-commit hooks, ruff's default rules on the
+    lines the fix added, imports that moved, gate lines per package."""
+    head = ["repository (target)", "pre-commit hooks run (not run)", "hook-clean files broken / new hook violations",
+            "ruff defaults: new on added lines", "imports moved", "gate lines per package (max, packages)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in results:
+        where = f"{_repo_name(r)} ({r.target})"
+        ran = ", ".join(h.split(" (")[0] for h in r.hooks_run) or "none"
+        not_run = [h for h in r.hooks_not_run if "not installed" in h]
+        if not_run:
+            ran += " (" + ", ".join(h.split(" (")[0] + ": not installed" for h in not_run) + ")"
+        broken = sum(len(v) for v in r.hooks_broken.values())
+        violations = sum(sum(v.values()) for v in r.hooks_new_violations.values())
+        codes = ", ".join(f"{c}×{n}" for v in r.hooks_new_violations.values() for c, n in v.items())
+        gates = r.gate_lines_per_package
+        gate_text = f"{max(gates.values())} ({len(gates)})" if gates else "0"
+        lines.append("| " + " | ".join([
+            where, ran, f"{broken} / {violations}" + (f" ({codes})" if codes else "")
+            + (" [hook error]" if r.hooks_error else ""),
+            str(len(r.ruff_default_new_on_added_lines)), str(len(r.imports_moved)), gate_text]) + " |")
+    return "\n".join(lines)
+
+
 def _repo_name(r: Result) -> str:
     path = Path(r.path)
     if r.target not in (".", ""):
@@ -721,10 +1006,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="options of the later fix that asks for more generated code (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per rocmport run (default: 3600)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies and print where they are")
+    parser.add_argument("--tool-dir", action="append", default=[], metavar="DIR",
+                        help="a folder of tools (ufmt, usort, black, ...) looked in first for pre-commit hooks")
     args = parser.parse_args(argv)
     if threading.current_thread() is threading.main_thread():  # a kill still removes the scratch copy
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rp = Rocmport(args.rocmport_root, args.timeout)
+    TOOL_DIRS[:] = args.tool_dir
     results = []
     for raw in args.paths:
         path = Path(raw).resolve()
@@ -743,6 +1031,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.json:  # after each repository, so a long run can be read as it goes
             Path(args.json).write_text(json.dumps([asdict(r) for r in results], indent=2) + "\n", encoding="utf-8")
     print(table(results))
+    print()
+    print(table29(results))
     return 1 if any(r.error for r in results) else 0
 
 

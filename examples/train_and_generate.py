@@ -8,6 +8,7 @@ that break, hang or slow down on ROCm; `rocmport lint examples/` finds them and
 from __future__ import annotations
 
 import argparse
+import copy
 import time
 from dataclasses import dataclass
 
@@ -55,13 +56,24 @@ class TinyGPT(nn.Module):
         return self.head(self.blocks(x))
 
 
-def train(model: nn.Module, steps: int, device: str, cfg: Config) -> float:
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+def compile_for_training(model: nn.Module) -> nn.Module:
     # max-autotune also captures CUDA graphs (ROC102).
-    step_model = torch.compile(model, mode="max-autotune")
+    return torch.compile(model, mode="max-autotune")
+
+
+def compile_for_decoding(model: nn.Module, mode: str):
+    # The decode step is launch-bound: NVIDIA users compile it with CUDA graphs.
+    decode = torch.compile(model, mode="reduce-overhead", fullgraph=True)
+    # A mode that comes from the command line is mapped at run time (ROC104).
+    prefill = torch.compile(model, mode=mode, dynamic=True)
+    return decode, prefill
+
+
+def train(step_model: nn.Module, opt: torch.optim.Optimizer, steps: int, device: str, cfg: Config,
+          generator: torch.Generator | None = None) -> float:
     loss = torch.tensor(0.0)
     for _ in range(steps):
-        tokens = torch.randint(0, cfg.vocab, (8, cfg.context), device=device)
+        tokens = torch.randint(0, cfg.vocab, (8, cfg.context), device=device, generator=generator)
         logits = step_model(tokens[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, cfg.vocab), tokens[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -71,18 +83,41 @@ def train(model: nn.Module, steps: int, device: str, cfg: Config) -> float:
 
 
 @torch.no_grad()
-def generate(model: nn.Module, prompt: torch.Tensor, new_tokens: int, mode: str) -> torch.Tensor:
-    # The decode step is launch-bound: NVIDIA users compile it with CUDA graphs.
-    decode = torch.compile(model, mode="reduce-overhead", fullgraph=True)
-    # A mode that comes from the command line is mapped at run time (ROC104).
-    prefill = torch.compile(model, mode=mode, dynamic=True)
+def generate(decode, prefill, context: int, prompt: torch.Tensor, new_tokens: int) -> torch.Tensor:
     tokens = prompt
     logits = prefill(tokens)
     for _ in range(new_tokens):
         nxt = logits[:, -1].argmax(-1, keepdim=True)
-        tokens = torch.cat([tokens, nxt], dim=1)[:, -model.pos.shape[1]:]
+        tokens = torch.cat([tokens, nxt], dim=1)[:, -context:]
         logits = decode(tokens)
     return tokens
+
+
+def setup(device: str, prefill_mode: str = "default") -> dict:
+    """One model, compiled once for training and once for decoding (benchmarks/gpu_validate.py
+    times ``step``)."""
+    torch.manual_seed(0)
+    cfg = Config()
+    model = TinyGPT(cfg).to(device)
+    decode, prefill = compile_for_decoding(model, prefill_mode)
+    return {"cfg": cfg, "model": model, "device": device, "train": compile_for_training(model),
+            "decode": decode, "prefill": prefill, "initial": copy.deepcopy(model.state_dict()),
+            "generator": torch.Generator(device=device)}
+
+
+def step(state: dict) -> torch.Tensor:
+    """One training step from the initial weights, then eight tokens generated from a fixed
+    prompt in eval mode: every step does the same work, whichever process runs how many."""
+    model, cfg, device = state["model"], state["cfg"], state["device"]
+    model.load_state_dict(state["initial"])
+    state["generator"].manual_seed(0)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    loss = train(state["train"], opt, 1, device, cfg, state["generator"])
+    model.eval()
+    prompt = torch.zeros(1, 8, dtype=torch.long, device=device)
+    tokens = generate(state["decode"], state["prefill"], cfg.context, prompt, 8)
+    return torch.cat([torch.tensor([loss], device=device), tokens.flatten().float()])
 
 
 def main() -> None:
@@ -91,12 +126,13 @@ def main() -> None:
     parser.add_argument("--prefill-mode", default="default", choices=["default", "reduce-overhead", "max-autotune"])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
-    cfg = Config()
-    model = TinyGPT(cfg).to(args.device)
+    state = setup(args.device, args.prefill_mode)
     start = time.perf_counter()
-    loss = train(model, args.steps, args.device, cfg)
-    model.eval()
-    out = generate(model, torch.zeros(1, 8, dtype=torch.long, device=args.device), 8, args.prefill_mode)
+    opt = torch.optim.AdamW(state["model"].parameters(), lr=3e-4)
+    loss = train(state["train"], opt, args.steps, args.device, state["cfg"])
+    state["model"].eval()
+    prompt = torch.zeros(1, 8, dtype=torch.long, device=args.device)
+    out = generate(state["decode"], state["prefill"], state["cfg"].context, prompt, 8)
     print(f"loss {loss:.3f}; generated {out.shape[1]} tokens in {time.perf_counter() - start:.1f}s")
 
 

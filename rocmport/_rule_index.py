@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'f11faa23b6f383599091592c56de3b33'
+FINGERPRINT = '726f4cd7b06bc55fb11237013e33367f'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -265,7 +265,15 @@ RULES = [{'code': 'ROC001',
           'attribute, a\n'
           '        config field, a parameter, a call. Its value is only known at run time, and '
           'config\n'
-          '        defaults such as `compile_mode: str = "reduce-overhead"` are common.\n'
+          '        defaults such as `compile_mode: str = "reduce-overhead"` are common. Not '
+          'reported: a\n'
+          '        value whose default turns no CUDA graphs on, which is what runs unless a user '
+          'asks\n'
+          '        for more: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, '
+          '`os.getenv("MODE")`,\n'
+          '        `cfg.get("mode", "default")`, or a name assigned only such values (a default '
+          'that is a\n'
+          '        CUDA-graph mode is reported).\n'
           '        ',
   'why': '\n'
          '        When the value is "reduce-overhead" or "max-autotune", inductor captures CUDA '
@@ -282,7 +290,11 @@ RULES = [{'code': 'ROC001',
          '\n'
          'A `mode=` given by an expression that is not a literal: a variable, an attribute, a\n'
          'config field, a parameter, a call. Its value is only known at run time, and config\n'
-         'defaults such as `compile_mode: str = "reduce-overhead"` are common.\n'
+         'defaults such as `compile_mode: str = "reduce-overhead"` are common. Not reported: a\n'
+         'value whose default turns no CUDA graphs on, which is what runs unless a user asks\n'
+         'for more: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, `os.getenv("MODE")`,\n'
+         '`cfg.get("mode", "default")`, or a name assigned only such values (a default that is a\n'
+         'CUDA-graph mode is reported).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -326,8 +338,15 @@ RULES = [{'code': 'ROC001',
           'contains\n'
           '        "mode". Not flagged: a local variable or a parameter that the same code hands '
           'to\n'
-          '        `torch.compile(mode=...)` (ROC104 fixes that call), and the text in strings,\n'
-          '        comments, docstrings, lists of choices or comparisons.\n'
+          '        `torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, '
+          'comments,\n'
+          '        docstrings, lists of choices or comparisons, and a value whose every reader in '
+          'the\n'
+          '        file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if '
+          'is_rocm\n'
+          "        else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the "
+          'value is\n'
+          '        used, so the finding goes with it.\n'
           '        ',
   'why': '\n'
          '        The value ends up in `torch.compile(mode=...)` somewhere else, often in another '
@@ -347,8 +366,11 @@ RULES = [{'code': 'ROC001',
          'for later: a class attribute or dataclass field, an attribute assignment, a\n'
          'module-level constant, a parameter default or a config-dict value whose name contains\n'
          '"mode". Not flagged: a local variable or a parameter that the same code hands to\n'
-         '`torch.compile(mode=...)` (ROC104 fixes that call), and the text in strings,\n'
-         'comments, docstrings, lists of choices or comparisons.\n'
+         '`torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, comments,\n'
+         'docstrings, lists of choices or comparisons, and a value whose every reader in the\n'
+         'file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if is_rocm\n'
+         "else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the value is\n"
+         'used, so the finding goes with it.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -976,8 +998,10 @@ RULES = [{'code': 'ROC001',
          'Everything else is display-only, with the remedy in the message: keep values on the\n'
          'device (`.item()` and friends), read results after the replay, print outside the\n'
          'captured code, use `torch.where` instead of a Python branch on a tensor.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC302',
   'name': 'capture-dynamic-shape',
   'summary': 'An operation with a data-dependent output shape inside a CUDA-graph capture.',
@@ -1032,8 +1056,10 @@ RULES = [{'code': 'ROC001',
          'Display-only: pad to a fixed shape (`torch.where(mask, x, 0)`, `masked_fill`, a fixed\n'
          '`size=`), pass `output_size=` to `repeat_interleave`, or compute the dynamic part\n'
          'outside the capture.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC303',
   'name': 'capture-rng-state',
   'summary': 'An RNG state call (get/set_rng_state, manual_seed, seed) inside a CUDA-graph '
@@ -1082,8 +1108,10 @@ RULES = [{'code': 'ROC001',
          'Display-only: seed, save and restore RNG state before the capture. A graph records\n'
          "the default generator's offsets itself; register other generators with\n"
          '`graph.register_generator_state(gen)`.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC304',
   'name': 'capture-compile-without-warmup',
   'summary': "A torch.compile'd callable called inside a capture without being called before it.",
@@ -1135,8 +1163,10 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: call the compiled callable a few times before the capture (a warm-up\n'
          'loop, ideally on a side stream as the CUDA-graph docs show); then capture.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC305',
   'name': 'capture-host-to-device-copy',
   'summary': 'A pageable host-to-device copy (or a pinned host allocation) inside a CUDA-graph '
@@ -1194,8 +1224,10 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Display-only: pre-allocate the device tensors (and any pinned buffers) before the\n'
          'capture, and update them in place (`copy_`) between replays.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC306',
   'name': 'device-wide-synchronize',
   'summary': 'torch.cuda.synchronize() waits for every stream; the current stream may be enough.',
@@ -1242,7 +1274,7 @@ RULES = [{'code': 'ROC001',
          'stream. The two differ when several streams are in use (timing side streams,\n'
          'NCCL), so rocmport never applies it.\n',
   'triggers': ['synchronize'],
-  'words': [['synchronize'], ['cuda']]},
+  'words': [['cuda'], ['torch'], ['synchronize']]},
  {'code': 'ROC307',
   'name': 'capture-stream-warmup',
   'summary': 'A CUDA-graph capture on a stream its warm-up did not run on, or a stream made or '
@@ -1271,6 +1303,17 @@ RULES = [{'code': 'ROC001',
           '          the capture calls is not reported: the warm-up calls of that function entered '
           'it too.\n'
           '\n'
+          '        The first shape is reported only where the capture may run a torch GEMM, whose\n'
+          '        hipBLASLt handle is what fails: a GEMM (`torch.matmul`, `@`, `F.linear`,\n'
+          '        `torch._scaled_mm`, SDPA), a model or module call (`model(x)`, '
+          '`.forward(...)`,\n'
+          '        `.apply(...)`), or any call rocmport cannot see into (a parameter, an imported\n'
+          "        function). A capture of the library's own kernels only (`torch.ops.mylib.*`, a "
+          'Triton\n'
+          '        launch, a collective, elementwise torch ops, functions of the file that do no '
+          'more) makes\n'
+          '        no hipBLASLt handle and is not reported.\n'
+          '\n'
           '        Not reported: `stream=s` given (the warm-up is assumed to run on `s`) or '
           'possibly given\n'
           '        (`**options`), mentions in strings and comments, and `tf.Graph()` or '
@@ -1298,6 +1341,17 @@ RULES = [{'code': 'ROC001',
          'then\n'
          '        passed to `torch.cuda.graph(..., stream=)`, avoids all of it and is neutral on '
          'NVIDIA.\n'
+         '\n'
+         "        The failure, after the capture stream's handle was pre-made: AMD's own fixes of\n"
+         '        June-August 2026 show warm-up on one stream and capture on another failing with '
+         'HIP\n'
+         '        error 900 or hanging on torch 2.13 (pytorch#187745 for '
+         '`make_graphed_callables`,\n'
+         '        ROCm/TransformerEngine#644, lightseekorg/tokenspeed#1059); their fix is to warm '
+         'up on\n'
+         '        the very stream passed as `stream=`. pytorch#179053 is the change that made '
+         'handles\n'
+         "        per stream; #179892 only pre-makes the capturing thread's own stream's handle.\n"
          '        ',
   'default_enabled': True,
   'fix': 'safe',
@@ -1322,6 +1376,15 @@ RULES = [{'code': 'ROC001',
          '  not entered before the capture in the same function. A stream entered in a function\n'
          '  the capture calls is not reported: the warm-up calls of that function entered it too.\n'
          '\n'
+         'The first shape is reported only where the capture may run a torch GEMM, whose\n'
+         'hipBLASLt handle is what fails: a GEMM (`torch.matmul`, `@`, `F.linear`,\n'
+         '`torch._scaled_mm`, SDPA), a model or module call (`model(x)`, `.forward(...)`,\n'
+         '`.apply(...)`), or any call rocmport cannot see into (a parameter, an imported\n'
+         "function). A capture of the library's own kernels only (`torch.ops.mylib.*`, a Triton\n"
+         'launch, a collective, elementwise torch ops, functions of the file that do no more) '
+         'makes\n'
+         'no hipBLASLt handle and is not reported.\n'
+         '\n'
          'Not reported: `stream=s` given (the warm-up is assumed to run on `s`) or possibly given\n'
          '(`**options`), mentions in strings and comments, and `tf.Graph()` or `networkx`\n'
          'look-alikes.\n'
@@ -1340,6 +1403,13 @@ RULES = [{'code': 'ROC001',
          'pytorch#187745, and TransformerEngine#643 made the same change to its own copy. The\n'
          "pattern PyTorch's CUDA-graph notes recommend, a warm-up on a side stream that is then\n"
          'passed to `torch.cuda.graph(..., stream=)`, avoids all of it and is neutral on NVIDIA.\n'
+         '\n'
+         "The failure, after the capture stream's handle was pre-made: AMD's own fixes of\n"
+         'June-August 2026 show warm-up on one stream and capture on another failing with HIP\n'
+         'error 900 or hanging on torch 2.13 (pytorch#187745 for `make_graphed_callables`,\n'
+         'ROCm/TransformerEngine#644, lightseekorg/tokenspeed#1059); their fix is to warm up on\n'
+         'the very stream passed as `stream=`. pytorch#179053 is the change that made handles\n'
+         "per stream; #179892 only pre-makes the capturing thread's own stream's handle.\n"
          '\n'
          '## Example\n'
          '\n'
@@ -1384,8 +1454,10 @@ RULES = [{'code': 'ROC001',
          'before and after the fix.\n'
          '\n'
          'Everything else is display-only, with the remedy in the message.\n',
-  'triggers': ['graph', 'capture_begin'],
-  'words': [['capture_begin', 'graph', 'make_graphed_callables'], ['capture_begin', 'cuda']]},
+  'triggers': ['capture_begin', 'graph', 'make_graphed_callables'],
+  'words': [['capture_begin', 'cuda'],
+            ['capture_begin', 'torch'],
+            ['capture_begin', 'graph', 'make_graphed_callables']]},
  {'code': 'ROC401',
   'name': 'compiled-scalar-read',
   'summary': '`.item()`, `.tolist()` or `.numpy()` in compiled code breaks the graph.',
@@ -1833,7 +1905,7 @@ RULES = [{'code': 'ROC001',
          'launches. `tl.constexpr` defaults, configs passed through a helper rocmport cannot\n'
          'see into, and grids that do not follow the value are unsafe for that reason.\n',
   'triggers': ['triton'],
-  'words': []},
+  'words': [['triton'], ['Config', 'autotune', 'heuristics', 'jit']]},
  {'code': 'ROC502',
   'name': 'triton-tile-below-wavefront',
   'summary': 'A multi-dimensional Triton tile with fewer than 64 elements.',
@@ -1895,7 +1967,7 @@ RULES = [{'code': 'ROC001',
          "kernel's masks, grid and shared-memory budget allow it; rocmport cannot check them for\n"
          'a multi-dimensional tile.\n',
   'triggers': ['triton'],
-  'words': []},
+  'words': [['triton'], ['Config', 'autotune', 'heuristics', 'jit']]},
  {'code': 'ROC503',
   'name': 'triton-num-warps-above-16',
   'summary': 'num_warps above 16: more than 1024 threads per workgroup on AMD.',
@@ -1944,8 +2016,8 @@ RULES = [{'code': 'ROC001',
          'Safe: the value becomes `16 if is_rocm else <value>`, unchanged on NVIDIA. The number\n'
          'of warps changes speed, not results. A constant that is used for anything other than\n'
          '`num_warps=` is rewritten only with `--unsafe-fixes`.\n',
-  'triggers': ['triton', 'num_warps'],
-  'words': []},
+  'triggers': ['num_warps', 'triton'],
+  'words': [['num_warps', 'triton'], ['Config', 'autotune', 'heuristics', 'jit', 'num_warps']]},
  {'code': 'ROC504',
   'name': 'triton-half-precision-accumulator',
   'summary': 'An fp16/bf16 accumulator in a Triton kernel.',
@@ -2000,7 +2072,7 @@ RULES = [{'code': 'ROC001',
          'Display-only: create the accumulator in `tl.float32` and convert once at the end\n'
          '(`acc.to(tl.float16)`). This changes numerics, so rocmport never applies it.\n',
   'triggers': ['triton'],
-  'words': []},
+  'words': [['triton'], ['Config', 'autotune', 'heuristics', 'jit']]},
  {'code': 'ROC505',
   'name': 'triton-unclamped-exp-activation',
   'summary': 'A hand-built tanh (a ratio of tl.exp terms) without a clamp of its input.',
@@ -2061,7 +2133,7 @@ RULES = [{'code': 'ROC001',
          "tanh and sigmoid are saturated there), or use `tl.sigmoid` / libdevice's `tanh`.\n"
          'It changes numerics slightly, so rocmport never applies it.\n',
   'triggers': ['triton'],
-  'words': []},
+  'words': [['triton'], ['Config', 'autotune', 'heuristics', 'jit']]},
  {'code': 'ROC506',
   'name': 'triton-num-stages-zero',
   'summary': 'num_stages=0 in a Triton config or launch: no longer a pipelining mode on AMD.',
@@ -2078,7 +2150,7 @@ RULES = [{'code': 'ROC001',
          '        assertion in the pipeliner or silently compiles the loop without software '
          'pipelining,\n'
          '        a large slowdown for GEMM and attention kernels (triton-lang/triton#4845,\n'
-         "        ROCm/triton#653, ROCm/aiter#3808). The AMD backend's own default is 2\n"
+         "        ROCm/triton#653). The AMD backend's own default is 2\n"
          '        (`triton/backends/amd/compiler.py`, Triton 3.9).\n'
          '        ',
   'default_enabled': True,
@@ -2099,7 +2171,7 @@ RULES = [{'code': 'ROC001',
          "stream-pipelining scheme. Triton's AMD backend no longer has it: 0 now trips an\n"
          'assertion in the pipeliner or silently compiles the loop without software pipelining,\n'
          'a large slowdown for GEMM and attention kernels (triton-lang/triton#4845,\n'
-         "ROCm/triton#653, ROCm/aiter#3808). The AMD backend's own default is 2\n"
+         "ROCm/triton#653). The AMD backend's own default is 2\n"
          '(`triton/backends/amd/compiler.py`, Triton 3.9).\n'
          '\n'
          '## Example\n'
@@ -2122,8 +2194,8 @@ RULES = [{'code': 'ROC001',
          'Safe: the value becomes `2 if is_rocm else 0`, unchanged on NVIDIA. The number of\n'
          'pipeline stages changes speed and shared-memory use, not results. A constant that is\n'
          'used for anything other than `num_stages=` is rewritten only with `--unsafe-fixes`.\n',
-  'triggers': ['num_stages', 'Config'],
-  'words': []},
+  'triggers': ['Config', 'num_stages'],
+  'words': [['Config', 'num_stages'], ['num_stages', 'triton']]},
  {'code': 'ROC507',
   'name': 'triton-cuda-libdevice',
   'summary': "triton.language.extra.cuda.libdevice: NVIDIA's libdevice, absent on ROCm.",
@@ -2188,7 +2260,7 @@ RULES = [{'code': 'ROC001',
          'or later; older Triton has only the per-backend modules, so rocmport does not rewrite\n'
          'the import). Functions with no HIP counterpart are reported separately (ROC508).\n',
   'triggers': ['libdevice'],
-  'words': []},
+  'words': [['cuda'], ['extra'], ['language'], ['libdevice'], ['triton']]},
  {'code': 'ROC508',
   'name': 'triton-libdevice-without-hip',
   'summary': "A libdevice function that Triton's AMD libdevice does not have.",
@@ -2260,21 +2332,184 @@ RULES = [{'code': 'ROC001',
          'ROCm. The replacements round differently in corner cases, so rocmport does not apply\n'
          'them.\n',
   'triggers': ['libdevice'],
-  'words': []},
+  'words': [['extra'],
+            ['language'],
+            ['libdevice'],
+            ['triton'],
+            ['add_rd',
+             'add_rn',
+             'add_ru',
+             'add_rz',
+             'brev',
+             'byte_perm',
+             'cbrt',
+             'cospi',
+             'div_rd',
+             'div_rn',
+             'div_ru',
+             'div_rz',
+             'double2float_rd',
+             'double2float_rn',
+             'double2float_ru',
+             'double2float_rz',
+             'double2hiint',
+             'double2int_rd',
+             'double2int_rn',
+             'double2int_ru',
+             'double2int_rz',
+             'double2ll_rd',
+             'double2ll_rn',
+             'double2ll_ru',
+             'double2ll_rz',
+             'double2loint',
+             'double2uint_rd',
+             'double2uint_rn',
+             'double2uint_ru',
+             'double2uint_rz',
+             'double2ull_rd',
+             'double2ull_rn',
+             'double2ull_ru',
+             'double2ull_rz',
+             'double_as_longlong',
+             'erfcinv',
+             'exp10',
+             'fast_cosf',
+             'fast_exp10f',
+             'fast_log10f',
+             'fast_log2f',
+             'fast_logf',
+             'fast_powf',
+             'fast_sinf',
+             'fast_tanf',
+             'fdim',
+             'ffs',
+             'float2int_rd',
+             'float2int_rn',
+             'float2int_ru',
+             'float2int_rz',
+             'float2ll_rd',
+             'float2ll_rn',
+             'float2ll_ru',
+             'float2ll_rz',
+             'float2uint_rd',
+             'float2uint_rn',
+             'float2uint_ru',
+             'float2uint_rz',
+             'float2ull_rd',
+             'float2ull_rn',
+             'float2ull_ru',
+             'float2ull_rz',
+             'float_as_int',
+             'float_as_uint',
+             'fma_rd',
+             'fma_rn',
+             'fma_ru',
+             'fma_rz',
+             'hadd',
+             'hiloint2double',
+             'int2double_rn',
+             'int2float_rd',
+             'int2float_rn',
+             'int2float_ru',
+             'int2float_rz',
+             'int_as_float',
+             'jn',
+             'll2double_rd',
+             'll2double_rn',
+             'll2double_ru',
+             'll2double_rz',
+             'll2float_rd',
+             'll2float_rn',
+             'll2float_ru',
+             'll2float_rz',
+             'llround',
+             'logb',
+             'longlong_as_double',
+             'mul24',
+             'mul_rd',
+             'mul_rn',
+             'mul_ru',
+             'mul_rz',
+             'mulhi',
+             'norm3d',
+             'norm4d',
+             'normcdf',
+             'normcdfinv',
+             'rcbrt',
+             'rcp64h',
+             'rcp_rd',
+             'rcp_rn',
+             'rcp_ru',
+             'rcp_rz',
+             'remainder',
+             'rhadd',
+             'rhypot',
+             'rnorm3d',
+             'rnorm4d',
+             'rsqrt_rn',
+             'sad',
+             'saturatef',
+             'scalbn',
+             'sinpi',
+             'sqrt_rd',
+             'sqrt_rn',
+             'sqrt_ru',
+             'sqrt_rz',
+             'sub_rd',
+             'sub_rn',
+             'sub_ru',
+             'sub_rz',
+             'tgamma',
+             'uint2double_rn',
+             'uint2float_rd',
+             'uint2float_rn',
+             'uint2float_ru',
+             'uint2float_rz',
+             'uint_as_float',
+             'ull2double_rd',
+             'ull2double_rn',
+             'ull2double_ru',
+             'ull2double_rz',
+             'ull2float_rd',
+             'ull2float_rn',
+             'ull2float_ru',
+             'ull2float_rz',
+             'yn']]},
  {'code': 'ROC509',
   'name': 'triton-inline-ptx',
   'summary': 'tl.inline_asm_elementwise with NVIDIA PTX: does not assemble for AMD GPUs.',
   'what': '\n'
           '        A call of `tl.inline_asm_elementwise(...)` outside a ROCm branch, unless its '
           'assembly is\n'
-          '        recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`).\n'
+          '        recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`). Several '
+          'assembly\n'
+          '        blocks in one kernel or helper are one finding (at the first), with the others '
+          'as\n'
+          "        related locations: the decision is the function's.\n"
+          '\n'
+          '        Not reported, because the kernel never runs on an AMD GPU:\n'
+          "        - assembly only NVIDIA's Blackwell GPUs run (`tcgen05.*`, the FP4 conversions\n"
+          '          `cvt.rn.satfinite.e2m1x2`, `ue8m0x2`): it fails on every GPU before '
+          'Blackwell,\n'
+          "          NVIDIA's own included, so the code that calls the kernel already picks "
+          'Blackwell\n'
+          '          (compute capability 10 or more, which no AMD GPU reports);\n'
+          '        - code for NVIDIA GPUs only (`gates.nvidia_only`): a kernel or function named '
+          'for an\n'
+          '          NVIDIA-only feature (`nvfp4`, `sm100`, `tma`, `cutlass`), or a module that '
+          'imports a\n'
+          '          package with no ROCm build (`triton.language.extra.tlx`, `tensorrt`): it does '
+          'not\n'
+          '          load on ROCm.\n'
           '        ',
   'why': '\n'
          "        The assembly string is handed to the backend's assembler unchanged; PTX written "
          'for\n'
          '        NVIDIA (`cvt.rn.f16x2.f32`, `lop3.b32`, `mov.b32`) is not AMD GCN, so the kernel '
          'fails\n'
-         '        to compile on ROCm (triton-lang/triton#3825 and others).\n'
+         "        to compile on ROCm: Triton's own tests run inline assembly on CUDA only "
+         '("test_inline_asm\n'
+         '        is only supported in CUDA", triton-lang/triton#11225).\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -2286,13 +2521,27 @@ RULES = [{'code': 'ROC001',
          '\n'
          'A call of `tl.inline_asm_elementwise(...)` outside a ROCm branch, unless its assembly '
          'is\n'
-         'recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`).\n'
+         'recognisably AMD GCN (`v_...`, `s_...`, `ds_...`, `global_...`). Several assembly\n'
+         'blocks in one kernel or helper are one finding (at the first), with the others as\n'
+         "related locations: the decision is the function's.\n"
+         '\n'
+         'Not reported, because the kernel never runs on an AMD GPU:\n'
+         "- assembly only NVIDIA's Blackwell GPUs run (`tcgen05.*`, the FP4 conversions\n"
+         '  `cvt.rn.satfinite.e2m1x2`, `ue8m0x2`): it fails on every GPU before Blackwell,\n'
+         "  NVIDIA's own included, so the code that calls the kernel already picks Blackwell\n"
+         '  (compute capability 10 or more, which no AMD GPU reports);\n'
+         '- code for NVIDIA GPUs only (`gates.nvidia_only`): a kernel or function named for an\n'
+         '  NVIDIA-only feature (`nvfp4`, `sm100`, `tma`, `cutlass`), or a module that imports a\n'
+         '  package with no ROCm build (`triton.language.extra.tlx`, `tensorrt`): it does not\n'
+         '  load on ROCm.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          "The assembly string is handed to the backend's assembler unchanged; PTX written for\n"
          'NVIDIA (`cvt.rn.f16x2.f32`, `lop3.b32`, `mov.b32`) is not AMD GCN, so the kernel fails\n'
-         'to compile on ROCm (triton-lang/triton#3825 and others).\n'
+         "to compile on ROCm: Triton's own tests run inline assembly on CUDA only "
+         '("test_inline_asm\n'
+         'is only supported in CUDA", triton-lang/triton#11225).\n'
          '\n'
          '## Example\n'
          '\n'
@@ -2315,7 +2564,7 @@ RULES = [{'code': 'ROC001',
          'cast, `tl.fma`, `tl.umulhi`) or put the assembly behind a `tl.constexpr` flag that is\n'
          'False on ROCm, with a portable branch.\n',
   'triggers': ['inline_asm_elementwise'],
-  'words': []},
+  'words': [['language'], ['triton'], ['inline_asm_elementwise']]},
  {'code': 'ROC510',
   'name': 'triton-dot-tf32',
   'summary': 'tl.dot(..., input_precision="tf32"): a compile error on AMD GPUs other than gfx942.',
@@ -2407,7 +2656,7 @@ RULES = [{'code': 'ROC001',
          'where the kernel is nested in a function or the file binds no `triton.language` name\n'
          'at module level.\n',
   'triggers': ['dot'],
-  'words': []},
+  'words': [['dot'], ['language'], ['triton'], ['autotune', 'heuristics', 'jit']]},
  {'code': 'ROC511',
   'name': 'triton-amd-only-options',
   'summary': 'waves_per_eu / matrix_instr_nonkdim / kpack passed on every platform: KeyError on '
@@ -2483,8 +2732,9 @@ RULES = [{'code': 'ROC001',
          'keywords. On ROCm the kernel gets exactly the original options; on NVIDIA it gets\n'
          'none of them, as if they had never been written. No fix for a launch where a\n'
          'positional `*args` follows the option (a `**` spread cannot precede it).\n',
-  'triggers': ['waves_per_eu', 'matrix_instr_nonkdim', 'kpack'],
-  'words': []},
+  'triggers': ['Config', 'kpack', 'matrix_instr_nonkdim', 'waves_per_eu'],
+  'words': [['Config', 'kpack', 'matrix_instr_nonkdim', 'waves_per_eu'],
+            ['kpack', 'matrix_instr_nonkdim', 'triton', 'waves_per_eu']]},
  {'code': 'ROC512',
   'name': 'triton-warp-size-32',
   'summary': "A warp size of 32 in arithmetic: AMD's CDNA wavefronts have 64 lanes.",
@@ -2547,7 +2797,390 @@ RULES = [{'code': 'ROC001',
          'CUDA, or `triton.runtime.driver.active.get_current_target().warp_size`). rocmport\n'
          'cannot tell which GPU the code runs on, so it does not pick 64.\n',
   'triggers': ['warp', 'WARP', 'Warp'],
-  'words': []},
+  'words': [['triton']]},
+ {'code': 'ROC513',
+  'name': 'triton-runtime-extent',
+  'summary': 'A run-time value (a shape, a parameter, a config value) used as a `tl.arange` '
+             'extent.',
+  'what': '\n'
+          "        A kernel's `tl.constexpr` used as the extent of `tl.arange(0, P)` (or as a "
+          'dimension of\n'
+          '        a tile shape: `tl.zeros((P,))`, `tl.full`, `reshape`, `broadcast_to`, '
+          '`block_shape=`)\n'
+          "        whose value, at some launch, is decided at run time: a tensor's shape\n"
+          '        (`x.shape[1]`, `a, b = x.shape`), a parameter of the launching function (its '
+          'callers\n'
+          '        in the module are followed; a tuning knob -- a tile-like name, a power-of-two\n'
+          '        default -- is not a finding), an attribute of a run-time object '
+          '(`config.num_experts`,\n'
+          '        `ctx.topk` as the class assigns it), arithmetic on those (`heads // kv_heads`), '
+          'a value\n'
+          '        of a config dict built in the function or returned by a helper of the project, '
+          'or a\n'
+          '        `triton.heuristics` value taken straight from a launch argument. Launches are\n'
+          '        followed by keyword and by position, through `wrap_triton(kernel)[grid]`, a '
+          'bound\n'
+          "        `run = kernel[grid]`, `**config` dicts, and into the project's other modules "
+          '(the\n'
+          "        kernel's name, imported or re-exported). A constexpr listed in the kernel's "
+          'autotune\n'
+          '        `key` with no visible launch is a run-time value too (Triton re-tunes for each '
+          'value\n'
+          '        it takes). Reported once per kernel parameter, at its first `tl.arange`.\n'
+          '\n'
+          '        Not findings: a value rounded with `triton.next_power_of_2` (also inside '
+          '`max`/`min`\n'
+          '        with powers of two, or shifted: `1 << k`), a literal, a value from autotune\n'
+          '        `triton.Config` dicts, a name that the launching function checks for a power of '
+          'two\n'
+          '        (`assert n & (n - 1) == 0`, `assert is_power_of_2(n)`, `if n not in (16, 32, '
+          '64):\n'
+          '        raise`) or the kernel checks with `tl.static_assert`, `tl.static_range(0, P)` '
+          'and\n'
+          '        `range` bounds (any integer works there), and kernels in ROCm-only or other\n'
+          "        accelerators' code.\n"
+          '        ',
+  'why': '\n'
+         '        `tl.arange` and every tile dimension must be a power of two on every backend: '
+         'Triton\n'
+         "        raises `arange's range must be a power of 2` when it compiles the kernel for the "
+         'value\n'
+         '        it is given (rocmport checked Triton 3.9 for gfx942 and sm_90 alike). A launch '
+         'that\n'
+         '        passes a model-dependent size compiles for the models whose size happens to be a '
+         'power\n'
+         '        of two and fails for the others. The ROCm angle: hybrid and multimodal models '
+         'produce\n'
+         '        KV-cache block sizes such as 48, 544 or 1056 on attention paths that only ROCm '
+         'takes,\n'
+         '        so a run-time block size that reaches a `tl.arange` extent needs\n'
+         '        `triton.next_power_of_2` (and a mask) before the port works.\n'
+         '\n'
+         '        Other model sizes break the same kernels on every platform, and upstream fixed '
+         'them by\n'
+         '        rounding the extent and masking: lmdeploy (InternLM/lmdeploy#4676, `KV_RATIO` = '
+         '3 on\n'
+         '        Qwen3.5-27B), Megatron-LM (NVIDIA/Megatron-LM@bc70535, router top-k and experts '
+         'per\n'
+         '        rank), FBGEMM (pytorch/FBGEMM#4627 and #4634, 80 experts), FlagGems\n'
+         '        (FlagOpen/FlagGems#951, head sizes 96 and 192), Primus-Turbo '
+         '(AMD-AGI/Primus-Turbo#62,\n'
+         '        "support arbitrary experts"). Triton\'s maintainers on the rule:\n'
+         '        triton-lang/triton#3722 ("Triton only supports power-of-two tensors").\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC513 triton-runtime-extent\n'
+         '\n'
+         'A run-time value (a shape, a parameter, a config value) used as a `tl.arange` extent.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         "A kernel's `tl.constexpr` used as the extent of `tl.arange(0, P)` (or as a dimension of\n"
+         'a tile shape: `tl.zeros((P,))`, `tl.full`, `reshape`, `broadcast_to`, `block_shape=`)\n'
+         "whose value, at some launch, is decided at run time: a tensor's shape\n"
+         '(`x.shape[1]`, `a, b = x.shape`), a parameter of the launching function (its callers\n'
+         'in the module are followed; a tuning knob -- a tile-like name, a power-of-two\n'
+         'default -- is not a finding), an attribute of a run-time object (`config.num_experts`,\n'
+         '`ctx.topk` as the class assigns it), arithmetic on those (`heads // kv_heads`), a value\n'
+         'of a config dict built in the function or returned by a helper of the project, or a\n'
+         '`triton.heuristics` value taken straight from a launch argument. Launches are\n'
+         'followed by keyword and by position, through `wrap_triton(kernel)[grid]`, a bound\n'
+         "`run = kernel[grid]`, `**config` dicts, and into the project's other modules (the\n"
+         "kernel's name, imported or re-exported). A constexpr listed in the kernel's autotune\n"
+         '`key` with no visible launch is a run-time value too (Triton re-tunes for each value\n'
+         'it takes). Reported once per kernel parameter, at its first `tl.arange`.\n'
+         '\n'
+         'Not findings: a value rounded with `triton.next_power_of_2` (also inside `max`/`min`\n'
+         'with powers of two, or shifted: `1 << k`), a literal, a value from autotune\n'
+         '`triton.Config` dicts, a name that the launching function checks for a power of two\n'
+         '(`assert n & (n - 1) == 0`, `assert is_power_of_2(n)`, `if n not in (16, 32, 64):\n'
+         'raise`) or the kernel checks with `tl.static_assert`, `tl.static_range(0, P)` and\n'
+         '`range` bounds (any integer works there), and kernels in ROCm-only or other\n'
+         "accelerators' code.\n"
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         '`tl.arange` and every tile dimension must be a power of two on every backend: Triton\n'
+         "raises `arange's range must be a power of 2` when it compiles the kernel for the value\n"
+         'it is given (rocmport checked Triton 3.9 for gfx942 and sm_90 alike). A launch that\n'
+         'passes a model-dependent size compiles for the models whose size happens to be a power\n'
+         'of two and fails for the others. The ROCm angle: hybrid and multimodal models produce\n'
+         'KV-cache block sizes such as 48, 544 or 1056 on attention paths that only ROCm takes,\n'
+         'so a run-time block size that reaches a `tl.arange` extent needs\n'
+         '`triton.next_power_of_2` (and a mask) before the port works.\n'
+         '\n'
+         'Other model sizes break the same kernels on every platform, and upstream fixed them by\n'
+         'rounding the extent and masking: lmdeploy (InternLM/lmdeploy#4676, `KV_RATIO` = 3 on\n'
+         'Qwen3.5-27B), Megatron-LM (NVIDIA/Megatron-LM@bc70535, router top-k and experts per\n'
+         'rank), FBGEMM (pytorch/FBGEMM#4627 and #4634, 80 experts), FlagGems\n'
+         '(FlagOpen/FlagGems#951, head sizes 96 and 192), Primus-Turbo (AMD-AGI/Primus-Turbo#62,\n'
+         '"support arbitrary experts"). Triton\'s maintainers on the rule:\n'
+         'triton-lang/triton#3722 ("Triton only supports power-of-two tensors").\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'import torch\n'
+         'import triton\n'
+         'import triton.language as tl\n'
+         '\n'
+         '@triton.jit\n'
+         'def topk_mask(idx_ptr, out_ptr, N_EXP: tl.constexpr):\n'
+         '    row = tl.program_id(0)\n'
+         '    offs = tl.arange(0, N_EXP)\n'
+         '    tl.store(out_ptr + row * N_EXP + offs, tl.load(idx_ptr + row * N_EXP + offs))\n'
+         '\n'
+         'def route(idx, num_experts):\n'
+         '    out = torch.empty_like(idx)\n'
+         '    topk_mask[(idx.shape[0],)](idx, out, N_EXP=num_experts)\n'
+         '    return out\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only. Launch a second constexpr `BLOCK = triton.next_power_of_2(n)` (maybe\n'
+         '`max(..., 16)`), use it as the extent (`tl.arange(0, BLOCK)`), and mask every load,\n'
+         'store and reduction it indexes with `offs < n` (reductions need a neutral `other=`).\n'
+         'The value keeps its other uses (strides, grid). rocmport does not apply it: the kernel\n'
+         'gains a parameter and every access the block indexes needs a mask whose neutral value\n'
+         'depends on what the kernel computes, which it cannot prove for both paths.\n',
+  'triggers': ['autotune', 'heuristics', 'jit'],
+  'words': [['triton'],
+            ['autotune', 'heuristics', 'jit'],
+            ['broadcast_to', 'language', 'reshape', 'view'],
+            ['arange',
+             'broadcast_to',
+             'full',
+             'make_block_ptr',
+             'make_tensor_descriptor',
+             'reshape',
+             'view',
+             'zeros']]},
+ {'code': 'ROC514',
+  'name': 'triton-shift-out-of-range',
+  'summary': 'A Triton shift whose amount can be negative or at least the bit width: AMD and '
+             'NVIDIA differ.',
+  'what': '\n'
+          '        A `<<` or `>>` in a Triton kernel whose amount can be out of range, where the '
+          'kernel\n'
+          '        itself shows it: (a) the amount comes (through `%`, `*`, `-`, casts and names) '
+          'from a\n'
+          '        `tl.load(..., other=-1)` (any negative `other=`) or a `tl.where(c, x, -1)`, and '
+          'the\n'
+          '        shifted value reaches memory or a reduction on the lanes that hold that '
+          'negative\n'
+          '        value (a store or atomic whose mask does not exclude them, `tl.sum`, '
+          '`tl.reduce`,\n'
+          '        ...); or (b) the amount is `x % c` or `x & c` with `c` beyond the bit width of '
+          'a\n'
+          '        shifted 32-bit value (`1 << (i % 64)`). Not findings: amounts masked into '
+          'range\n'
+          '        (`& 31`), clamped (`tl.maximum(s, 0)`), a shift inside `tl.where(idx >= 0, '
+          '...)` or\n'
+          '        whose result a `tl.where` on the same condition discards, stores masked with '
+          'the\n'
+          "        load's own mask, and constant amounts (Triton warns about those itself).\n"
+          '        ',
+  'why': '\n'
+         "        Triton lowers a shift to LLVM's `shl` / `lshr` / `ashr`, whose result is "
+         'undefined\n'
+         '        (poison) when the amount is negative or at least the bit width. The backends '
+         'then\n'
+         "        differ: NVIDIA's `shl.b32` clamps the amount, so a shift by 32 or more, or by a\n"
+         "        negative amount (read as unsigned), gives 0; AMD's `v_lshlrev_b32` uses the "
+         "amount's\n"
+         '        low 5 bits (CDNA3 ISA), so `1 << 33` is 2 and `1 << -1` is `1 << 31`. rocmport '
+         'checked\n'
+         '        both ends: Triton 3.9 compiles the same kernel to `shl.b32` for sm_90 and to\n'
+         '        `v_lshlrev_b32` for gfx942, with no range check in either, and on an NVIDIA '
+         'H200\n'
+         '        (Triton 3.6) `1 << s` gave 0 for s = 32, 33, 63, 64 and -1. Code that relies on\n'
+         '        NVIDIA\'s 0 (a sentinel index of -1 whose bit "disappears") sets a wrong bit on '
+         'AMD.\n'
+         '\n'
+         '        Triton itself warns only for constant amounts ("This may result in undefined\n'
+         '        behavior", triton-lang/triton#2996, where AMD\'s shift test had to stop shifting '
+         'past\n'
+         "        the bit width); ROCm's port had to define the result of such shifts\n"
+         "        (ROCm/triton#57), and JAX's Pallas-on-Triton bitshift test failed on ROCm for "
+         'the same\n'
+         '        reason (jax-ml/jax#33157). No fixed real-world kernel bug of this shape was '
+         'found\n'
+         '        outside reserved projects, so the rule reports only what the kernel proves.\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC514 triton-shift-out-of-range\n'
+         '\n'
+         'A Triton shift whose amount can be negative or at least the bit width: AMD and NVIDIA '
+         'differ.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'A `<<` or `>>` in a Triton kernel whose amount can be out of range, where the kernel\n'
+         'itself shows it: (a) the amount comes (through `%`, `*`, `-`, casts and names) from a\n'
+         '`tl.load(..., other=-1)` (any negative `other=`) or a `tl.where(c, x, -1)`, and the\n'
+         'shifted value reaches memory or a reduction on the lanes that hold that negative\n'
+         'value (a store or atomic whose mask does not exclude them, `tl.sum`, `tl.reduce`,\n'
+         '...); or (b) the amount is `x % c` or `x & c` with `c` beyond the bit width of a\n'
+         'shifted 32-bit value (`1 << (i % 64)`). Not findings: amounts masked into range\n'
+         '(`& 31`), clamped (`tl.maximum(s, 0)`), a shift inside `tl.where(idx >= 0, ...)` or\n'
+         'whose result a `tl.where` on the same condition discards, stores masked with the\n'
+         "load's own mask, and constant amounts (Triton warns about those itself).\n"
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         "Triton lowers a shift to LLVM's `shl` / `lshr` / `ashr`, whose result is undefined\n"
+         '(poison) when the amount is negative or at least the bit width. The backends then\n'
+         "differ: NVIDIA's `shl.b32` clamps the amount, so a shift by 32 or more, or by a\n"
+         "negative amount (read as unsigned), gives 0; AMD's `v_lshlrev_b32` uses the amount's\n"
+         'low 5 bits (CDNA3 ISA), so `1 << 33` is 2 and `1 << -1` is `1 << 31`. rocmport checked\n'
+         'both ends: Triton 3.9 compiles the same kernel to `shl.b32` for sm_90 and to\n'
+         '`v_lshlrev_b32` for gfx942, with no range check in either, and on an NVIDIA H200\n'
+         '(Triton 3.6) `1 << s` gave 0 for s = 32, 33, 63, 64 and -1. Code that relies on\n'
+         'NVIDIA\'s 0 (a sentinel index of -1 whose bit "disappears") sets a wrong bit on AMD.\n'
+         '\n'
+         'Triton itself warns only for constant amounts ("This may result in undefined\n'
+         'behavior", triton-lang/triton#2996, where AMD\'s shift test had to stop shifting past\n'
+         "the bit width); ROCm's port had to define the result of such shifts\n"
+         "(ROCm/triton#57), and JAX's Pallas-on-Triton bitshift test failed on ROCm for the same\n"
+         'reason (jax-ml/jax#33157). No fixed real-world kernel bug of this shape was found\n'
+         'outside reserved projects, so the rule reports only what the kernel proves.\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'import triton\n'
+         'import triton.language as tl\n'
+         '\n'
+         '@triton.jit\n'
+         'def expert_bits(ids_ptr, bits_ptr, n, BLOCK: tl.constexpr):\n'
+         '    offs = tl.arange(0, BLOCK)\n'
+         '    ids = tl.load(ids_ptr + offs, mask=offs < n, other=-1)\n'
+         '    bit = 1 << (ids % 32)\n'
+         '    tl.atomic_or(bits_ptr + ids // 32, bit)\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only. Keep the amount in range on every lane, or discard the lanes where it\n'
+         'is not: `tl.where(ids >= 0, 1 << (ids % 32), 0)`, mask the store or atomic with the\n'
+         "load's mask, or shift by `ids & 31` when a wrap-around is what is meant. Which one is\n"
+         'right depends on what the kernel means by the sentinel, so rocmport does not choose.\n',
+  'triggers': ['autotune', 'heuristics', 'jit'],
+  'words': [['triton'], ['autotune', 'heuristics', 'jit']]},
+ {'code': 'ROC515',
+  'name': 'triton-dot-branch-dtype',
+  'summary': 'A `tl.dot` operand whose dtype depends on a compile-time branch (off by default).',
+  'what': '\n'
+          '        A `tl.dot(a, b)` in a Triton kernel where an operand is assigned on both arms '
+          'of an\n'
+          '        `if` (or a conditional expression) decided at compile time -- a test of '
+          '`tl.constexpr`\n'
+          '        parameters and literals -- and the two arms give it different explicit dtypes\n'
+          '        (`.to(tl.bfloat16)` on one, `.to(tl.float16)` on the other; `tl.zeros(..., '
+          'dtype)`).\n'
+          '        Arms whose dtype the kernel does not state (a descriptor load on one arm, a '
+          'pointer\n'
+          "        load on the other) are not findings: their dtypes are the launch arguments', "
+          'which\n'
+          '        rocmport cannot see; nor are branches on run-time values (Triton rejects a type '
+          'that\n'
+          '        differs between their arms on every backend), nor dots whose operands are cast '
+          'at the\n'
+          '        call (`tl.dot(a.to(tl.float16), b)`).\n'
+          '        ',
+  'why': '\n'
+         '        `tl.dot` requires both operands in one dtype ("Both operands must be same '
+         'dtype",\n'
+         '        `triton/language/semantic.py`, Triton 3.9), except pairs of fp8 formats. A '
+         'branch on\n'
+         '        a `tl.constexpr` compiles only the arm the launch selects, so an operand whose '
+         'dtype\n'
+         '        differs between the arms is a kernel that compiles for one configuration and '
+         'not\n'
+         '        for the other, or runs its dot in another precision. Where the configuration '
+         'follows\n'
+         '        the platform (a TMA-descriptor path selected on NVIDIA, a pointer path or an '
+         'fp8\n'
+         "        format selected on ROCm), the arm ROCm compiles is one that NVIDIA's runs never\n"
+         '        compile.\n'
+         '\n'
+         '        Evidence is thin: the issue that asked for this rule describes the failure on '
+         'ROCm,\n'
+         '        but no public thread or fixed kernel that shows it was found outside reserved\n'
+         "        projects, and rocmport's own check (Triton 3.9, gfx942, gfx950 and sm_90) "
+         'compiles a\n'
+         '        descriptor load on one arm and a pointer load on the other to the same type '
+         'when\n'
+         '        the two read the same tensor. So the rule is off by default and reports only '
+         'dtypes\n'
+         '        the kernel states.\n'
+         '        ',
+  'default_enabled': False,
+  'fix': 'display-only',
+  'doc': '# ROC515 triton-dot-branch-dtype\n'
+         '\n'
+         'A `tl.dot` operand whose dtype depends on a compile-time branch (off by default).\n'
+         '\n'
+         'Off by default: enable it with `--select ROC515` or `extend-select`.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'A `tl.dot(a, b)` in a Triton kernel where an operand is assigned on both arms of an\n'
+         '`if` (or a conditional expression) decided at compile time -- a test of `tl.constexpr`\n'
+         'parameters and literals -- and the two arms give it different explicit dtypes\n'
+         '(`.to(tl.bfloat16)` on one, `.to(tl.float16)` on the other; `tl.zeros(..., dtype)`).\n'
+         'Arms whose dtype the kernel does not state (a descriptor load on one arm, a pointer\n'
+         "load on the other) are not findings: their dtypes are the launch arguments', which\n"
+         'rocmport cannot see; nor are branches on run-time values (Triton rejects a type that\n'
+         'differs between their arms on every backend), nor dots whose operands are cast at the\n'
+         'call (`tl.dot(a.to(tl.float16), b)`).\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         '`tl.dot` requires both operands in one dtype ("Both operands must be same dtype",\n'
+         '`triton/language/semantic.py`, Triton 3.9), except pairs of fp8 formats. A branch on\n'
+         'a `tl.constexpr` compiles only the arm the launch selects, so an operand whose dtype\n'
+         'differs between the arms is a kernel that compiles for one configuration and not\n'
+         'for the other, or runs its dot in another precision. Where the configuration follows\n'
+         'the platform (a TMA-descriptor path selected on NVIDIA, a pointer path or an fp8\n'
+         "format selected on ROCm), the arm ROCm compiles is one that NVIDIA's runs never\n"
+         'compile.\n'
+         '\n'
+         'Evidence is thin: the issue that asked for this rule describes the failure on ROCm,\n'
+         'but no public thread or fixed kernel that shows it was found outside reserved\n'
+         "projects, and rocmport's own check (Triton 3.9, gfx942, gfx950 and sm_90) compiles a\n"
+         'descriptor load on one arm and a pointer load on the other to the same type when\n'
+         'the two read the same tensor. So the rule is off by default and reports only dtypes\n'
+         'the kernel states.\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'import triton\n'
+         'import triton.language as tl\n'
+         '\n'
+         '@triton.jit\n'
+         'def mm(a_ptr, b_ptr, c_ptr, USE_BF16: tl.constexpr):\n'
+         '    offs = tl.arange(0, 16)\n'
+         '    ptrs = offs[:, None] * 16 + offs[None, :]\n'
+         '    b = tl.load(b_ptr + ptrs).to(tl.float16)\n'
+         '    if USE_BF16:\n'
+         '        a = tl.load(a_ptr + ptrs).to(tl.bfloat16)\n'
+         '    else:\n'
+         '        a = tl.load(a_ptr + ptrs).to(tl.float16)\n'
+         '    tl.store(c_ptr + ptrs, tl.dot(a, b))\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only. Give the operand one dtype on every arm (cast after the `if`, or cast\n'
+         'at the call: `tl.dot(a.to(b.dtype), b)`), or make the other operand follow it.\n'
+         "Which dtype is right depends on the kernel's precision, so rocmport does not choose.\n",
+  'triggers': ['autotune', 'heuristics', 'jit'],
+  'words': [['dot'], ['language'], ['triton'], ['autotune', 'heuristics', 'jit']]},
  {'code': 'ROC601',
   'name': 'env-max-autotune',
   'summary': 'TORCHINDUCTOR_MAX_AUTOTUNE (or _POINTWISE, _GEMM) set to a true value.',
@@ -2618,7 +3251,7 @@ RULES = [{'code': 'ROC001',
          'In shell scripts, Dockerfiles, YAML and `.env` files: display-only (rocmport does not\n'
          'rewrite them); leave the variable unset for ROCm images and jobs.\n',
   'triggers': ['TORCHINDUCTOR_MAX_AUTOTUNE'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC602',
   'name': 'env-cudagraphs',
   'summary': 'TORCHINDUCTOR_CUDAGRAPHS set to a true value.',
@@ -2684,7 +3317,7 @@ RULES = [{'code': 'ROC001',
          'Safe in Python: `"0" if is_rocm else <value>`, unchanged on NVIDIA. Display-only in\n'
          'other files.\n',
   'triggers': ['TORCHINDUCTOR_CUDAGRAPHS'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC603',
   'name': 'env-set-after-inductor-import',
   'summary': 'An inductor environment variable set after torch._inductor was imported: no effect.',
@@ -2747,7 +3380,7 @@ RULES = [{'code': 'ROC001',
          '`torch._dynamo` (or into the launch environment), or set\n'
          '`torch._inductor.config.<name>` instead (thread-local from torch 2.12).\n',
   'triggers': ['TORCHINDUCTOR_', 'TORCH_COMPILE_DEBUG'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC604',
   'name': 'env-gemm-backends',
   'summary': 'TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS including TRITON or CPP.',
@@ -2813,7 +3446,7 @@ RULES = [{'code': 'ROC001',
          'Safe in Python: `"ATEN" if is_rocm else <value>`, unchanged on NVIDIA. Display-only in\n'
          'other files.\n',
   'triggers': ['TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC605',
   'name': 'env-cuda-and-hip-visible-devices',
   'summary': 'CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES both set: torch on ROCm silently uses '
@@ -2846,7 +3479,11 @@ RULES = [{'code': 'ROC001',
          'runtime\n'
          '        reads both variables as well, so the GPUs torch counts and the GPUs the runtime '
          'opens\n'
-         '        can differ: the wrong GPUs, or none.\n'
+         '        can differ: the wrong GPUs, or none (the failures: pytorch#140318, where torch '
+         'seeded\n'
+         '        devices the visibility variables hid; Parsl/parsl#3858, where setting two of '
+         'them left\n'
+         "        torch with no GPU on Frontier's MI250X).\n"
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -2874,7 +3511,9 @@ RULES = [{'code': 'ROC001',
          'RuntimeError when `HIP_VISIBLE_DEVICES` lists more devices than `ROCR_VISIBLE_DEVICES`.\n'
          'Earlier releases raised when both were set (pytorch#139866, #140398). The HIP runtime\n'
          'reads both variables as well, so the GPUs torch counts and the GPUs the runtime opens\n'
-         'can differ: the wrong GPUs, or none.\n'
+         'can differ: the wrong GPUs, or none (the failures: pytorch#140318, where torch seeded\n'
+         'devices the visibility variables hid; Parsl/parsl#3858, where setting two of them left\n'
+         "torch with no GPU on Frontier's MI250X).\n"
          '\n'
          '## Example\n'
          '\n'
@@ -2891,7 +3530,7 @@ RULES = [{'code': 'ROC001',
          '"CUDA_VISIBLE_DEVICES"`), and leave `ROCR_VISIBLE_DEVICES` unset or a superset. Which\n'
          'one to drop depends on the deployment, so rocmport does not choose.\n',
   'triggers': ['HIP_VISIBLE_DEVICES'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC606',
   'name': 'env-cuda-arch-list-without-rocm-arch',
   'summary': 'TORCH_CUDA_ARCH_LIST set for an extension build, PYTORCH_ROCM_ARCH not.',
@@ -2905,6 +3544,18 @@ RULES = [{'code': 'ROC001',
           '=\n'
           '        ...`), and files whose name says they are for NVIDIA only (`nv-build.yml`,\n'
           '        `Dockerfile.cuda`, `build_nvidia.sh`).\n'
+          '\n'
+          '        Not reported either, because no ROCm build reads the setting:\n'
+          '        - a Dockerfile or YAML file (a CI workflow, a compose or cluster file) that '
+          'names ROCm\n'
+          '          nowhere (`rocm`, `hip`, `amd`, `gfx942`, `MI300`): its base image and runners '
+          'are\n'
+          "          NVIDIA's or CPU-only, so it builds nothing for ROCm (a `FROM rocm/pytorch` "
+          'image, a\n'
+          '          `runs-on: mi300` job are ROCm builds and are reported);\n'
+          '        - a list of arch-specific NVIDIA targets only (`"9.0a"`, `"10.0a;12.0a"`): it '
+          'builds\n'
+          '          Hopper or Blackwell kernels (wgmma, tcgen05) that have no AMD counterpart.\n'
           '        ',
   'why': '\n'
          '        `torch.utils.cpp_extension` builds ROCm extensions for the targets in\n'
@@ -2914,7 +3565,10 @@ RULES = [{'code': 'ROC001',
          'none in a\n'
          "        `docker build` or on a CPU-only CI runner, and only the local GPU's elsewhere, "
          'so the\n'
-         '        extension fails to load on other AMD GPUs.\n'
+         '        extension fails to load on other AMD GPUs (ROCm/gsplat#22: a `docker build` '
+         'without a\n'
+         '        device compiled the extension for the wrong architecture, and it failed only at '
+         'run time).\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -2931,6 +3585,14 @@ RULES = [{'code': 'ROC001',
          '...`), and files whose name says they are for NVIDIA only (`nv-build.yml`,\n'
          '`Dockerfile.cuda`, `build_nvidia.sh`).\n'
          '\n'
+         'Not reported either, because no ROCm build reads the setting:\n'
+         '- a Dockerfile or YAML file (a CI workflow, a compose or cluster file) that names ROCm\n'
+         '  nowhere (`rocm`, `hip`, `amd`, `gfx942`, `MI300`): its base image and runners are\n'
+         "  NVIDIA's or CPU-only, so it builds nothing for ROCm (a `FROM rocm/pytorch` image, a\n"
+         '  `runs-on: mi300` job are ROCm builds and are reported);\n'
+         '- a list of arch-specific NVIDIA targets only (`"9.0a"`, `"10.0a;12.0a"`): it builds\n'
+         '  Hopper or Blackwell kernels (wgmma, tcgen05) that have no AMD counterpart.\n'
+         '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          '`torch.utils.cpp_extension` builds ROCm extensions for the targets in\n'
@@ -2938,7 +3600,9 @@ RULES = [{'code': 'ROC001',
          'for\n'
          'the architectures of the GPUs visible at build time (`_get_rocm_arch_flags`): none in a\n'
          "`docker build` or on a CPU-only CI runner, and only the local GPU's elsewhere, so the\n"
-         'extension fails to load on other AMD GPUs.\n'
+         'extension fails to load on other AMD GPUs (ROCm/gsplat#22: a `docker build` without a\n'
+         'device compiled the extension for the wrong architecture, and it failed only at run '
+         'time).\n'
          '\n'
          '## Example\n'
          '\n'
@@ -2952,7 +3616,7 @@ RULES = [{'code': 'ROC001',
          'Display-only: set `PYTORCH_ROCM_ARCH` next to it with the AMD targets you ship (for\n'
          'example `gfx90a;gfx942` for MI200 and MI300). rocmport does not know the targets.\n',
   'triggers': ['TORCH_CUDA_ARCH_LIST'],
-  'words': []},
+  'words': [['asyncio', 'os', 'subprocess']]},
  {'code': 'ROC701',
   'name': 'cuda-version-on-rocm',
   'summary': '`torch.version.cuda` used as a version or as "a GPU build is present": it is None on '
@@ -2984,20 +3648,54 @@ RULES = [{'code': 'ROC001',
           '        code reads the version again (it is a None guard). A value copied to a variable '
           'first\n'
           '        is not followed.\n'
+          '\n'
+          '        Not reported either: a truth test that means "a CUDA build, not ROCm" on '
+          'purpose, which\n'
+          '        is what `torch.version.cuda` says (its safe fix would turn a deliberate '
+          'exclusion of\n'
+          '        ROCm on there):\n'
+          '        - a vendor dispatch: its `elif` / `else` tests ROCm (`if torch.version.cuda: '
+          '... elif\n'
+          '          torch.version.hip: ...`, `"CUDA" if torch.version.cuda else "HIP" if\n'
+          '          torch.version.hip else None`);\n'
+          '        - a test already known to run on a GPU (`torch.cuda.is_available() and\n'
+          '          torch.version.cuda`, or under `if torch.cuda.is_available():`): there the '
+          'test can\n'
+          '          only tell NVIDIA from AMD;\n'
+          '        - a function or class that tells NVIDIA from AMD elsewhere '
+          '(`torch.version.hip`,\n'
+          '          `is_hip()`, `IS_HIP_EXTENSION`), or a comment at the test that says so '
+          '("only\n'
+          '          supported on cuda for now", "on ROCm we don\'t want this");\n'
+          "        - guarded code that only makes sense with NVIDIA's toolchain (nvcc flags, "
+          '`-arch`,\n'
+          '          `sm_90`, `TORCH_CUDA_ARCH_LIST`, cuDNN, NVML), also after an early exit (`if '
+          'not\n'
+          '          torch.version.cuda: return` and the rest of the function);\n'
+          '        - the condition of a test skip (`@unittest.skipIf(not torch.version.cuda, '
+          '...)`,\n'
+          '          `if not torch.version.cuda: pytest.skip(...)`): a skip on ROCm never fails;\n'
+          '        - a function that every call of the file makes off ROCm (`if not\n'
+          '          self.is_rocm_pytorch(): assert_no_cuda_mismatch()`), for version uses too.\n'
           '        ',
   'why': '\n'
          '        `torch.version.cuda` is None on ROCm builds. As a version it raises '
          '(`float(None)`,\n'
          '        `None.split`); as a truth value it silently takes the CPU or "disabled" branch, '
          'for\n'
-         '        example turning bf16 off on an MI300 (13 threads: DeepSpeed#6909, '
-         'pytorch#97013,\n'
-         '        bitsandbytes#1599, torchtune#597, vllm#3481).\n'
+         '        example turning bf16 off on an AMD GPU: '
+         'bitsandbytes-foundation/bitsandbytes#1513\n'
+         '        (`torch.version.cuda.split` raised on ROCm 6.3), meta-pytorch/torchtune#597 and '
+         '#801 (bf16\n'
+         '        reported unsupported on an MI250 and a 7900 XTX), huggingface/transformers#24451 '
+         '(bf16 check\n'
+         '        False on an MI250X), DeepSpeed#6909 (`.split` on None in the op builder).\n'
          '\n'
          '        - `torch.version.cuda` is None on ROCm builds; `torch.version.hip` is the HIP '
          'version string there and None elsewhere. `torch.version.rocm` does not exist on older '
-         'torch: detect ROCm with `torch.version.hip`. (DeepSpeed#6909, pytorch#97013, '
-         'bitsandbytes#1599, torchtune#597, vllm#3481)\n'
+         'torch: detect ROCm with `torch.version.hip`. (bitsandbytes-foundation/bitsandbytes#1513, '
+         'meta-pytorch/torchtune#597, meta-pytorch/torchtune#801, huggingface/transformers#24451, '
+         'DeepSpeed#6909, pytorch#97013)\n'
          '        ',
   'default_enabled': True,
   'fix': 'safe',
@@ -3025,17 +3723,42 @@ RULES = [{'code': 'ROC001',
          'code reads the version again (it is a None guard). A value copied to a variable first\n'
          'is not followed.\n'
          '\n'
+         'Not reported either: a truth test that means "a CUDA build, not ROCm" on purpose, which\n'
+         'is what `torch.version.cuda` says (its safe fix would turn a deliberate exclusion of\n'
+         'ROCm on there):\n'
+         '- a vendor dispatch: its `elif` / `else` tests ROCm (`if torch.version.cuda: ... elif\n'
+         '  torch.version.hip: ...`, `"CUDA" if torch.version.cuda else "HIP" if\n'
+         '  torch.version.hip else None`);\n'
+         '- a test already known to run on a GPU (`torch.cuda.is_available() and\n'
+         '  torch.version.cuda`, or under `if torch.cuda.is_available():`): there the test can\n'
+         '  only tell NVIDIA from AMD;\n'
+         '- a function or class that tells NVIDIA from AMD elsewhere (`torch.version.hip`,\n'
+         '  `is_hip()`, `IS_HIP_EXTENSION`), or a comment at the test that says so ("only\n'
+         '  supported on cuda for now", "on ROCm we don\'t want this");\n'
+         "- guarded code that only makes sense with NVIDIA's toolchain (nvcc flags, `-arch`,\n"
+         '  `sm_90`, `TORCH_CUDA_ARCH_LIST`, cuDNN, NVML), also after an early exit (`if not\n'
+         '  torch.version.cuda: return` and the rest of the function);\n'
+         '- the condition of a test skip (`@unittest.skipIf(not torch.version.cuda, ...)`,\n'
+         '  `if not torch.version.cuda: pytest.skip(...)`): a skip on ROCm never fails;\n'
+         '- a function that every call of the file makes off ROCm (`if not\n'
+         '  self.is_rocm_pytorch(): assert_no_cuda_mismatch()`), for version uses too.\n'
+         '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          '`torch.version.cuda` is None on ROCm builds. As a version it raises (`float(None)`,\n'
          '`None.split`); as a truth value it silently takes the CPU or "disabled" branch, for\n'
-         'example turning bf16 off on an MI300 (13 threads: DeepSpeed#6909, pytorch#97013,\n'
-         'bitsandbytes#1599, torchtune#597, vllm#3481).\n'
+         'example turning bf16 off on an AMD GPU: bitsandbytes-foundation/bitsandbytes#1513\n'
+         '(`torch.version.cuda.split` raised on ROCm 6.3), meta-pytorch/torchtune#597 and #801 '
+         '(bf16\n'
+         'reported unsupported on an MI250 and a 7900 XTX), huggingface/transformers#24451 (bf16 '
+         'check\n'
+         'False on an MI250X), DeepSpeed#6909 (`.split` on None in the op builder).\n'
          '\n'
          '- `torch.version.cuda` is None on ROCm builds; `torch.version.hip` is the HIP version '
          'string there and None elsewhere. `torch.version.rocm` does not exist on older torch: '
-         'detect ROCm with `torch.version.hip`. (DeepSpeed#6909, pytorch#97013, bitsandbytes#1599, '
-         'torchtune#597, vllm#3481)\n'
+         'detect ROCm with `torch.version.hip`. (bitsandbytes-foundation/bitsandbytes#1513, '
+         'meta-pytorch/torchtune#597, meta-pytorch/torchtune#801, huggingface/transformers#24451, '
+         'DeepSpeed#6909, pytorch#97013)\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3071,36 +3794,77 @@ RULES = [{'code': 'ROC001',
          '- Anything else (an assignment such as `HAS_CUDA = torch.version.cuda is not None`,\n'
          '  `x = float(torch.version.cuda)`, a negated version test) is display-only: decide\n'
          '  whether the code means "CUDA" or "any GPU" and test `torch.version.hip` for ROCm.\n',
-  'triggers': ['version'],
-  'words': [['cuda'], ['version']]},
+  'triggers': ['cuda'],
+  'words': [['torch'], ['version'], ['cuda']]},
  {'code': 'ROC702',
   'name': 'capability-as-nvidia-generation',
   'summary': 'A compute-capability comparison read as an NVIDIA generation; AMD GPUs report (9, '
              'x).',
   'what': '\n'
-          '        A comparison of `torch.cuda.get_device_capability()` with a number or a tuple '
-          'of\n'
-          '        numbers: the call itself, its `[0]`, `.major` / `.minor` of\n'
-          '        `torch.cuda.get_device_properties()`, names assigned from them in the same '
-          'scope\n'
-          '        (`major, minor = torch.cuda.get_device_capability()`, `cap = ...`) and '
-          'arithmetic on\n'
-          '        them (`major * 10 + minor >= 90`), when the comparison names Hopper or later '
-          '(a\n'
-          '        major of 9 or more: `>= (9, 0)`, `== 9`, `>= 90`, which MI200 equals and MI300 '
-          '/ MI350\n'
-          '        pass) or decides an NVIDIA-only feature or fp8 / bf16 / tf32. Lower thresholds '
-          'that\n'
-          '        guard nothing of the kind (`major >= 7` for fp16, `== 8` for an Ampere-only '
-          'kernel)\n'
-          '        are not findings: on AMD they answer "a recent GPU" or "not that one", as the '
-          'code\n'
-          '        expects. Printing or logging the capability is not a finding, nor is a '
-          'comparison\n'
-          '        already gated (`not is_rocm and ...`, under `if torch.version.cuda:` or\n'
-          '        `if not torch.version.hip:`, after `if torch.version.hip: return`) or in code '
-          'for\n'
-          '        another accelerator (an `hpu` / `xpu` / `npu` path, function or branch).\n'
+          '        A comparison of the compute capability with a number or a tuple of numbers, '
+          'judged by\n'
+          '        what it answers on AMD Instinct GPUs, which report their gfx version: MI200 (9, '
+          '0),\n'
+          '        MI300 (9, 4), MI350 (9, 5). The capability is '
+          '`torch.cuda.get_device_capability()`,\n'
+          '        its `[0]`, `.major` / `.minor` of `torch.cuda.get_device_properties()`, a '
+          'platform\n'
+          "        object's `get_device_capability()` (`current_platform.get_device_capability()`, "
+          'its\n'
+          '        `.to_int()`), `has_device_capability(90)` / `is_device_capability(100)`, names '
+          'assigned\n'
+          '        from them (`major, minor = ...`, `cap = ...`, a module global) and arithmetic '
+          'on them\n'
+          '        (`major * 10 + minor >= 89`). Reported where AMD GPUs pass the comparison '
+          'into:\n'
+          '\n'
+          '        - an NVIDIA-only feature (FA3, TMA, wgmma, Hopper / Blackwell kernels, '
+          'CUTLASS,\n'
+          '          Marlin, Machete, DeepGEMM, FlashMLA, TensorRT-LLM) named by the code it '
+          'decides,\n'
+          '          below Hopper too (`major >= 8` before a Marlin kernel); one NVIDIA '
+          'generation\n'
+          "          named exactly (`== 9`, `!= (9, 0)`) picks that generation's kernels;\n"
+          '        - fp8 or FP4 / MX formats that some of them lack (MI200 has no fp8; only MI350 '
+          'has FP4\n'
+          '          and MX GEMMs): `>= (8, 9)` turning fp8 on, `major < 8 or (major == 8 and '
+          'minor < 9)`\n'
+          '          skipping a fallback;\n'
+          '        - a Hopper-or-later path of something else (a major of 9 or more: tiles, '
+          'stages,\n'
+          '          configurations tuned for Hopper).\n'
+          '\n'
+          '        Not reported: answers that are right on AMD (`major >= 8` for bf16 or fp16, '
+          'which\n'
+          '        every AMD GPU has; an fp8 test skipped, or an fp8 model rejected, below (9, 0), '
+          'which\n'
+          '        MI300 and MI350 pass and run; a path turned on below the generation that has '
+          'the\n'
+          '        feature in hardware, which converts or emulates it); comparisons that no '
+          'Instinct GPU\n'
+          '        passes (`== (10, 0)`, `major >= 10`, a rejection below Blackwell); a skip whose '
+          'reason\n'
+          '        names an AMD GPU ("MI300 or H100"); comparisons under a ROCm test (there they '
+          'compare\n'
+          '        AMD architectures: `torch.version.hip and cap >= (9, 5)`), conjoined with a '
+          'test that\n'
+          '        excludes ROCm (`not is_rocm and ...`, `is_cuda() and ...` where `is_cuda()` '
+          'tests the\n'
+          '        CUDA platform or Triton\'s backend, `find_spec("cutlass") is not None and ...`, '
+          'a CUDA\n'
+          '        version that is `(0, 0)` off CUDA), under `if torch.version.cuda:`, after an '
+          'early\n'
+          '        exit; code for NVIDIA GPUs only (a module that imports a package with no ROCm '
+          'build, a\n'
+          '        function or class named for an NVIDIA-only feature, code after `try: import '
+          'deep_gemm`\n'
+          '        / `pytest.importorskip("flash_mla")`), another accelerator\'s code (`hpu` / '
+          '`xpu` /\n'
+          '        `npu` paths, backend trees such as `_kunlunxin/`); printing the capability. A '
+          "file's\n"
+          '        name decides nothing. The same comparison written again in the module (the same '
+          'skip\n'
+          '        on five test classes) is one finding with the count of the places that follow.\n'
           '        ',
   'why': '\n'
          '        On ROCm `get_device_capability()` reports the gfx version, so comparisons '
@@ -3109,7 +3873,11 @@ RULES = [{'code': 'ROC001',
          '8`)\n'
          '        paths on AMD: FA3, TMA, sm90 kernels, Hopper-tuned tiles (11 threads: '
          'torchtitan#3738\n'
-         '        and #4778, sglang#28486, vllm#40620).\n'
+         "        and #4778, sglang#28486, vllm#40620). lmdeploy read MI300's (9, 4) as Hopper and "
+         'gave\n'
+         "        it Hopper tile sizes, which ran out of AMD's LDS (InternLM/lmdeploy#3925);\n"
+         "        GPTQModel's `major >= 8` sent AMD GPUs to the NVIDIA-only Marlin kernels\n"
+         '        (ModelCloud/GPTQModel#1040).\n'
          '\n'
          '        - `torch.cuda.get_device_capability()` reports the gfx version on ROCm: (9, 0) '
          'on MI200, (9, 4) on MI300, (9, 5) on MI350. Comparisons against NVIDIA generations (`>= '
@@ -3118,18 +3886,20 @@ RULES = [{'code': 'ROC001',
          '        - A blanket gate on capability checks lost fp8 on MI300: gate only NVIDIA-only '
          'features (FA3, TMA, wgmma kernels), not features AMD has (fp8, bf16). (torchtitan#3760)\n'
          '\n'
-         '        | gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | sources |\n'
-         '        | --- | --- | --- | --- | --- | --- |\n'
-         '        | gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | torchtitan#3738, '
-         'torch-facts.md |\n'
+         '        | gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | '
+         'sources |\n'
+         '        | --- | --- | --- | --- | --- | --- | --- |\n'
+         '        | gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | '
+         'torchtitan#3738, torch-facts.md |\n'
          '        | gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | '
-         '240 | sglang#39628, DiffSynth-Studio#1528, torch-facts.md |\n'
-         '        | gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | '
-         'torchtitan#3760, torch-facts.md |\n'
-         '        | gfx1200 | RDNA4 (Radeon RX 9060) | not recorded | `torch.float8_e4m3fn` | 448 '
-         '| torch-facts.md |\n'
-         '        | gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | not recorded | '
-         '`torch.float8_e4m3fn` | 448 | torch-facts.md |\n'
+         '240 | no | sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '        | gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '        | gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no '
+         '| ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '        | gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | '
+         '`torch.float8_e4m3fn` | 448 | no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems '
+         'rocm-bootstrap, torch-facts.md |\n'
          '        ',
   'default_enabled': True,
   'fix': 'safe',
@@ -3139,26 +3909,51 @@ RULES = [{'code': 'ROC001',
          '\n'
          '## What it finds\n'
          '\n'
-         'A comparison of `torch.cuda.get_device_capability()` with a number or a tuple of\n'
-         'numbers: the call itself, its `[0]`, `.major` / `.minor` of\n'
-         '`torch.cuda.get_device_properties()`, names assigned from them in the same scope\n'
-         '(`major, minor = torch.cuda.get_device_capability()`, `cap = ...`) and arithmetic on\n'
-         'them (`major * 10 + minor >= 90`), when the comparison names Hopper or later (a\n'
-         'major of 9 or more: `>= (9, 0)`, `== 9`, `>= 90`, which MI200 equals and MI300 / MI350\n'
-         'pass) or decides an NVIDIA-only feature or fp8 / bf16 / tf32. Lower thresholds that\n'
-         'guard nothing of the kind (`major >= 7` for fp16, `== 8` for an Ampere-only kernel)\n'
-         'are not findings: on AMD they answer "a recent GPU" or "not that one", as the code\n'
-         'expects. Printing or logging the capability is not a finding, nor is a comparison\n'
-         'already gated (`not is_rocm and ...`, under `if torch.version.cuda:` or\n'
-         '`if not torch.version.hip:`, after `if torch.version.hip: return`) or in code for\n'
-         'another accelerator (an `hpu` / `xpu` / `npu` path, function or branch).\n'
+         'A comparison of the compute capability with a number or a tuple of numbers, judged by\n'
+         'what it answers on AMD Instinct GPUs, which report their gfx version: MI200 (9, 0),\n'
+         'MI300 (9, 4), MI350 (9, 5). The capability is `torch.cuda.get_device_capability()`,\n'
+         'its `[0]`, `.major` / `.minor` of `torch.cuda.get_device_properties()`, a platform\n'
+         "object's `get_device_capability()` (`current_platform.get_device_capability()`, its\n"
+         '`.to_int()`), `has_device_capability(90)` / `is_device_capability(100)`, names assigned\n'
+         'from them (`major, minor = ...`, `cap = ...`, a module global) and arithmetic on them\n'
+         '(`major * 10 + minor >= 89`). Reported where AMD GPUs pass the comparison into:\n'
+         '\n'
+         '- an NVIDIA-only feature (FA3, TMA, wgmma, Hopper / Blackwell kernels, CUTLASS,\n'
+         '  Marlin, Machete, DeepGEMM, FlashMLA, TensorRT-LLM) named by the code it decides,\n'
+         '  below Hopper too (`major >= 8` before a Marlin kernel); one NVIDIA generation\n'
+         "  named exactly (`== 9`, `!= (9, 0)`) picks that generation's kernels;\n"
+         '- fp8 or FP4 / MX formats that some of them lack (MI200 has no fp8; only MI350 has FP4\n'
+         '  and MX GEMMs): `>= (8, 9)` turning fp8 on, `major < 8 or (major == 8 and minor < 9)`\n'
+         '  skipping a fallback;\n'
+         '- a Hopper-or-later path of something else (a major of 9 or more: tiles, stages,\n'
+         '  configurations tuned for Hopper).\n'
+         '\n'
+         'Not reported: answers that are right on AMD (`major >= 8` for bf16 or fp16, which\n'
+         'every AMD GPU has; an fp8 test skipped, or an fp8 model rejected, below (9, 0), which\n'
+         'MI300 and MI350 pass and run; a path turned on below the generation that has the\n'
+         'feature in hardware, which converts or emulates it); comparisons that no Instinct GPU\n'
+         'passes (`== (10, 0)`, `major >= 10`, a rejection below Blackwell); a skip whose reason\n'
+         'names an AMD GPU ("MI300 or H100"); comparisons under a ROCm test (there they compare\n'
+         'AMD architectures: `torch.version.hip and cap >= (9, 5)`), conjoined with a test that\n'
+         'excludes ROCm (`not is_rocm and ...`, `is_cuda() and ...` where `is_cuda()` tests the\n'
+         'CUDA platform or Triton\'s backend, `find_spec("cutlass") is not None and ...`, a CUDA\n'
+         'version that is `(0, 0)` off CUDA), under `if torch.version.cuda:`, after an early\n'
+         'exit; code for NVIDIA GPUs only (a module that imports a package with no ROCm build, a\n'
+         'function or class named for an NVIDIA-only feature, code after `try: import deep_gemm`\n'
+         '/ `pytest.importorskip("flash_mla")`), another accelerator\'s code (`hpu` / `xpu` /\n'
+         "`npu` paths, backend trees such as `_kunlunxin/`); printing the capability. A file's\n"
+         'name decides nothing. The same comparison written again in the module (the same skip\n'
+         'on five test classes) is one finding with the count of the places that follow.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          'On ROCm `get_device_capability()` reports the gfx version, so comparisons written\n'
          'against NVIDIA generations pick Hopper-only (`>= (9, 0)`) or Ampere (`major >= 8`)\n'
          'paths on AMD: FA3, TMA, sm90 kernels, Hopper-tuned tiles (11 threads: torchtitan#3738\n'
-         'and #4778, sglang#28486, vllm#40620).\n'
+         "and #4778, sglang#28486, vllm#40620). lmdeploy read MI300's (9, 4) as Hopper and gave\n"
+         "it Hopper tile sizes, which ran out of AMD's LDS (InternLM/lmdeploy#3925);\n"
+         "GPTQModel's `major >= 8` sent AMD GPUs to the NVIDIA-only Marlin kernels\n"
+         '(ModelCloud/GPTQModel#1040).\n'
          '\n'
          '- `torch.cuda.get_device_capability()` reports the gfx version on ROCm: (9, 0) on MI200, '
          '(9, 4) on MI300, (9, 5) on MI350. Comparisons against NVIDIA generations (`>= (9, 0)` '
@@ -3167,18 +3962,19 @@ RULES = [{'code': 'ROC001',
          '- A blanket gate on capability checks lost fp8 on MI300: gate only NVIDIA-only features '
          '(FA3, TMA, wgmma kernels), not features AMD has (fp8, bf16). (torchtitan#3760)\n'
          '\n'
-         '| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | sources |\n'
-         '| --- | --- | --- | --- | --- | --- |\n'
-         '| gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | torchtitan#3738, '
+         '| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | sources '
+         '|\n'
+         '| --- | --- | --- | --- | --- | --- | --- |\n'
+         '| gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | torchtitan#3738, '
          'torch-facts.md |\n'
-         '| gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | 240 | '
-         'sglang#39628, DiffSynth-Studio#1528, torch-facts.md |\n'
-         '| gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | '
-         'torchtitan#3760, torch-facts.md |\n'
-         '| gfx1200 | RDNA4 (Radeon RX 9060) | not recorded | `torch.float8_e4m3fn` | 448 | '
-         'torch-facts.md |\n'
-         '| gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | not recorded | `torch.float8_e4m3fn` '
-         '| 448 | torch-facts.md |\n'
+         '| gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | 240 | no '
+         '| sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '| gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '| gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no | '
+         'ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '| gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | `torch.float8_e4m3fn` | 448 '
+         '| no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3198,10 +3994,12 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Safe where the comparison guards an NVIDIA-only feature: FA3 (`flash_attn_interface`,\n'
          '`flash_attn_3`, `fa3`), TMA, wgmma, Hopper / Blackwell / `sm90`+ kernels, CUTLASS,\n'
-         'DeepGEMM, FlashMLA, named in the guarded branch, in the rest of an `and` chain, in the\n'
-         'name the result is assigned to (`use_fa3 = ...`) or in the name of the function that\n'
+         'Marlin, Machete, DeepGEMM, FlashMLA, TensorRT-LLM, named in the guarded branch, in\n'
+         'the rest of an `and` chain, in the name the result is assigned to (`use_fa3 = ...`) or '
+         'in the name of the function that\n'
          'returns it (`def is_hopper(): return ...`), when the comparison says "this generation\n'
-         'or later" (`>=`, `>`, `==`, `in`) and its branch does not raise. The comparison becomes\n'
+         'or later" (`>=`, `>`, `==`, `in`; a platform object\'s capability too) and its branch\n'
+         'does not raise. The comparison becomes\n'
          '`not is_rocm and <comparison>`: on NVIDIA `not False and x` is `x`; on ROCm the feature\n'
          'is off. A branch that also turns on something AMD has (bf16, fp8) is display-only, so\n'
          'that the gate cannot take it from AMD. A comparison that rejects GPUs (`< (10, 0)`,\n'
@@ -3211,8 +4009,16 @@ RULES = [{'code': 'ROC001',
          'fp8 on MI300, torchtitan#3760), it is display-only: test the feature\n'
          '(`torch.cuda.is_bf16_supported()`) or the architecture\n'
          '(`torch.cuda.get_device_properties(0).gcnArchName`) instead.\n',
-  'triggers': ['capability', 'get_device_properties'],
-  'words': []},
+  'triggers': ['get_device_capability',
+               'get_device_properties',
+               'has_device_capability',
+               'is_device_capability'],
+  'words': [['cuda', 'get_device_capability', 'has_device_capability', 'is_device_capability'],
+            ['get_device_capability',
+             'get_device_properties',
+             'has_device_capability',
+             'is_device_capability'],
+            ['get_device_capability', 'has_device_capability', 'is_device_capability', 'torch']]},
  {'code': 'ROC703',
   'name': 'nvidia-management-tools',
   'summary': '`nvidia-smi` or NVML (`pynvml`) used: they do not exist on ROCm.',
@@ -3225,16 +4031,32 @@ RULES = [{'code': 'ROC001',
           'runs\n'
           '        nvidia-smi). Not reported: the words in strings, comments or docstrings that '
           'are not\n'
-          '        a command, and code under a ROCm or `torch.version.cuda` test.\n'
+          '        a command, and code that already dispatches on the vendor: under a ROCm or\n'
+          '        `torch.version.cuda` test, or any condition the platform analysis reads as '
+          'NVIDIA\n'
+          '        only (`"nvidia" in gpu_name`, `name.startswith("NVIDIA")`, `vendor == '
+          '"nvidia"`,\n'
+          '        `"Tesla" in name`), a command assigned only in such a branch (`if "nvidia" in '
+          'name: cmd\n'
+          '        = "nvidia-smi ..." else: cmd = "rocm-smi ..."`), and a probe whose failure is '
+          'the AMD\n'
+          '        branch (`try: run(["nvidia-smi"]) except FileNotFoundError: '
+          'run(["rocm-smi"])`).\n'
           '        ',
   'why': '\n'
          '        ROCm has neither `nvidia-smi` nor NVML: the call fails, or the tool is missing '
          'and the\n'
-         '        code silently reports no GPU, zero memory or zero utilisation (8 threads, e.g.\n'
-         '        ROCm/pytorch#1535).\n'
+         '        code silently reports no GPU, zero memory or zero utilisation '
+         '(bytedance/xpu-perf#194: a\n'
+         '        GPU backend crashed on an MI350X for want of nvidia-smi; '
+         'ryujaehun/pytorch-gpu-benchmark#29:\n'
+         '        a benchmark counted GPUs with nvidia-smi; pytorch#133259: with pynvml installed, '
+         "torch's\n"
+         '        own device count failed on ROCm).\n'
          '\n'
          '        - `nvidia-smi` and NVML (`pynvml`) do not exist on ROCm; `torch.cuda` memory and '
-         "device queries work on both, `amdsmi` is AMD's management library. (ROCm/pytorch#1535)\n"
+         "device queries work on both, `amdsmi` is AMD's management library. "
+         '(bytedance/xpu-perf#194, ryujaehun/pytorch-gpu-benchmark#29, pytorch#133259)\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -3248,16 +4070,27 @@ RULES = [{'code': 'ROC001',
          'whose command (a string, a list, or a name assigned one in the same scope) runs\n'
          '`nvidia-smi`; an import of `pynvml`, `py3nvml`, `nvidia_smi` or `GPUtil` (which runs\n'
          'nvidia-smi). Not reported: the words in strings, comments or docstrings that are not\n'
-         'a command, and code under a ROCm or `torch.version.cuda` test.\n'
+         'a command, and code that already dispatches on the vendor: under a ROCm or\n'
+         '`torch.version.cuda` test, or any condition the platform analysis reads as NVIDIA\n'
+         'only (`"nvidia" in gpu_name`, `name.startswith("NVIDIA")`, `vendor == "nvidia"`,\n'
+         '`"Tesla" in name`), a command assigned only in such a branch (`if "nvidia" in name: cmd\n'
+         '= "nvidia-smi ..." else: cmd = "rocm-smi ..."`), and a probe whose failure is the AMD\n'
+         'branch (`try: run(["nvidia-smi"]) except FileNotFoundError: run(["rocm-smi"])`).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          'ROCm has neither `nvidia-smi` nor NVML: the call fails, or the tool is missing and the\n'
-         'code silently reports no GPU, zero memory or zero utilisation (8 threads, e.g.\n'
-         'ROCm/pytorch#1535).\n'
+         'code silently reports no GPU, zero memory or zero utilisation (bytedance/xpu-perf#194: '
+         'a\n'
+         'GPU backend crashed on an MI350X for want of nvidia-smi; '
+         'ryujaehun/pytorch-gpu-benchmark#29:\n'
+         'a benchmark counted GPUs with nvidia-smi; pytorch#133259: with pynvml installed, '
+         "torch's\n"
+         'own device count failed on ROCm).\n'
          '\n'
          '- `nvidia-smi` and NVML (`pynvml`) do not exist on ROCm; `torch.cuda` memory and device '
-         "queries work on both, `amdsmi` is AMD's management library. (ROCm/pytorch#1535)\n"
+         "queries work on both, `amdsmi` is AMD's management library. (bytedance/xpu-perf#194, "
+         'ryujaehun/pytorch-gpu-benchmark#29, pytorch#133259)\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3274,7 +4107,28 @@ RULES = [{'code': 'ROC001',
          "`torch.cuda.get_device_name()`, `torch.cuda.device_count()`), or AMD's `amdsmi` /\n"
          '`amd-smi` on ROCm (gated on `torch.version.hip`).\n',
   'triggers': ['nvidia-smi', 'nvml', 'nvidia_smi', 'GPUtil'],
-  'words': []},
+  'words': [['GPUtil',
+             'Popen',
+             'call',
+             'check_call',
+             'check_output',
+             'create_subprocess_exec',
+             'create_subprocess_shell',
+             'execl',
+             'execlp',
+             'execv',
+             'execvp',
+             'getoutput',
+             'getstatusoutput',
+             'nvidia_smi',
+             'popen',
+             'py3nvml',
+             'pynvml',
+             'run',
+             'spawnv',
+             'spawnvp',
+             'system',
+             'which']]},
  {'code': 'ROC704',
   'name': 'cuda-only-package-import',
   'summary': 'A CUDA-only package imported unconditionally at module level.',
@@ -3292,22 +4146,35 @@ RULES = [{'code': 'ROC001',
           "        - `pycuda`: PyCUDA, bindings to NVIDIA's CUDA driver\n"
           "        - `tensorrt`: TensorRT, NVIDIA's inference runtime\n"
           "        - `torch_tensorrt`: Torch-TensorRT, NVIDIA's TensorRT backend for torch\n"
+          "        - `triton.language.extra.tlx`: TLX, Triton's low-level extension for NVIDIA "
+          "Hopper and Blackwell warp specialisation (Meta's Triton; not in ROCm's Triton)\n"
           '\n'
           '        Not reported: the import inside `try: ... except ImportError:` (or any `try`), '
           'inside\n'
-          '        `if not is_rocm:` or any other `if`, or inside a function.\n'
+          '        `if not is_rocm:` or any other `if`, or inside a function; and a module that '
+          'exists for\n'
+          '        that package, which its path names (`third_party/deep_gemm/__init__.py`,\n'
+          '        `flash_attn_interface.py`, `stable_diffusion_tensorrt_img2img.py`, '
+          '`ops/tlx/fwd.py`):\n'
+          '        without the package it has nothing to do, so failing to load on ROCm is what it '
+          'should\n'
+          '        do, and only code that chooses it (TensorRT, DeepGEMM) imports it.\n'
           '        ',
   'why': '\n'
          '        On ROCm the import raises ModuleNotFoundError (or the package cannot be '
          'installed),\n'
          '        so the whole module, and everything importing it, fails to load even when the '
          'code\n'
-         '        path would never call the kernel (10 threads, e.g. vllm#42123, ComfyUI#14865).\n'
+         '        path would never call the kernel (theroyallab/tabbyAPI#5: the server failed to '
+         'start on AMD\n'
+         "        because a module imported flash-attention's CUDA build at its top, with flash "
+         'attention\n'
+         '        turned off in the configuration).\n'
          '\n'
          '        - FlashAttention 3 (`flash_attn_interface`, `flash_attn_3`, built from '
          "flash-attention's hopper/ directory), DeepGEMM, FlashMLA, TensorRT and PyCUDA have no "
-         'ROCm builds: importing them unconditionally fails at import time on AMD. (vllm#42123, '
-         'ComfyUI#14865)\n'
+         'ROCm builds: importing them unconditionally fails at import time on AMD, and so does '
+         'every module that imports them. (theroyallab/tabbyAPI#5)\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -3328,19 +4195,29 @@ RULES = [{'code': 'ROC001',
          "- `pycuda`: PyCUDA, bindings to NVIDIA's CUDA driver\n"
          "- `tensorrt`: TensorRT, NVIDIA's inference runtime\n"
          "- `torch_tensorrt`: Torch-TensorRT, NVIDIA's TensorRT backend for torch\n"
+         "- `triton.language.extra.tlx`: TLX, Triton's low-level extension for NVIDIA Hopper and "
+         "Blackwell warp specialisation (Meta's Triton; not in ROCm's Triton)\n"
          '\n'
          'Not reported: the import inside `try: ... except ImportError:` (or any `try`), inside\n'
-         '`if not is_rocm:` or any other `if`, or inside a function.\n'
+         '`if not is_rocm:` or any other `if`, or inside a function; and a module that exists for\n'
+         'that package, which its path names (`third_party/deep_gemm/__init__.py`,\n'
+         '`flash_attn_interface.py`, `stable_diffusion_tensorrt_img2img.py`, `ops/tlx/fwd.py`):\n'
+         'without the package it has nothing to do, so failing to load on ROCm is what it should\n'
+         'do, and only code that chooses it (TensorRT, DeepGEMM) imports it.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          'On ROCm the import raises ModuleNotFoundError (or the package cannot be installed),\n'
          'so the whole module, and everything importing it, fails to load even when the code\n'
-         'path would never call the kernel (10 threads, e.g. vllm#42123, ComfyUI#14865).\n'
+         'path would never call the kernel (theroyallab/tabbyAPI#5: the server failed to start on '
+         'AMD\n'
+         "because a module imported flash-attention's CUDA build at its top, with flash attention\n"
+         'turned off in the configuration).\n'
          '\n'
          "- FlashAttention 3 (`flash_attn_interface`, `flash_attn_3`, built from flash-attention's "
          'hopper/ directory), DeepGEMM, FlashMLA, TensorRT and PyCUDA have no ROCm builds: '
-         'importing them unconditionally fails at import time on AMD. (vllm#42123, ComfyUI#14865)\n'
+         'importing them unconditionally fails at import time on AMD, and so does every module '
+         'that imports them. (theroyallab/tabbyAPI#5)\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3358,51 +4235,94 @@ RULES = [{'code': 'ROC001',
          '        from flash_attn_interface import flash_attn_func\n'
          '    except ImportError:\n'
          '        flash_attn_func = None  # use F.scaled_dot_product_attention instead\n',
-  'triggers': ['flash_attn_interface',
+  'triggers': ['deep_gemm',
                'flash_attn_3',
-               'deep_gemm',
+               'flash_attn_interface',
                'flash_mla',
                'pycuda',
                'tensorrt',
+               'tlx',
                'torch_tensorrt'],
-  'words': []},
+  'words': [['deep_gemm',
+             'flash_attn_3',
+             'flash_attn_interface',
+             'flash_mla',
+             'pycuda',
+             'tensorrt',
+             'tlx',
+             'torch_tensorrt']]},
  {'code': 'ROC705',
   'name': 'fp8-format-architecture',
   'summary': '`torch.float8_e4m3fn` / `tl.float8e4nv` hard-coded: MI300 uses the fnuz format.',
   'what': '\n'
           "        `torch.float8_e4m3fn` or Triton's `tl.float8e4nv` chosen as a dtype (assigned, "
           'passed,\n'
-          '        converted to). Not reported: comparisons that only inspect a dtype\n'
-          '        (`x.dtype == torch.float8_e4m3fn`), statements that also name the fnuz format '
-          'or the\n'
-          '        architecture (`(torch.float8_e4m3fn, torch.float8_e4m3fnuz)`,\n'
-          '        `... if "gfx942" in arch else ...`), code under a ROCm test, strings and '
-          'comments.\n'
+          '        returned, converted to) in code that runs on AMD GPUs, once per module: the '
+          'first\n'
+          '        choice is reported with the count of the places that follow it (a default '
+          'passed down\n'
+          '        a builder chain, the same dtype in sibling functions). Not reported, because '
+          'the code\n'
+          "        around it proves the choice is not MI300's problem:\n"
+          '\n'
+          '        - the module or statement names the fnuz format or an AMD architecture '
+          '(`(e4m3fn,\n'
+          '          e4m3fnuz)`, `... if "gfx942" in arch else ...`, a conversion elsewhere such '
+          'as\n'
+          '          `if is_fp8_fnuz(): normalize_e4m3fn_to_e4m3fnuz(w)`): the e4m3fn is the '
+          'format it\n'
+          "          reads or converts from (a vendor test alone choosing fnuz is ROC711's);\n"
+          '        - code for NVIDIA GPUs only: a module that imports a package with no ROCm '
+          'build, a\n'
+          '          function or class named for an NVIDIA-only feature (`..._sm90`, `Hopper...`,\n'
+          "          `NVIDIAModelOpt...`), another accelerator's backend tree;\n"
+          '        - a format whose own definition fixes E4M3: OCP MX formats (MXFP8 elements), '
+          'NVFP4 and\n'
+          '          FP4 block scales, named by the function, class or module around it '
+          '(`to_mxfp8`,\n'
+          '          `_kernel_nvfp4_quantize`);\n'
+          '        - fp8 only as storage: a `storage_dtype` (layerwise casting upcasts before the '
+          'math), a\n'
+          '          file format\'s table (`"F8_E4M3": torch.float8_e4m3fn`), a tensor made and '
+          'converted\n'
+          '          on the CPU (`torch.randn(4, 8).to(torch.float8_e4m3fn)`, `.cpu()` after it);\n'
+          '        - questions, not choices: comparisons (`x.dtype == torch.float8_e4m3fn`), '
+          'inventories\n'
+          '          (tuples, lists, sets, dict keys, subscripts), queries (`supports_dtype(dev,\n'
+          '          torch.float8_e4m3fn)`), the default of a method that only raises '
+          'NotImplementedError;\n'
+          "        - code under a ROCm test, strings and comments. A file's name decides nothing.\n"
           '        ',
   'why': '\n'
          '        fp8 on AMD depends on the architecture: MI300 (gfx942) computes in\n'
          '        `float8_e4m3fnuz` (max 240, `tl.float8e4b8` in Triton), so e4m3fn tensors fail '
          'in\n'
          "        hipBLASLt's scaled GEMMs or give wrong scales there, while MI350 and RDNA4 use\n"
-         '        e4m3fn like NVIDIA (10 threads, e.g. sglang#39628, DiffSynth-Studio#1528).\n'
+         '        e4m3fn like NVIDIA (10 threads, e.g. sglang#39628, DiffSynth-Studio#1528; "MI300 '
+         'only\n'
+         '        has hardware support for FNUZ FP8 types", ROCm/AMDMIGraphX#3547; tritonbench had '
+         'to\n'
+         '        switch MI300 to fnuz, meta-pytorch/tritonbench#553).\n'
          '\n'
          '        - fp8 formats depend on the GPU architecture, not on ROCm alone: MI300 (gfx942) '
          'uses `float8_e4m3fnuz` (max 240), MI350 (gfx950) and RDNA4 use `float8_e4m3fn` (max '
          '448), MI200 has no fp8. `torch.finfo(dtype).max` gives the right maximum for the dtype '
          'in use. (sglang#39628, DiffSynth-Studio#1528)\n'
          '\n'
-         '        | gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | sources |\n'
-         '        | --- | --- | --- | --- | --- | --- |\n'
-         '        | gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | torchtitan#3738, '
-         'torch-facts.md |\n'
+         '        | gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | '
+         'sources |\n'
+         '        | --- | --- | --- | --- | --- | --- | --- |\n'
+         '        | gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | '
+         'torchtitan#3738, torch-facts.md |\n'
          '        | gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | '
-         '240 | sglang#39628, DiffSynth-Studio#1528, torch-facts.md |\n'
-         '        | gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | '
-         'torchtitan#3760, torch-facts.md |\n'
-         '        | gfx1200 | RDNA4 (Radeon RX 9060) | not recorded | `torch.float8_e4m3fn` | 448 '
-         '| torch-facts.md |\n'
-         '        | gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | not recorded | '
-         '`torch.float8_e4m3fn` | 448 | torch-facts.md |\n'
+         '240 | no | sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '        | gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '        | gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no '
+         '| ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '        | gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | '
+         '`torch.float8_e4m3fn` | 448 | no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems '
+         'rocm-bootstrap, torch-facts.md |\n'
          '        ',
   'default_enabled': True,
   'fix': 'display-only',
@@ -3413,35 +4333,56 @@ RULES = [{'code': 'ROC001',
          '## What it finds\n'
          '\n'
          "`torch.float8_e4m3fn` or Triton's `tl.float8e4nv` chosen as a dtype (assigned, passed,\n"
-         'converted to). Not reported: comparisons that only inspect a dtype\n'
-         '(`x.dtype == torch.float8_e4m3fn`), statements that also name the fnuz format or the\n'
-         'architecture (`(torch.float8_e4m3fn, torch.float8_e4m3fnuz)`,\n'
-         '`... if "gfx942" in arch else ...`), code under a ROCm test, strings and comments.\n'
+         'returned, converted to) in code that runs on AMD GPUs, once per module: the first\n'
+         'choice is reported with the count of the places that follow it (a default passed down\n'
+         'a builder chain, the same dtype in sibling functions). Not reported, because the code\n'
+         "around it proves the choice is not MI300's problem:\n"
+         '\n'
+         '- the module or statement names the fnuz format or an AMD architecture (`(e4m3fn,\n'
+         '  e4m3fnuz)`, `... if "gfx942" in arch else ...`, a conversion elsewhere such as\n'
+         '  `if is_fp8_fnuz(): normalize_e4m3fn_to_e4m3fnuz(w)`): the e4m3fn is the format it\n'
+         "  reads or converts from (a vendor test alone choosing fnuz is ROC711's);\n"
+         '- code for NVIDIA GPUs only: a module that imports a package with no ROCm build, a\n'
+         '  function or class named for an NVIDIA-only feature (`..._sm90`, `Hopper...`,\n'
+         "  `NVIDIAModelOpt...`), another accelerator's backend tree;\n"
+         '- a format whose own definition fixes E4M3: OCP MX formats (MXFP8 elements), NVFP4 and\n'
+         '  FP4 block scales, named by the function, class or module around it (`to_mxfp8`,\n'
+         '  `_kernel_nvfp4_quantize`);\n'
+         '- fp8 only as storage: a `storage_dtype` (layerwise casting upcasts before the math), a\n'
+         '  file format\'s table (`"F8_E4M3": torch.float8_e4m3fn`), a tensor made and converted\n'
+         '  on the CPU (`torch.randn(4, 8).to(torch.float8_e4m3fn)`, `.cpu()` after it);\n'
+         '- questions, not choices: comparisons (`x.dtype == torch.float8_e4m3fn`), inventories\n'
+         '  (tuples, lists, sets, dict keys, subscripts), queries (`supports_dtype(dev,\n'
+         '  torch.float8_e4m3fn)`), the default of a method that only raises NotImplementedError;\n'
+         "- code under a ROCm test, strings and comments. A file's name decides nothing.\n"
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          'fp8 on AMD depends on the architecture: MI300 (gfx942) computes in\n'
          '`float8_e4m3fnuz` (max 240, `tl.float8e4b8` in Triton), so e4m3fn tensors fail in\n'
          "hipBLASLt's scaled GEMMs or give wrong scales there, while MI350 and RDNA4 use\n"
-         'e4m3fn like NVIDIA (10 threads, e.g. sglang#39628, DiffSynth-Studio#1528).\n'
+         'e4m3fn like NVIDIA (10 threads, e.g. sglang#39628, DiffSynth-Studio#1528; "MI300 only\n'
+         'has hardware support for FNUZ FP8 types", ROCm/AMDMIGraphX#3547; tritonbench had to\n'
+         'switch MI300 to fnuz, meta-pytorch/tritonbench#553).\n'
          '\n'
          '- fp8 formats depend on the GPU architecture, not on ROCm alone: MI300 (gfx942) uses '
          '`float8_e4m3fnuz` (max 240), MI350 (gfx950) and RDNA4 use `float8_e4m3fn` (max 448), '
          'MI200 has no fp8. `torch.finfo(dtype).max` gives the right maximum for the dtype in use. '
          '(sglang#39628, DiffSynth-Studio#1528)\n'
          '\n'
-         '| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | sources |\n'
-         '| --- | --- | --- | --- | --- | --- |\n'
-         '| gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | torchtitan#3738, '
+         '| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | sources '
+         '|\n'
+         '| --- | --- | --- | --- | --- | --- | --- |\n'
+         '| gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | torchtitan#3738, '
          'torch-facts.md |\n'
-         '| gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | 240 | '
-         'sglang#39628, DiffSynth-Studio#1528, torch-facts.md |\n'
-         '| gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | '
-         'torchtitan#3760, torch-facts.md |\n'
-         '| gfx1200 | RDNA4 (Radeon RX 9060) | not recorded | `torch.float8_e4m3fn` | 448 | '
-         'torch-facts.md |\n'
-         '| gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | not recorded | `torch.float8_e4m3fn` '
-         '| 448 | torch-facts.md |\n'
+         '| gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | 240 | no '
+         '| sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '| gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '| gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no | '
+         'ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '| gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | `torch.float8_e4m3fn` | 448 '
+         '| no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
          '\n'
          '## Example\n'
          '\n'
@@ -3456,7 +4397,7 @@ RULES = [{'code': 'ROC001',
          '`torch.float8_e4m3fnuz if "gfx942" in torch.cuda.get_device_properties(0).gcnArchName\n'
          'else torch.float8_e4m3fn`, and derive maxima from it with `torch.finfo(dtype).max`.\n',
   'triggers': ['float8_e4m3fn', 'float8e4nv'],
-  'words': []},
+  'words': [['float8_e4m3fn', 'float8e4nv']]},
  {'code': 'ROC706',
   'name': 'fp8-max-constant',
   'summary': "448 hard-coded as the fp8 maximum: it is 240 for MI300's fnuz format.",
@@ -3465,11 +4406,17 @@ RULES = [{'code': 'ROC001',
           'an\n'
           '        identifier (`fp8`, `float8`, `e4m3`: `FP8_MAX = 448.0`, `x.clamp(-448, '
           '448).to(fp8_dtype)`,\n'
-          '        `fp8_max=448`). Not reported: 448 elsewhere (an image size), in strings or '
-          'comments,\n'
-          '        in statements that already name the fnuz format or the architecture, and under '
-          'a ROCm\n'
-          '        test.\n'
+          '        `fp8_max=448`). Not reported: 448 elsewhere (an image size, a head dimension '
+          'such as\n'
+          '        `D_NOPE=448` in a call about fp8), in strings or comments, in statements that '
+          'already\n'
+          '        name the fnuz format or the architecture, 448 already chosen for e4m3fn only\n'
+          '        (`448.0 if dtype == torch.float8_e4m3fn else 57344.0`, `if dtype is\n'
+          '        torch.float8_e4m3fn: fp8_max = 448.0`: exactly right on every GPU, so no fix '
+          'either),\n'
+          "        code for NVIDIA GPUs only (as ROC705 reads it), and under a ROCm test. A file's "
+          'name\n'
+          '        decides nothing.\n'
           '        ',
   'why': '\n'
          '        448 is the maximum of `float8_e4m3fn`. MI300 (gfx942) uses `float8_e4m3fnuz`, '
@@ -3494,9 +4441,13 @@ RULES = [{'code': 'ROC001',
          'The literal `448` (or `448.0`) in a statement about fp8: one that names fp8 in an\n'
          'identifier (`fp8`, `float8`, `e4m3`: `FP8_MAX = 448.0`, `x.clamp(-448, '
          '448).to(fp8_dtype)`,\n'
-         '`fp8_max=448`). Not reported: 448 elsewhere (an image size), in strings or comments,\n'
-         'in statements that already name the fnuz format or the architecture, and under a ROCm\n'
-         'test.\n'
+         '`fp8_max=448`). Not reported: 448 elsewhere (an image size, a head dimension such as\n'
+         '`D_NOPE=448` in a call about fp8), in strings or comments, in statements that already\n'
+         'name the fnuz format or the architecture, 448 already chosen for e4m3fn only\n'
+         '(`448.0 if dtype == torch.float8_e4m3fn else 57344.0`, `if dtype is\n'
+         'torch.float8_e4m3fn: fp8_max = 448.0`: exactly right on every GPU, so no fix either),\n'
+         "code for NVIDIA GPUs only (as ROC705 reads it), and under a ROCm test. A file's name\n"
+         'decides nothing.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -3512,14 +4463,14 @@ RULES = [{'code': 'ROC001',
          '## Example\n'
          '\n'
          '```python\n'
-         'fp8_dtype = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn\n'
+         'fp8_dtype = torch.float8_e4m3fnuz if uses_fnuz() else torch.float8_e4m3fn\n'
          'y = (x / scale).clamp(-448.0, 448.0).to(fp8_dtype)\n'
          '```\n'
          '\n'
          'After `rocmport fix --write`:\n'
          '\n'
          '```python\n'
-         'fp8_dtype = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn\n'
+         'fp8_dtype = torch.float8_e4m3fnuz if uses_fnuz() else torch.float8_e4m3fn\n'
          'y = (x / scale).clamp(-torch.finfo(fp8_dtype).max, '
          'torch.finfo(fp8_dtype).max).to(fp8_dtype)\n'
          '```\n'
@@ -3528,11 +4479,224 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Safe when the statement names the dtype and that dtype is `float8_e4m3fn` on NVIDIA:\n'
          '`torch.float8_e4m3fn` itself, or a name whose every assignment in the file is\n'
-         '`torch.float8_e4m3fn` or a ROCm conditional whose NVIDIA arm is\n'
-         '(`torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn`). `448.0` becomes\n'
+         '`torch.float8_e4m3fn` or a conditional on ROCm or on an AMD architecture whose NVIDIA\n'
+         'arm is (`torch.float8_e4m3fnuz if uses_fnuz() else torch.float8_e4m3fn`; a vendor test\n'
+         "there is ROC711's finding, the maximum follows the dtype either way). `448.0` becomes\n"
          '`torch.finfo(dtype).max` and `448` becomes `int(torch.finfo(dtype).max)`: on NVIDIA\n'
          'exactly 448.0 / 448 as before; with an fnuz dtype, 240. Not inside a Triton kernel\n'
          '(`torch.finfo` is not available there). Otherwise display-only: use\n'
          '`torch.finfo(dtype).max` for the dtype in use.\n',
   'triggers': ['448'],
-  'words': []}]
+  'words': []},
+ {'code': 'ROC711',
+  'name': 'arch-feature-on-every-amd-gpu',
+  'summary': 'A feature of one AMD architecture (fnuz fp8, FP4 / MX, AITER) chosen for every AMD '
+             'GPU by a vendor test.',
+  'what': '\n'
+          '        Code that a vendor test alone (`torch.version.hip`, `is_hip()`, `SYSTEM == '
+          '"rocm"`,\n'
+          '        `not torch.version.cuda`, the `else` of `if torch.version.cuda:`) sends down a '
+          'path that\n'
+          '        only one AMD architecture has:\n'
+          '\n'
+          "        - the fnuz fp8 formats (`torch.float8_e4m3fnuz`, `float8_e5m2fnuz`, Triton's\n"
+          '          `tl.float8e4b8` / `float8e5b16`), chosen or asserted: gfx942 (MI300) only. '
+          '"ROCm" used\n'
+          '          as "fnuz" is the common shape (`if torch.version.hip: dtype = '
+          'torch.float8_e4m3fnuz`);\n'
+          '        - the OCP `float8_e4m3fn` (gfx950 and RDNA4), FP4 (`torch.float4_e2m1fn_x2`) '
+          'and the MX\n'
+          '          scale format (`torch.float8_e8m0fnu`, gfx950 only), chosen on a ROCm-only '
+          'branch;\n'
+          '        - an availability probe of a package built for some AMD architectures only '
+          '(AITER:\n'
+          '          `try: import aiter`, `importlib.util.find_spec("aiter")`), whose success '
+          'turns the\n'
+          '          package on for every AMD GPU.\n'
+          '\n'
+          '        Reported at the vendor test that stands in for an architecture test (once per '
+          'test),\n'
+          '        or at the probe. Not reported: the same code under an architecture test '
+          'anywhere around\n'
+          '        it (`"gfx94" in props.gcnArchName`, `arch.startswith("gfx95")`, a capability '
+          'comparison\n'
+          '        under a HIP test, a helper named for an architecture or for fnuz such as '
+          '`on_gfx950()`,\n'
+          '        `_on_mi3xx()`, `supports_float8_fnuz()`, `current_platform.is_fp8_fnuz()`, or '
+          'a\n'
+          "        project helper that answers by one, followed through the project's modules), in "
+          'a\n'
+          '        function named for one (`def _fp8_dtype_mi300():`), dtype comparisons that '
+          'only\n'
+          '        inspect a tensor (`if x.dtype == torch.float8_e4m3fnuz:`), lists that name '
+          'several\n'
+          '        formats, strings and comments. A module-level probe is left alone when the '
+          'module tests\n'
+          '        the architecture somewhere.\n'
+          '        ',
+  'why': '\n'
+         '        A vendor test is true on every AMD GPU, but fp8 and FP4 differ between them: '
+         'MI300\n'
+         '        (gfx942) has fnuz fp8 only, MI350 (gfx950) and RDNA4 have OCP `float8_e4m3fn` '
+         'only,\n'
+         '        and only MI350 has FP4 / MX GEMMs. hipBLASLt takes fnuz types on gfx942 only\n'
+         '        (ROCm/legacy-rocm-build#6019: fnuz GEMMs are NotImplemented on RDNA4), IREE '
+         'rejects\n'
+         '        fnuz on gfx950 (nod-ai/amd-shark-ai#1604), and Triton emulates e4m3fn on gfx942\n'
+         '        (triton-lang/triton#7186). FBGEMM chose fnuz for "ROCm" and had to split it by\n'
+         '        architecture when MI350 arrived ("Only MI300 supports e4m3fnuz - MI350 supports\n'
+         '        e4m3fn", pytorch/FBGEMM#4280; the dtype asserts failed on MI350, #4282 and '
+         '#4889).\n'
+         '        AITER imports on Radeon GPUs but its kernels do not run there: xDiT "fails to '
+         'run on\n'
+         '        Radeon GPU" until it tests the architecture (xdit-project/xDiT#651, #660).\n'
+         '\n'
+         '        - AMD GPUs are not one architecture: a vendor test (`torch.version.hip`, '
+         '`is_hip()`) is true on all of them, but only gfx942 (MI300) has fnuz fp8 in hardware '
+         '(hipBLASLt: fnuz types on gfx942 only, OCP fp8 on gfx950 and gfx12), only gfx950 (MI350) '
+         "runs FP4 and MX-format GEMMs, and AITER's kernels are built for CDNA3 / CDNA4 only; test "
+         '`torch.cuda.get_device_properties(0).gcnArchName` instead. (pytorch/FBGEMM#4280, '
+         'pytorch/FBGEMM#4282, triton-lang/triton#7186, ROCm/legacy-rocm-build#6019, '
+         'nod-ai/amd-shark-ai#1604, xdit-project/xDiT#651)\n'
+         '\n'
+         '        | gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | '
+         'sources |\n'
+         '        | --- | --- | --- | --- | --- | --- | --- |\n'
+         '        | gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | '
+         'torchtitan#3738, torch-facts.md |\n'
+         '        | gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | '
+         '240 | no | sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '        | gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '        | gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no '
+         '| ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '        | gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | '
+         '`torch.float8_e4m3fn` | 448 | no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems '
+         'rocm-bootstrap, torch-facts.md |\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC711 arch-feature-on-every-amd-gpu\n'
+         '\n'
+         'A feature of one AMD architecture (fnuz fp8, FP4 / MX, AITER) chosen for every AMD GPU '
+         'by a vendor test.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'Code that a vendor test alone (`torch.version.hip`, `is_hip()`, `SYSTEM == "rocm"`,\n'
+         '`not torch.version.cuda`, the `else` of `if torch.version.cuda:`) sends down a path '
+         'that\n'
+         'only one AMD architecture has:\n'
+         '\n'
+         "- the fnuz fp8 formats (`torch.float8_e4m3fnuz`, `float8_e5m2fnuz`, Triton's\n"
+         '  `tl.float8e4b8` / `float8e5b16`), chosen or asserted: gfx942 (MI300) only. "ROCm" '
+         'used\n'
+         '  as "fnuz" is the common shape (`if torch.version.hip: dtype = '
+         'torch.float8_e4m3fnuz`);\n'
+         '- the OCP `float8_e4m3fn` (gfx950 and RDNA4), FP4 (`torch.float4_e2m1fn_x2`) and the MX\n'
+         '  scale format (`torch.float8_e8m0fnu`, gfx950 only), chosen on a ROCm-only branch;\n'
+         '- an availability probe of a package built for some AMD architectures only (AITER:\n'
+         '  `try: import aiter`, `importlib.util.find_spec("aiter")`), whose success turns the\n'
+         '  package on for every AMD GPU.\n'
+         '\n'
+         'Reported at the vendor test that stands in for an architecture test (once per test),\n'
+         'or at the probe. Not reported: the same code under an architecture test anywhere around\n'
+         'it (`"gfx94" in props.gcnArchName`, `arch.startswith("gfx95")`, a capability comparison\n'
+         'under a HIP test, a helper named for an architecture or for fnuz such as `on_gfx950()`,\n'
+         '`_on_mi3xx()`, `supports_float8_fnuz()`, `current_platform.is_fp8_fnuz()`, or a\n'
+         "project helper that answers by one, followed through the project's modules), in a\n"
+         'function named for one (`def _fp8_dtype_mi300():`), dtype comparisons that only\n'
+         'inspect a tensor (`if x.dtype == torch.float8_e4m3fnuz:`), lists that name several\n'
+         'formats, strings and comments. A module-level probe is left alone when the module tests\n'
+         'the architecture somewhere.\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         'A vendor test is true on every AMD GPU, but fp8 and FP4 differ between them: MI300\n'
+         '(gfx942) has fnuz fp8 only, MI350 (gfx950) and RDNA4 have OCP `float8_e4m3fn` only,\n'
+         'and only MI350 has FP4 / MX GEMMs. hipBLASLt takes fnuz types on gfx942 only\n'
+         '(ROCm/legacy-rocm-build#6019: fnuz GEMMs are NotImplemented on RDNA4), IREE rejects\n'
+         'fnuz on gfx950 (nod-ai/amd-shark-ai#1604), and Triton emulates e4m3fn on gfx942\n'
+         '(triton-lang/triton#7186). FBGEMM chose fnuz for "ROCm" and had to split it by\n'
+         'architecture when MI350 arrived ("Only MI300 supports e4m3fnuz - MI350 supports\n'
+         'e4m3fn", pytorch/FBGEMM#4280; the dtype asserts failed on MI350, #4282 and #4889).\n'
+         'AITER imports on Radeon GPUs but its kernels do not run there: xDiT "fails to run on\n'
+         'Radeon GPU" until it tests the architecture (xdit-project/xDiT#651, #660).\n'
+         '\n'
+         '- AMD GPUs are not one architecture: a vendor test (`torch.version.hip`, `is_hip()`) is '
+         'true on all of them, but only gfx942 (MI300) has fnuz fp8 in hardware (hipBLASLt: fnuz '
+         'types on gfx942 only, OCP fp8 on gfx950 and gfx12), only gfx950 (MI350) runs FP4 and '
+         "MX-format GEMMs, and AITER's kernels are built for CDNA3 / CDNA4 only; test "
+         '`torch.cuda.get_device_properties(0).gcnArchName` instead. (pytorch/FBGEMM#4280, '
+         'pytorch/FBGEMM#4282, triton-lang/triton#7186, ROCm/legacy-rocm-build#6019, '
+         'nod-ai/amd-shark-ai#1604, xdit-project/xDiT#651)\n'
+         '\n'
+         '| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | sources '
+         '|\n'
+         '| --- | --- | --- | --- | --- | --- | --- |\n'
+         '| gfx90a | MI200 (MI210, MI250, MI250X) | (9, 0) | none | - | no | torchtitan#3738, '
+         'torch-facts.md |\n'
+         '| gfx942 | MI300 (MI300X, MI300A, MI325X) | (9, 4) | `torch.float8_e4m3fnuz` | 240 | no '
+         '| sglang#39628, DiffSynth-Studio#1528, pytorch/FBGEMM#4280, torch-facts.md |\n'
+         '| gfx950 | MI350 (MI350X, MI355X) | (9, 5) | `torch.float8_e4m3fn` | 448 | yes | '
+         'torchtitan#3760, pytorch/FBGEMM#4280, triton-lang/triton#7186, torch-facts.md |\n'
+         '| gfx1200 | RDNA4 (Radeon RX 9060) | (12, 0) | `torch.float8_e4m3fn` | 448 | no | '
+         'ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '| gfx1201 | RDNA4 (Radeon RX 9070, AI PRO R9700) | (12, 0) | `torch.float8_e4m3fn` | 448 '
+         '| no | ROCm/legacy-rocm-build#6019, ROCm/rocm-systems rocm-bootstrap, torch-facts.md |\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'if torch.version.hip is not None:\n'
+         '    fp8_dtype = torch.float8_e4m3fnuz\n'
+         'else:\n'
+         '    fp8_dtype = torch.float8_e4m3fn\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         "Display-only: which architecture a branch is for is the author's decision. Test the\n"
+         'architecture where the vendor is tested, once, e.g.\n'
+         '\n'
+         '    @functools.lru_cache\n'
+         '    def uses_fnuz() -> bool:\n'
+         '        return torch.version.hip is not None and \\\n'
+         '            "gfx94" in torch.cuda.get_device_properties(0).gcnArchName\n'
+         '\n'
+         '    fp8_dtype = torch.float8_e4m3fnuz if uses_fnuz() else torch.float8_e4m3fn\n'
+         '\n'
+         'and derive maxima with `torch.finfo(fp8_dtype).max`. For AITER, return False from the\n'
+         'probe unless `gcnArchName` names gfx942 or gfx950.\n',
+  'triggers': ['aiter',
+               'find_spec',
+               'float4_e2m1fn_x2',
+               'float8_e4m3fn',
+               'float8_e4m3fnuz',
+               'float8_e5m2fnuz',
+               'float8_e8m0fnu',
+               'float8e4b8',
+               'float8e4nv',
+               'float8e5b16',
+               'import_module'],
+  'words': [['aiter',
+             'float4_e2m1fn_x2',
+             'float8_e4m3fn',
+             'float8_e4m3fnuz',
+             'float8_e5m2fnuz',
+             'float8_e8m0fnu',
+             'float8e4b8',
+             'float8e4nv',
+             'float8e5b16',
+             'importlib'],
+            ['aiter',
+             'find_spec',
+             'float4_e2m1fn_x2',
+             'float8_e4m3fn',
+             'float8_e4m3fnuz',
+             'float8_e5m2fnuz',
+             'float8_e8m0fnu',
+             'float8e4b8',
+             'float8e4nv',
+             'float8e5b16',
+             'import_module']]}]

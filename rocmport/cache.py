@@ -100,10 +100,13 @@ def _pair(value, optional: bool = True) -> bool:
 
 def _valid(d) -> bool:
     """Is ``d`` a finding exactly as ``finding_to_data`` writes one?"""
-    if not isinstance(d, dict) or set(d) != {"c", "n", "m", "s", "e", "f", "cell", "u", "sp"}:
+    if not isinstance(d, dict) or set(d) != {"c", "n", "m", "s", "e", "f", "cell", "u", "sp", "rel", "sc", "np"}:
         return False
     if not (all(_is(d[k], str) for k in "cnm") and _pair(d["s"]) and _pair(d["e"]) and _pair(d["sp"], False)
-            and (d["cell"] is None or _is(d["cell"], int)) and (d["u"] is None or _is(d["u"], str))):
+            and (d["cell"] is None or _is(d["cell"], int)) and (d["u"] is None or _is(d["u"], str))
+            and d["sc"] in ("source", "tests") and (d["np"] is None or _is(d["np"], str))
+            and isinstance(d["rel"], list) and all(isinstance(r, list) and len(r) == 3 and _pair(r[0], False)
+                                                   and _pair(r[1], False) and _is(r[2], str) for r in d["rel"])):
         return False
     fix = d["f"]
     if fix is None:

@@ -56,6 +56,10 @@ def _common(func):
                      help="Read the source from stdin (whatever paths are given) and name it this."),
         click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="Configuration file (default: the nearest pyproject.toml with [tool.rocmport])."),
+        click.option("--scope", type=click.Choice(["all", "source", "tests"]), default=None,
+                     help="Which modules to report and fix: all (default), source (not tests) or tests (modules "
+                          "that define tests, as their code proves it), for a source pull request and a tests "
+                          "pull request made apart."),
         click.option("--prelude-style", type=click.Choice(["auto", "inline", "module"]), default=None,
                      help="Generated prelude: inline block or an imported module (default: auto)."),
         click.option("--prelude-profile", type=click.Choice(["safe", "tuned"]), default=None,
@@ -151,7 +155,8 @@ def _stdin_mode(paths: Sequence[str], stdin_filename: Optional[str]) -> bool:
 
 
 def _settings(paths, select, extend_select, ignore, force_exclude, no_respect_gitignore, config_file,
-              prelude_style, prelude_profile, unsafe_fixes=None, stdin_filename=None, stdin=False) -> "Settings":
+              prelude_style, prelude_profile, unsafe_fixes=None, stdin_filename=None, stdin=False,
+              scope=None) -> "Settings":
     from .config import load_settings, prelude_options, validate_selectors
 
     if stdin:
@@ -178,6 +183,8 @@ def _settings(paths, select, extend_select, ignore, force_exclude, no_respect_gi
         changes["respect_gitignore"] = False
     if unsafe_fixes:
         changes["unsafe_fixes"] = True
+    if scope:
+        changes["scope"] = scope
     table = {}
     if prelude_style:
         table["style"] = prelude_style
@@ -195,7 +202,8 @@ def _load(run: _Run, unsafe_fixes=None) -> "Settings":
     try:
         settings = _settings(kw["paths"], kw["select"], kw["extend_select"], kw["ignore"], kw["force_exclude"],
                              kw["no_respect_gitignore"], kw["config_file"], kw["prelude_style"],
-                             kw["prelude_profile"], unsafe_fixes, kw["stdin_filename"], run.stdin)
+                             kw["prelude_profile"], unsafe_fixes, kw["stdin_filename"], run.stdin,
+                             kw.get("scope"))
     except ConfigError as exc:
         raise _usage(exc)
     run.log(f"configuration: {settings.config_file or 'none found (defaults)'}; project root: {settings.root}")
@@ -489,6 +497,9 @@ def _add_noqa(run: _Run, reports: "List[FileReport]") -> bool:
               help="Apply (or show) fixes; do not report what is left, and exit 0 (see --exit-non-zero-on-fix).")
 @click.option("--exit-non-zero-on-fix", is_flag=True, default=False,
               help="Exit 1 when a file was fixed, even if nothing is left to report.")
+@click.option("--pr-body", type=click.Path(dir_okay=False), default=None,
+              help="Write the pull request's description (Markdown) to this file: per rule what changed where, "
+                   "why on ROCm, what is left for a person, how to verify and how to opt out.")
 def fix(**kw):
     """Show the fixes as a unified diff, or apply them with --write."""
     run = _Run(kw)
@@ -496,6 +507,8 @@ def fix(**kw):
     settings = _load(run, kw["unsafe_fixes"])
     if _show(run, settings):
         sys.exit(EXIT_OK)
+    if run.stdin and kw["pr_body"]:
+        _fail("--pr-body describes the files a fix changes: it cannot be used with stdin")
     if run.stdin and _stdin_excluded(settings, kw["stdin_filename"]):
         sys.stdout.buffer.write(sys.stdin.buffer.read())  # excluded: passed through unchanged, as ruff does
         sys.stdout.flush()
@@ -531,6 +544,13 @@ def fix(**kw):
         sys.exit(status(r.fixed is not None))
     from . import patch
 
+    def pr_body(done) -> None:
+        if kw["pr_body"]:
+            from .prbody import render as render_pr_body
+
+            _emit(render_pr_body(done, remaining, settings, written=write), kw["pr_body"])
+            run.note(f"Wrote the pull request's description to {kw['pr_body']}")
+
     manual = 0 if fix_only else sum(1 for f in remaining if not f.code.startswith("ROC0"))
     if not write:
         if not run.silent:
@@ -541,11 +561,13 @@ def fix(**kw):
         files = sum(1 for r in changed if r.fixed is not None)
         for line in patch.summary(fixed_count, files, manual, patch.created(changed), written=False):
             run.note(line)
+        pr_body(changed)
         sys.exit(status(bool(changed), diff_mode=True))
     new_files = patch.created(changed)
     from .writer import write_atomic
 
     written = 0
+    done = []
     for r in changed:
         try:
             for extra_path, data in r.extra_files.items():
@@ -553,6 +575,7 @@ def fix(**kw):
             if r.fixed is not None:
                 write_atomic(r.path, r.fixed, expected=r.original)
                 written += 1
+            done.append(r)
         except OSError as exc:
             click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
             problems = True
@@ -563,6 +586,7 @@ def fix(**kw):
         _emit(text, output_file, run.color)
     for line in patch.summary(fixed_count, written, manual, new_files, written=True):
         run.note(line)
+    pr_body(done)
     sys.exit(status(bool(written or any(r.extra_files for r in changed))))
 
 
@@ -645,12 +669,16 @@ def prelude_command(style, profile, inference_only, compile_guard, config_file):
 @click.argument("entries", nargs=-1)
 @click.option("--write", is_flag=True, help="Add the set-up to the entry points (default: print a diff).")
 @click.option("--shell", is_flag=True, help="Print the set-up as shell exports (launch scripts, Dockerfile ENV).")
+@click.option("--all", "show_all", is_flag=True, help="List every candidate, not only the best ranked.")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None)
-def setup_command(entries, write, shell, config_file):
+def setup_command(entries, write, shell, show_all, config_file):
     """Put the process-wide ROCm set-up where a program starts.
 
     ENTRIES are files or `module:function` console-script targets. Without any, list the
-    candidates (scripts with a __main__ guard, [project.scripts] targets)."""
+    candidates, ranked by the evidence that they start a program (console scripts, launch
+    scripts, Makefiles, Dockerfiles and CI files that run them, README commands, a __main__
+    guard with a command-line parser). The set-up holds only the settings that change
+    something for the program (none for one that never compiles)."""
     from . import entrypoints, patch
     from .config import ConfigError, load_settings
     from .discovery import discover
@@ -661,20 +689,28 @@ def setup_command(entries, write, shell, config_file):
     except ConfigError as exc:
         raise _usage(exc)
     root = Path(settings.root)
-    if shell:
+    if shell and not entries:
         click.echo(entrypoints.shell_exports(settings.prelude), nl=False)
         return
+    files, _ = discover((".",), settings)
     if not entries:
-        files, _ = discover((".",), settings)
-        found = entrypoints.candidates(files, root)
+        found = entrypoints.rank(files, root)
         if not found:
             click.echo("No entry point found: name one, `rocmport setup path/to/train.py`.", err=True)
             sys.exit(EXIT_OK)
-        click.echo("Entry points (give one or more to `rocmport setup`, or list them as"
+        click.echo("Entry points, most evidence first (give one or more to `rocmport setup`, or list them as"
                    " `entry-points` in [tool.rocmport]):")
-        for name in found:
-            click.echo(f"  {name}")
+        shown = found if show_all else found[:entrypoints.SHOWN]
+        for c in shown:
+            name = f"{c.target} ({c.path})" if c.target else c.path
+            click.echo(f"  {name}  [{'; '.join(c.evidence[:3])}{'; ...' if len(c.evidence) > 3 else ''}]")
+        if len(found) > len(shown):
+            click.echo(f"  and {len(found) - len(shown)} others (`rocmport setup --all` lists them)")
         return
+    from .gating import rng_note, setup_plan
+    from .source import read_regular
+
+    python_files = [f for f in files if f.endswith(".py")]
     paths = []
     for spec in entries:
         path = entrypoints.resolve(spec, root)
@@ -686,8 +722,28 @@ def setup_command(entries, write, shell, config_file):
                 for p in paths)
     only = settings.with_overrides(entry_points=rel, select=("ROC001",), extend_select=(), ignore=())
     reports = []
+    skipped = False
     for path in paths:
+        try:
+            text = read_regular(path).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None
+        plan = setup_plan(text, path, settings, files=python_files) if text is not None else None
+        if shell:  # the program's own settings, as `export` lines
+            if plan is not None and plan.wanted is not None:
+                click.echo(f"# {os.path.relpath(path)}")
+                click.echo(entrypoints.program_exports(plan.wanted), nl=False)
+            continue
+        note = rng_note(plan, settings, path) if plan is not None else None
+        if note:
+            click.echo(f"{path}: {note}.", err=True)
+        if plan is not None and plan.options is None and plan.reason != "it does not parse":
+            click.echo(f"{path}: {plan.reason}.", err=True)
+            skipped = True
+            continue
         reports.append(check_path(path, only, fix=True))
+    if shell:
+        return
     changed = [r for r in reports if r.fixed is not None]
     failed = False
     for r in reports:  # an entry point that cannot be read or parsed: said, never "has the set-up"
@@ -710,7 +766,7 @@ def setup_command(entries, write, shell, config_file):
     verb = "Added" if write else "Would add"
     for r in changed:
         click.echo(f"{verb} the ROCm set-up to {r.path}", err=True)
-    if not changed and not failed:
+    if not changed and not failed and not skipped:
         click.echo("The entry points have the set-up already.", err=True)
     # as `fix`: 2 on an error, 1 when a diff was shown (something would change), else 0
     sys.exit(EXIT_ERROR if failed else EXIT_FINDINGS if changed and not write else EXIT_OK)

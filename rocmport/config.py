@@ -8,6 +8,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
@@ -27,7 +28,12 @@ class ConfigError(Exception):
 
 RULE_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude",
              "extend-exclude", "prelude", "unsafe-fixes", "respect-gitignore", "force-exclude",
-             "cache-dir", "entry-points"}
+             "cache-dir", "entry-points", "cuda-graphs-on-rocm", "reason-comments", "scope"}
+# The rules that turn inductor's CUDA graphs off on ROCm (or, ROC106, put them back by hand):
+# silent where ``cuda-graphs-on-rocm = true`` says the project measured them working there.
+CUDA_GRAPH_CODES = frozenset({"ROC101", "ROC102", "ROC103", "ROC104", "ROC105", "ROC106", "ROC201", "ROC202",
+                              "ROC602"})
+SCOPES = ("all", "source", "tests")
 PRELUDE_KEYS = {"style": ("auto", "inline", "module"), "profile": ("safe", "tuned"),
                 "inference-only": bool, "compile-guard": bool, "rng-patch": bool,
                 "inductor-setup": bool, "module-name": str}
@@ -49,8 +55,21 @@ class Settings:
     # files (globs relative to the root) where a program starts: `fix` gives them the
     # process-wide ROCm set-up; nothing else ever gets it
     entry_points: Tuple[str, ...] = ()
+    # `cuda-graphs-on-rocm = true`: the project keeps inductor's CUDA graphs on ROCm (it measured
+    # them working on its stack): the CUDA-graph rules (CUDA_GRAPH_CODES) say nothing
+    cuda_graphs_on_rocm: bool = False
+    # `reason-comments = true`: `fix` puts a one-line comment above each statement it gates,
+    # naming the rule and `rocmport rule CODE`
+    reason_comments: bool = False
     root: str = "."  # directory of the configuration file (or the working directory)
     config_file: Optional[str] = None
+    # which findings a run reports and fixes: "all", "source" (modules that are not tests) or
+    # "tests" (test modules, as their code proves them: rocmport.analysis.testing), so the
+    # source pull request and the tests pull request can be made apart
+    scope: str = "all"
+    # the evidence that the repository already runs its tests on ROCm (a CI workflow, a pytest
+    # marker), found at load: its tests are then not ports (a fix leaves them alone)
+    rocm_ci: Optional[str] = None
 
     def with_overrides(self, **changes) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -64,6 +83,8 @@ class Settings:
     # -- rule selection --------------------------------------------------------------------
     def enabled_codes(self, path: Optional[str] = None) -> FrozenSet[str]:
         ignores = self.ignore + (self.file_ignores(path) if path else ())
+        if self.cuda_graphs_on_rocm:
+            ignores += tuple(sorted(CUDA_GRAPH_CODES))
         return _enabled_codes(self.select, self.extend_select, ignores)
 
     def file_ignores(self, path: str) -> Tuple[str, ...]:
@@ -194,9 +215,11 @@ def load_settings(start: Path, config_file: Optional[Path] = None) -> Settings:
     else:
         found = find_config(start)
     if found is None:
-        return Settings(root=str(Path.cwd()))
+        root = Path.cwd()
+        return Settings(root=str(root), rocm_ci=rocm_ci(str(root)))
     path, table = found
-    return settings_from_table(table, path)
+    settings = settings_from_table(table, path)
+    return replace(settings, rocm_ci=rocm_ci(settings.root))
 
 
 def _string_list(value, key: str, where: str) -> Tuple[str, ...]:
@@ -232,11 +255,15 @@ def settings_from_table(table: dict, path: Path) -> Settings:
             validate_selectors(codes, f"{where}: `per-file-ignores`")
             items.append((pattern, codes))
         kwargs["per_file_ignores"] = tuple(items)
-    for key in ("unsafe-fixes", "respect-gitignore", "force-exclude"):
+    for key in ("unsafe-fixes", "respect-gitignore", "force-exclude", "cuda-graphs-on-rocm", "reason-comments"):
         if key in table:
             if not isinstance(table[key], bool):
                 raise ConfigError(f"{where}: `{key}` must be true or false")
             kwargs[key.replace("-", "_")] = table[key]
+    if "scope" in table:
+        if table["scope"] not in SCOPES:
+            raise ConfigError(f"{where}: `scope` must be one of {', '.join(SCOPES)}")
+        kwargs["scope"] = table["scope"]
     if "cache-dir" in table:
         if not isinstance(table["cache-dir"], str):
             raise ConfigError(f"{where}: `cache-dir` must be a string")
@@ -244,6 +271,72 @@ def settings_from_table(table: dict, path: Path) -> Settings:
     if "prelude" in table:
         kwargs["prelude"] = prelude_options(table["prelude"], where)
     return Settings(**kwargs)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------
+# The repository: does it already run its tests on ROCm?
+# ------------------------------------------------------------------------------------------
+
+_ROCM_CI_WORD = re.compile(r"(?i)\brocm\b|rocm[/_:.-]|\bmi[23]\d\d[a-z]?\b|\bgfx9\d\w*\b|amd-?gpu|\bhip\b")
+_RUNS_TESTS = re.compile(r"(?i)\bpytest\b|-m\s+unittest\b|\brun_tests?\b|\bctest\b|\btests?\.sh\b|\btests?/\S"
+                         r"|\bmake\s+test|\btox\b|\bnox\b")
+# Where a CI job says it runs on ROCm: its runner, its container or image, its name.
+_ROCM_RUNNER = re.compile(r"(?im)^[ \t-]*(?:runs-on|container|image|name)\s*:.*(?:rocm|\bmi[23]\d\d|gfx9\d|\bamd\b)")
+_MARKER = re.compile(r"(?im)^\s*[\"']?(rocm|hip|amd(?:_gpu)?)\s*[:\"']")
+
+
+@functools.lru_cache(maxsize=32)
+def rocm_ci(root: str) -> Optional[str]:
+    """Where the repository around ``root`` says it runs its tests on ROCm, or None: a CI job
+    (of ``.github/workflows/*.yml``, ``.gitlab-ci.yml``) whose runner, container, image or name
+    says ROCm (``rocm``, ``MI300``, ``gfx942``, ``amd``) and that runs tests (pytest, unittest,
+    ``make test``, tox), or a pytest marker registered for ROCm (``markers = rocm: ...`` in
+    pytest.ini, setup.cfg, tox.ini or pyproject.toml). A workflow that builds ROCm wheels in one
+    job and tests on CPU in another is not. Looked for from ``root`` up to the git work tree's
+    top."""
+    directory = Path(root).resolve()
+    for base in (directory, *directory.parents):
+        candidates = sorted((base / ".github" / "workflows").glob("*.y*ml")) if (base / ".github").is_dir() else []
+        candidates += [base / ".gitlab-ci.yml"]
+        # a workflow named for ROCm first (amd-ci.yml, fbgemm_gpu_ci_rocm.yml)
+        candidates.sort(key=lambda p: not _ROCM_CI_WORD.search(p.stem.replace("_", " ").replace("-", " ")))
+        for workflow in candidates:
+            text = _small_text(workflow)
+            if text and any(_ROCM_RUNNER.search(job) and _RUNS_TESTS.search(job) for job in _jobs(text)):
+                return f"{workflow.relative_to(base).as_posix()} runs tests on ROCm"
+        for name in ("pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml"):
+            text = _small_text(base / name)
+            if text and "markers" in text and _MARKER.search(text.split("markers", 1)[1][:4000]):
+                return f"{name} registers a pytest marker for ROCm"
+        if (base / ".git").exists():
+            break
+    return None
+
+
+_JOB = re.compile(r"(?m)^  [\w.-]+:[ \t]*$")
+
+
+def _jobs(text: str) -> List[str]:
+    """The jobs of a CI workflow, each as its text (GitHub's ``jobs:`` map, two-space
+    indented); the whole text when it has none (a GitLab file, an odd layout). A job that
+    names ROCm and runs tests is a ROCm test job; a workflow that builds ROCm wheels in one
+    job and runs CPU tests in another is not."""
+    head, sep, body = text.partition("\njobs:")
+    if not sep:
+        return [text]
+    starts = [m.start() for m in _JOB.finditer(body)]
+    if not starts:
+        return [text]
+    return [body[a:b] for a, b in zip(starts, starts[1:] + [len(body)])]
+
+
+def _small_text(path: Path) -> Optional[str]:
+    try:
+        if not path.is_file() or path.stat().st_size > 1_000_000:
+            return None
+        return read_regular(str(path)).decode("utf-8", "replace")
+    except OSError:
+        return None
 
 
 def prelude_options(table, where: str, base: PreludeOptions = PreludeOptions()) -> PreludeOptions:

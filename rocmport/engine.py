@@ -31,10 +31,11 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
     except SourceError as exc:
         report.findings = unreadable(path, str(exc), exc.row, exc.column, enabled)
         return report
-    with parsing.collector_paused:
+    with parsing.collector_paused():
         try:
             if fix:
-                text, analysis, applied, notes, extra = fixing.fix_text(source.text, path, settings, rules, enabled, index)
+                text, analysis, applied, notes, extra = fixing.fix_text(source.text, path, settings, rules, enabled, index,
+                                                                        record=report.applied)
                 if settings.is_entry_point(path):
                     text, extra = gating.with_setup(text, path, settings, rules, enabled, extra)
                     analysis = linting.analyze(text, path, settings, rules, enabled, index)
@@ -58,7 +59,7 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
                         notes = [not_applied(f, f"fix for {f.code} not applied: {problem}; the file is left as it was",
                                          enabled) for f in findings if f.applies(settings.unsafe_fixes)]
                         report.findings = findings + [n for n in notes if n is not None]
-                        report.fixes_applied, report.extra_files = 0, {}
+                        report.fixes_applied, report.extra_files, report.applied = 0, {}, []
                     else:
                         report.fixed = fixed
             else:

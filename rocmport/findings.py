@@ -56,6 +56,21 @@ class Fix:
     requires: Tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Related:
+    """Another place of the same finding: a copy of the decision it reports (one finding per
+    decision), shown in JSON as ``related_locations`` and in SARIF as ``relatedLocations``."""
+
+    start: Position
+    end: Position
+    message: str = ""
+
+
+# What a finding's place is: code of the package ("source"), or a test module ("tests": it
+# imports pytest or unittest and defines tests, or is a conftest). ``--scope`` picks one.
+SCOPES = ("source", "tests")
+
+
 @dataclass
 class Finding:
     code: str
@@ -69,6 +84,18 @@ class Finding:
     url: Optional[str] = None
     # offsets of the reported span in the decoded text (used for noqa and sorting)
     span: Tuple[int, int] = field(default=(0, 0), compare=False)
+    # the other places of the same decision (the engine groups findings of a rule that carry
+    # the same ``decision`` key: ``rocmport.linting``); kept in source order
+    related: Tuple[Related, ...] = ()
+    # the rule's grouping key: findings of one rule in one file with the same key report one
+    # decision (a display-only rule that meets the same choice many times). Not serialised:
+    # the engine has grouped them before a finding leaves it.
+    decision: Optional[str] = field(default=None, compare=False)
+    scope: str = "source"  # "source" or "tests" (SCOPES)
+    # why this is not a port, so a fix leaves it alone (a skipped test, a test of CUDA graphs,
+    # code for NVIDIA GPUs only, a test the repository already runs on ROCm); None: a port
+
+    not_a_port: Optional[str] = None
 
     @property
     def fixable(self) -> bool:
@@ -102,7 +129,8 @@ def finding_to_data(f: Finding) -> dict:
         fix = {"a": f.fix.applicability.value, "m": f.fix.message, "r": list(f.fix.requires),
                "e": [[e.start, e.end, e.content, _pos(e.location), _pos(e.end_location)] for e in f.fix.edits]}
     return {"c": f.code, "n": f.name, "m": f.message, "s": _pos(f.start), "e": _pos(f.end), "f": fix,
-            "cell": f.cell, "u": f.url, "sp": list(f.span)}
+            "cell": f.cell, "u": f.url, "sp": list(f.span),
+            "rel": [[_pos(r.start), _pos(r.end), r.message] for r in f.related], "sc": f.scope, "np": f.not_a_port}
 
 
 def finding_from_data(d: dict, filename: str) -> Finding:
@@ -112,4 +140,5 @@ def finding_from_data(d: dict, filename: str) -> Finding:
         fix = Fix(Applicability(x["a"]), x["m"],
                   tuple(Edit(s, e, c, _unpos(l), _unpos(el)) for s, e, c, l, el in x["e"]), tuple(x["r"]))
     return Finding(d["c"], d["n"], d["m"], _unpos(d["s"]), _unpos(d["e"]), fix, filename, d["cell"], d["u"],
-                   tuple(d["sp"]))
+                   tuple(d["sp"]), tuple(Related(_unpos(s), _unpos(e), m) for s, e, m in d["rel"]),
+                   scope=d["sc"], not_a_port=d["np"])

@@ -36,7 +36,12 @@ def apply_fixes(analysis: FileAnalysis, group: List[Finding], path: str,
     requires = {r for f in group for r in f.fix.requires} - {"gate"}
     files: Dict[str, bytes] = {}
     if requires:
-        pedit, files, problem = gating.prelude_edit(analysis, requires, min(e.start for e in edits), path, settings)
+        # the block goes after the imports that come before the fix's own code (not before
+        # an import or gate line the fix inserts at the top of the file)
+        own = [e.start for e in edits if not (e.start == e.end and (
+            gating.binds_gate(e.content, analysis.gate) or e.content.lstrip().startswith(("import ", "from "))))]
+        pedit, files, problem = gating.prelude_edit(analysis, requires, min(own or [e.start for e in edits]), path,
+                                                    settings)
         if problem is not None:
             return None, files, problem, edits
         if pedit is not None:
@@ -52,6 +57,11 @@ def apply_fixes(analysis: FileAnalysis, group: List[Finding], path: str,
             if any(pedit.overlaps(e) for e in edits):
                 return None, files, "the generated block would overlap the fix", edits
             edits.append(pedit)
+    if settings.reason_comments:  # a one-line comment above each statement a fix gates
+        from . import house, reasons
+
+        edits = reasons.comment_edits(text, group, analysis.gate, edits, analysis.lines.newline(),
+                                      house.style_for(path).line_length)
     new_text = apply_edits(text, edits)
     error = parsing.parse_error(new_text, (analysis, edits))
     if error:
@@ -59,8 +69,12 @@ def apply_fixes(analysis: FileAnalysis, group: List[Finding], path: str,
     return new_text, files, None, edits
 
 
-def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=None) -> Tuple[str, FileAnalysis, int, List[Finding], Dict[str, bytes]]:
-    """Apply fixes until none applies. Returns (text, last analysis, fixes applied, notes, extra files)."""
+def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=None,
+             record: Optional[List[Tuple[str, int, bool]]] = None) -> Tuple[str, FileAnalysis, int, List[Finding], Dict[str, bytes]]:
+    """Apply fixes until none applies. Returns (text, last analysis, fixes applied, notes, extra files).
+    ``record``: a list that gets (code, row, gated) of each fix applied: the row in the original
+    text (0 for a fix of a later pass) and whether its code tests the ROCm gate, for the pull
+    request's description (``--pr-body``)."""
     unsafe = settings.unsafe_fixes
     failed: Set = set()
     notes: List[Finding] = []
@@ -100,6 +114,10 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=Non
                 new_text, files, error = apply_fixes(analysis, chosen, path, settings)[:3]
         text = new_text
         applied += len(chosen)
+        if record is not None:  # rows of the original text (first pass) only; whether it tests the gate
+            record.extend((f.code, f.start.row if applied == len(chosen) else 0,
+                           any(e.start != e.end and (analysis.gate in e.content or "version.hip" in e.content)
+                               for e in f.fix.edits)) for f in chosen)
         extra.update(files)
     analysis = linting.analyze(text, path, settings, rules, enabled, index)
     remaining = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]

@@ -253,7 +253,8 @@ def prelude_edit(analysis: FileAnalysis, requires: Set[str], before: int, path: 
                                                         gate).after_imports(before)
         torch_name, optional = _module_torch_name(analysis, at)
         rendered = prelude.render_inline(gate, parts, options, define_gate=define_gate, newline=newline,
-                                         torch_name=torch_name, optional=optional)
+                                         torch_name=torch_name, optional=optional,
+                                         os_name="os" if _module_binds_os(analysis.module, at, text) else None)
     else:
         _, top, package = style
         rendered = prelude.render_import(package, gate, parts, options, define_gate=define_gate, newline=newline)
@@ -288,9 +289,101 @@ def resolved_prelude(settings: Settings, path: str) -> Settings:
     return settings.with_overrides(prelude=dataclasses.replace(options, rng_patch=rng))
 
 
-def with_setup(text: str, path: str, settings: Settings, rules, enabled, extra: Dict[str, bytes]):
-    """An entry point's text with the set-up block (gate and process-wide set-up) added or
-    brought up to date; unchanged when the block is there or was edited by hand."""
+@dataclasses.dataclass
+class SetupPlan:
+    """What ``rocmport setup`` puts into an entry point: the prelude options (None: nothing),
+    and why not, or what the set-up holds."""
+
+    options: Optional[prelude.PreludeOptions]
+    reason: str
+    program: object = None
+    wanted: Optional[prelude.PreludeOptions] = None  # what the program needs, wherever it can go
+
+
+def _project_files(settings: Settings, path: str) -> List[str]:
+    from .discovery import discover
+
+    root = settings.root if os.path.isdir(settings.root) else os.path.dirname(os.path.abspath(path))
+    files, _ = discover((root,), settings.with_overrides(force_exclude=False))
+    return [f for f in files if f.endswith(".py")]
+
+
+def _module_binds_os(module: cst.Module, before: int, text: str) -> bool:
+    head = text[:before]
+    return re.search(r"(?m)^import os[ \t]*(?:#.*)?$", head) is not None
+
+
+def setup_plan(text: str, path: str, settings: Settings, module: Optional[cst.Module] = None,
+               files: Optional[List[str]] = None) -> SetupPlan:
+    """Which set-up the entry point at ``path`` needs: only settings that change something for
+    the program (``rocmport.program``), placed before anything imports the inductor config."""
+    from . import program as _program
+
+    explicit_rng = settings.prelude.rng_patch  # None: decided here
+    settings = resolved_prelude(settings, path)
+    options = settings.prelude
+    if module is None:
+        try:
+            module = parsing.parse(text)
+        except (cst.ParserSyntaxError, RecursionError):
+            return SetupPlan(None, "it does not parse")
+    offset = placement.Placer(module, Metadata(module), text, LineIndex(text), prelude.DEFAULT_GATE).after_imports(len(text))
+    line = text.count("\n", 0, offset) + 1
+    found = _program.analyse(path, files if files is not None else _project_files(settings, path), before_line=line,
+                             entry_text=text)
+    # the RNG patch (60 lines): only where the configuration asks for it (`rng-patch = true`); where
+    # it may matter (torch < 2.10 possible, the program compiles and captures), `setup` says so
+    rng = bool(explicit_rng)
+    options = dataclasses.replace(options, compiles=found.compiles, autotunes=found.autotunes, rng_patch=rng)
+    if options.lean() and not prelude.lean_settings(options):
+        why = ("no torch.compile in it or in the project modules it imports (a library's own compile, such as"
+               " transformers' Trainer with torch_compile, is not seen)" if not found.compiles
+               else "it compiles without max-autotune: inductor's defaults are already right for ROCm")
+        return SetupPlan(None, f"nothing to set up: {why}", found, options)
+    if found.early_inductor:
+        return SetupPlan(None, "torch._inductor.config is imported before the set-up could run ("
+                         + "; ".join(found.early_inductor[:3]) + "): environment defaults would come too late;"
+                         " set them where the program is launched (`rocmport setup --shell " + os.path.relpath(path)
+                         + "`)", found, options)
+    if options.lean() and _module_torch_name_text(module, offset) is None:
+        return SetupPlan(None, "it does not import torch in its import block: put the set-up where torch is"
+                         " imported, or use `rocmport setup --shell " + os.path.relpath(path) + "`", found, options)
+    return SetupPlan(options, "", found, options)
+
+
+def rng_note(plan: SetupPlan, settings: Settings, path: str) -> Optional[str]:
+    """A line for a program that compiles and captures CUDA graphs on a torch that may be older
+    than 2.10, where the set-up leaves the RNG patch out unless asked."""
+    found = plan.program
+    if found is None or not (found.compiles and found.captures) or settings.prelude.rng_patch is not None:
+        return None
+    if not resolved_prelude(settings, path).prelude.rng_patch:
+        return None
+    return ("it compiles and captures CUDA graphs, and may run on torch < 2.10: warm up (compile) before the"
+            " capture (`rocmport rule ROC304`), or add the Dynamo RNG patch with `[tool.rocmport.prelude]"
+            " rng-patch = true` (60 lines)")
+
+
+def _module_torch_name_text(module: cst.Module, before: int) -> Optional[str]:
+    """The name a module-level ``import torch`` binds in the first ``before`` characters."""
+    found = None
+    position = 0
+    for stmt in module.body:
+        code = module.code_for_node(stmt)
+        position += len(code)
+        if position > before + 1:
+            break
+        name = placement.torch_binding(stmt)
+        if name and (found is None or name == "torch"):
+            found = name
+    return found
+
+
+def with_setup(text: str, path: str, settings: Settings, rules, enabled, extra: Dict[str, bytes],
+               plan: Optional[SetupPlan] = None):
+    """An entry point's text with the set-up block (process-wide settings that change something
+    for its program) added or brought up to date; unchanged when the block is there, was
+    edited by hand, or the program needs none (``setup_plan`` says why)."""
     tree, deep = parsing.cpython_parse(text)
     if tree is None or deep is not None:
         return text, extra
@@ -299,9 +392,13 @@ def with_setup(text: str, path: str, settings: Settings, rules, enabled, extra: 
     except (cst.ParserSyntaxError, RecursionError, parsing.TooLarge):
         return text, extra
     block = prelude.find_block(text)
+    if plan is None:
+        plan = setup_plan(text, path, settings, module)
+    if plan.options is None:
+        return text, extra
     gate, binding = choose_gate(module, text, block)
     analysis = FileAnalysis(text, [], module, Metadata(module), LineIndex(text), gate, binding, block)
-    settings = resolved_prelude(settings, path)
+    settings = settings.with_overrides(prelude=plan.options)
     pedit, files, problem = prelude_edit(analysis, {"setup"}, len(text), path, settings, inline=True)
     if problem is not None or pedit is None:
         return text, extra

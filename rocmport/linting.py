@@ -7,13 +7,12 @@ gate.
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
-from typing import FrozenSet, List, Optional, Sequence, Tuple, Type
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
 from rocmport.analysis import prescan as _prescan
+from rocmport.analysis import testing as _testing
 from rocmport.analysis import walk as _walk
 from rocmport.analysis.metadata import Metadata
 from rocmport.analysis.prescan import PREFILTER
@@ -23,7 +22,7 @@ from rocmport.rules.base import Rule, RuleContext, RuleOptions
 from . import gating, house, parsing, placement, prelude, suppression
 from .config import Settings
 from .file_analysis import FileAnalysis
-from .findings import Applicability, Finding, Fix
+from .findings import Applicability, Finding, Fix, Related
 from .registry import text_triggered, visitor_rules
 from .reports import unreadable
 from .source import LineIndex
@@ -48,12 +47,17 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         # Nothing can match: only check that the file parses, with CPython's fast parser.
         error = parsing.quick_syntax_error(text) if "ROC001" in enabled else None
         findings = [error] if error else []
+        if findings and settings.scope != "all":
+            findings = [] if not in_scope(file_scope(_quick_tree(text), path), settings) else findings
         for f in findings:
             f.filename = path
         return FileAnalysis(text, findings, lines=lines)
     tree, deep = parsing.cpython_parse(text)
+    scope = file_scope(tree, path)
+    if not in_scope(scope, settings):
+        return FileAnalysis(text, [], lines=lines)  # --scope leaves this file out
     if deep is not None:
-        return FileAnalysis(text, unreadable(path, *deep, enabled), lines=lines)
+        return FileAnalysis(text, _scoped(unreadable(path, *deep, enabled), scope), lines=lines)
     facts = _prescan.Facts.of(tree) if tree is not None else None
     if facts is not None:
         facts.index, facts.path = index, path
@@ -66,7 +70,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         if module is None:
             module = parsing.parse(text, tree)
     except cst.ParserSyntaxError as exc:
-        return FileAnalysis(text, parsing.syntax_findings(path, text, exc, enabled), lines=lines)
+        return FileAnalysis(text, _scoped(parsing.syntax_findings(path, text, exc, enabled), scope), lines=lines)
     except RecursionError:
         return FileAnalysis(text, unreadable(path, "cannot parse: nesting too deep", 1, 1, enabled), lines=lines)
     except parsing.TooLarge as exc:
@@ -116,7 +120,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         return FileAnalysis(text, unreadable(path, "cannot analyse: nesting too deep", 1, 1, enabled), lines=lines)
     analysis = FileAnalysis(text, findings, module, wrapper, lines, gate, binding, block, own)
     analysis.findings = gating.with_gate_edits(analysis, settings)
-    analysis.findings = _graph_tests(analysis, path)
+    analysis.findings = _decisions(_not_ports(analysis.findings, scope, settings))
     return analysis
 
 
@@ -132,31 +136,81 @@ def _unsuppressed(findings: List[Finding], text: str, lines: LineIndex) -> List[
     return suppression.for_python(text, [text[start:end] for start, end in spans]).filter(findings)
 
 
-_GRAPH_SUBJECT_RE = re.compile(r"(?i)cuda_?graphs?|cudagraphs?|reduce_overhead|graph_capture")
-_TEST_FILE_RE = re.compile(r"(?:^|[\\/])(?:test_[^\\/]*|[^\\/]*_test)\.py$")
 # Fixes that turn CUDA graphs off: in a test of CUDA graphs they would make it test nothing.
 _GRAPH_OFF_PREFIXES = ("ROC1", "ROC2", "ROC6")
 
 
-def _graph_tests(analysis: FileAnalysis, path: str) -> List[Finding]:
-    """In a test whose subject is CUDA graphs (by file or test name), a fix that turns them off
-    on ROCm would leave a test that passes while testing no graph: offer the skip instead."""
-    if not _TEST_FILE_RE.search(path.replace("\\", "/")):
-        return analysis.findings
-    whole_file = _GRAPH_SUBJECT_RE.search(os.path.basename(path)) is not None
+def _quick_tree(text: str):
+    try:
+        return parsing.cpython_parse(text)[0]
+    except Exception:  # noqa: BLE001 - a text CPython cannot read is judged by its name
+        return None
+
+
+def _scoped(findings: List[Finding], scope: str) -> List[Finding]:
+    for f in findings:
+        f.scope = scope
+    return findings
+
+
+def file_scope(tree, path: str) -> str:
+    """"tests" for a test module, as its code proves it (``testing.is_test_module``), else
+    "source"."""
+    return "tests" if _testing.is_test_module(tree, path) else "source"
+
+
+def in_scope(scope: str, settings: Settings) -> bool:
+    """Does ``--scope`` (``settings.scope``) take findings of a file of this scope?"""
+    return settings.scope in ("all", scope)
+
+
+def _not_ports(findings: List[Finding], scope: str, settings: Settings) -> List[Finding]:
+    """Each finding gets its file's scope; one that is not a port (the rule's reason: a skipped
+    test, a test of CUDA graphs, NVIDIA-only code; or a test of a repository that already runs
+    its tests on ROCm) is reported, marked as such, and its fix is left to the user: a
+    display-only fix that says why. In a test of CUDA graphs, a fix that turns them off would
+    leave a test that passes while testing no graph: the message and the fix say to skip it on
+    ROCm instead, one thing."""
     out = []
-    for f in analysis.findings:
-        if f.fix is None or not f.fix.edits or not f.code.startswith(_GRAPH_OFF_PREFIXES):
+    for f in findings:
+        f.scope = scope
+        reason = f.not_a_port
+        if reason is None and scope == "tests" and settings.rocm_ci:
+            reason = f"a test the repository already runs on ROCm: {settings.rocm_ci}"
+        if reason is None:
             out.append(f)
             continue
-        about_graphs = whole_file or any(
-            _GRAPH_SUBJECT_RE.search(func.name.value) for func in gating.enclosing_functions(analysis, f.span[0]))
-        if not about_graphs:
-            out.append(f)
-            continue
-        fix = Fix(Applicability.DISPLAY_ONLY,
-                  "This test is about CUDA graphs: skip it on ROCm instead, e.g."
-                  " `@pytest.mark.skipif(torch.version.hip is not None, reason=\"CUDA graphs are"
-                  " not used on ROCm\")`")
-        out.append(dataclasses.replace(f, fix=fix))
+        if reason.startswith(_testing.GRAPH_TEST) and f.code.startswith(_GRAPH_OFF_PREFIXES):
+            advice = ("skip the test on ROCm rather than turn CUDA graphs off, e.g. `@pytest.mark.skipif("
+                      "torch.version.hip is not None, reason=\"CUDA graphs are not used on ROCm\")`")
+            message = f"{f.message} [not a port, {reason}: {advice}]"
+            fix = Fix(Applicability.DISPLAY_ONLY, f"Not a port ({reason}): {advice[0].upper()}{advice[1:]}")
+        else:
+            message = f"{f.message} [not a port, {reason}: `rocmport fix` leaves it alone]"
+            suggestion = f.fix.message if f.fix is not None and f.fix.message else f.name
+            fix = Fix(Applicability.DISPLAY_ONLY, f"Not a port ({reason}); if you port it: {suggestion}")
+        out.append(dataclasses.replace(f, message=message, fix=fix, not_a_port=reason))
     return out
+
+
+def _decisions(findings: List[Finding]) -> List[Finding]:
+    """One finding per decision: the display-only findings of one rule in this file that carry
+    the same ``decision`` key are reported once, at the first the rule reported, with the count
+    of the places that follow from it in its message and every other place as a related
+    location (JSON ``related_locations``, SARIF ``relatedLocations``)."""
+    groups: Dict[Tuple[str, str], List[Finding]] = {}
+    for f in findings:
+        if f.decision is not None and not (f.fix is not None and f.fix.edits):
+            groups.setdefault((f.code, f.decision), []).append(f)
+    dropped = set()
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        head, rest = group[0], sorted(group[1:], key=lambda f: f.span)
+        lines = ", ".join(str(f.start.row) for f in rest[:6]) + (", ..." if len(rest) > 6 else "")
+        many = len(rest) != 1
+        head.message += (f" ({len(rest)} more place{'s' if many else ''} in this file follow{'' if many else 's'}"
+                         f" from this decision: line{'s' if many else ''} {lines})")
+        head.related = head.related + tuple(Related(f.start, f.end, f.message) for f in rest)
+        dropped.update(id(f) for f in rest)
+    return [f for f in findings if id(f) not in dropped] if dropped else findings

@@ -249,8 +249,10 @@ def main() -> None:
     source = sys.stdin.buffer
     sink = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not reach the pipe
-    from . import engine, inputs  # noqa: F401  (ready before the first request)
+    from . import engine, inputs, process  # noqa: F401  (ready before the first request)
     from .registry import rule_infos
+
+    process.own().__enter__()  # this child is rocmport's own process (``rocmport.process``)
 
     rule_infos()
     warm_up(source)

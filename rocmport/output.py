@@ -160,6 +160,14 @@ def finding_dict(f: Finding) -> dict:
         "fix": fix,
         "url": f.url or rule_url(f.code),
         "cell": f.cell,
+        # where the finding is (its module is a test module or not: ``--scope``), and why a
+        # fix leaves it alone (a skipped test, a test of CUDA graphs, NVIDIA-only code, a test
+        # the repository already runs on ROCm); null for a port
+        "scope": f.scope,
+        "not_a_port": f.not_a_port,
+        # the other places of the same decision (one finding per decision), in source order
+        "related_locations": [{"location": _pos(r.start), "end_location": _pos(r.end), "message": r.message}
+                              for r in f.related],
     }
 
 
@@ -418,8 +426,24 @@ def sarif_document(findings: Sequence[Finding], unsafe_fixes: bool, *, root: Opt
         }
         if f.code in rules:
             result["ruleIndex"] = codes.index(f.code)
+        if f.related:
+            related = []
+            for i, r in enumerate(f.related, 1):
+                place: dict = {"artifactLocation": dict(artifact)}
+                if f.cell is None:
+                    place["region"] = _region(r.start, r.end)
+                related.append({"id": i, "physicalLocation": place,
+                                "message": {"text": r.message or f"another place of this decision ({f.code})"}})
+            result["relatedLocations"] = related
+        properties = {}
         if f.cell is not None:
-            result["properties"] = {"cell": f.cell}
+            properties["cell"] = f.cell
+        if f.scope != "source":
+            properties["scope"] = f.scope
+        if f.not_a_port is not None:
+            properties["notAPort"] = f.not_a_port
+        if properties:
+            result["properties"] = properties
         if (f.cell is None and f.fixable and f.fix.edits
                 and all(e.location is not None and e.end_location is not None for e in f.fix.edits)):
             result["fixes"] = [{

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import contextlib
 import gc
 import io
 import re
@@ -26,6 +27,7 @@ from rocmport.analysis import prescan as _prescan
 from rocmport.analysis.metadata import STATS
 from rocmport.rules.base import Rule
 
+from . import process
 from .file_analysis import FileAnalysis
 from .findings import Edit, Finding
 from .reports import unreadable
@@ -284,6 +286,11 @@ class _WhileHeld:
                 self._off()
 
 
+# The two switches below change the whole process while they are held: the cyclic collector
+# paused, and LibCST's validation of its parser's own nodes off. rocmport holds them only in a
+# process that is its own (``rocmport.process``); inside another program it changes nothing.
+
+
 # LibCST validates every node it builds (``CSTNode.__post_init__``), its parser's too, whose
 # output is valid by construction: a fifth of a parse ("PERF: ... avoid validating the tree
 # when parsing a file", LibCST's own note there). While a parse runs, that check is off, where
@@ -326,13 +333,14 @@ def too_large_message(text: str, limit: int) -> str:
 
 
 def libcst_parse(text: str) -> cst.Module:
-    """``libcst.parse_module(text)``, without validating the nodes the parser builds.
-    Raises :class:`TooLarge` for a text of more than :data:`MAX_PIECE_CHARS`."""
+    """``libcst.parse_module(text)``, without validating the nodes the parser builds where the
+    process is rocmport's own (``rocmport.process``). Raises :class:`TooLarge` for a text of
+    more than :data:`MAX_PIECE_CHARS`."""
     if len(text) > MAX_PIECE_CHARS:
         raise TooLarge(f"too large for the parser: {text.count(chr(10)) + 1:,} lines ({len(text) // 1024:,} KiB)"
                        f" without a place to cut them (LibCST takes at most {MAX_PIECE_CHARS // (1024 * 1024)} MiB"
                        " at once); not analysed")
-    if not SKIP_VALIDATION:
+    if not SKIP_VALIDATION or not process.is_own():
         return cst.parse_module(text)
     with _UNVALIDATED:
         return cst.parse_module(text)
@@ -433,7 +441,13 @@ def _collector_back() -> None:
         gc.enable()
 
 
-collector_paused = _WhileHeld(_collector_off, _collector_back)
+_collector_paused = _WhileHeld(_collector_off, _collector_back)
+
+
+def collector_paused():
+    """The cyclic collector paused while a file is checked, where the process is rocmport's
+    own (``rocmport.process``); elsewhere nothing."""
+    return _collector_paused if process.is_own() else contextlib.nullcontext()
 
 
 # LibCST's native parser holds about 100 kB of working memory per line until it returns (a

@@ -72,19 +72,32 @@ class PreludeOptions:
     rng_patch: Optional[bool] = None  # None: only where the project may run on torch < 2.10
     inductor_setup: bool = True
     module_name: str = "_rocmport"
+    # What the program proves (``rocmport.program``), for the set-up of an entry point: None
+    # when not known (the long, general set-up); else the set-up holds only what changes
+    # something for it (the short form, ``lean``)
+    compiles: Optional[bool] = None
+    autotunes: bool = False
 
     def tag(self) -> str:
         """The options that shape the generated text, recorded in the marker line."""
-        bits = [f"profile={self.profile}"]
+        bits = [] if self.lean() and self.profile == "safe" else [f"profile={self.profile}"]
         if self.inference_only:
             bits.append("inference")
         if self.compile_guard:
             bits.append("guard")
-        if self.rng_patch is False:
+        if self.rng_patch is False and not self.lean():
             bits.append("norng")
         if not self.inductor_setup:
             bits.append("nosetup")
+        if self.lean():  # only a program that compiles gets one
+            bits.append("lean")
+            if self.autotunes:
+                bits.append("autotune")
         return ",".join(bits)
+
+    def lean(self) -> bool:
+        """The short set-up: the program's facts are known and nothing long was asked for."""
+        return self.compiles is not None and not self.compile_guard and not self.rng_patch
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,8 @@ def normalise_parts(parts: Iterable[str], options: PreludeOptions) -> FrozenSet[
 
 
 def _header(style: str, gate: str, parts: FrozenSet[str], options: PreludeOptions) -> str:
+    if options.lean() and set(parts) == {"gate", "setup"}:
+        parts = frozenset({"setup"})  # a short set-up defines no gate: a short marker line
     ordered = ",".join(p for p in PARTS if p in parts)
     return f"# >>> rocmport prelude v{VERSION} {style} gate={gate} parts={ordered} {options.tag()} >>>"
 
@@ -140,6 +155,60 @@ def settings_for(options: PreludeOptions):
     if options.inference_only:
         settings += INFERENCE_SETTINGS
     return settings
+
+
+def lean_settings(options: PreludeOptions):
+    """(config name, environment variable or None, value, why) of the short set-up: only the
+    settings that change something for a program that does what ``options`` says."""
+    out = []
+    if not options.inductor_setup or not options.compiles:
+        return out
+    if options.autotunes:
+        out.append(("max_autotune_gemm_backends", "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS", "ATEN",
+                    "max-autotune's Triton and C++ GEMM templates fail or time out on ROCm (ROC204)"))
+    if options.profile == "tuned":
+        out += [(name, env, value, "tuned profile") for name, env, value in TUNED_SETTINGS]
+        out.append(("recompile_limit", None, RECOMPILE_LIMIT, "tuned profile"))
+    if options.inference_only:
+        out += [(name, env, value, "inference-only") for name, env, value in INFERENCE_SETTINGS]
+    return out
+
+
+def _lean_body(torch_name: Optional[str], options: PreludeOptions, os_name: Optional[str],
+               optional: bool = False) -> str:
+    """The short set-up of an entry point: environment defaults, set only on ROCm, before
+    ``torch._inductor.config`` is imported; config assignments only for what has no variable
+    (tuned profile). Formatter-clean (black, ruff format) and clean under ruff's default rules.
+    ``optional``: the file runs without torch; the block keeps it so (its own import in
+    ``try``/``except ImportError``, a ROCm test that is False without torch)."""
+    settings = lean_settings(options)
+    out = []
+    if torch_name is None:
+        out += ["try:", "    import torch", "except ImportError:", "    torch = None", ""] if optional else ["import torch"]
+        torch_name = "torch"
+    version = f'getattr({torch_name}, "version", None)' if optional else f"{torch_name}.version"
+    out.append(f'if getattr({version}, "hip", None) is not None:')
+    if os_name is None:
+        out += ["    import os", ""]
+        os_name = "os"
+    reasons = []
+    for _name, env, value, why in settings:
+        if env is None:
+            continue
+        if why not in reasons:
+            reasons.append(why)
+            out.append(f"    # {why}")
+        out.append(f'    {os_name}.environ.setdefault("{env}", "{_env_value(value)}")')
+    config = [(name, value) for name, env, value, _ in settings if env is None and name != "recompile_limit"]
+    if config:
+        out += ["    import torch._inductor.config as inductor_config", ""]
+        out += [f"    inductor_config.{name} = {value!r}" for name, value in config]
+    if any(name == "recompile_limit" for name, *_ in settings):
+        out += ["    import torch._dynamo.config as dynamo_config", "",
+                f"    dynamo_config.cache_size_limit = max(dynamo_config.cache_size_limit, {RECOMPILE_LIMIT})"]
+    while out[-1] == "":
+        out.pop()
+    return "\n".join(out) + "\n"
 
 
 def _body(gate: Optional[str], parts: FrozenSet[str], options: PreludeOptions) -> str:
@@ -347,13 +416,17 @@ _OPTIONAL_IMPORT = "try:\n    import torch as _rocmport_torch\nexcept ImportErro
 
 def render_inline(gate: str, parts: Iterable[str], options: PreludeOptions, *,
                   define_gate: bool = True, newline: str = "\n", torch_name: Optional[str] = None,
-                  optional: bool = False) -> str:
+                  optional: bool = False, os_name: Optional[str] = None) -> str:
     """The marker-delimited block for a file (``define_gate`` False: reuse the file's own).
     ``torch_name``: the name the file binds torch to before the block; the block then uses it
     instead of importing torch itself, so it holds no import that isort would sort across its
     markers. ``optional``: the file runs without torch, and the block keeps it so (its own
     import in ``try``/``except ImportError``, a ROCm test that is False without torch)."""
     parts = normalise_parts(parts, options)
+    if parts == {"gate", "setup"} and not define_gate and options.lean():
+        text = (f"{_header('inline', gate, parts, options)}\n{_LEAN_BANNER}\n"
+                f"{_lean_body(torch_name, options, os_name, optional)}{END_LINE}\n")
+        return text.replace("\n", newline) if newline != "\n" else text
     body = _body(gate if define_gate else None, parts, options)
     if torch_name is not None:
         body = body.replace(_IMPORT_LINE, f"_rocmport_torch = {torch_name}", 1)
@@ -420,8 +493,13 @@ def _tag_options(opts: str, base: PreludeOptions) -> PreludeOptions:
 
     bits = set(opts.split(",")) if opts else set()
     profile = "tuned" if "profile=tuned" in bits else "safe"
+    if "lean" in bits:
+        return replace(base, profile=profile, inference_only="inference" in bits, compile_guard=False,
+                       rng_patch=False, inductor_setup="nosetup" not in bits, compiles=True,
+                       autotunes="autotune" in bits)
     return replace(base, profile=profile, inference_only="inference" in bits, compile_guard="guard" in bits,
-                   rng_patch=("norng" not in bits) and base.rng_patch is not False, inductor_setup="nosetup" not in bits)
+                   rng_patch=("norng" not in bits) and base.rng_patch is not False, inductor_setup="nosetup" not in bits,
+                   compiles=None, autotunes=False)
 
 
 def is_own_block(text: str, block: Block, options: PreludeOptions) -> bool:
@@ -444,6 +522,15 @@ def is_own_block(text: str, block: Block, options: PreludeOptions) -> bool:
                       content.replace("\r\n", "\n").replace("\r", "\n"))  # any newline
     torch_name = match.group("name") if match else None
     optional = "getattr(getattr(_rocmport_torch" in content
+    if opts.lean():
+        lean = re.search(r'if getattr\((?:getattr\()?(?P<name>[A-Za-z_]\w*)(?:\.version|, ["\']version["\'], None\)),'
+                         r' ["\']hip["\']', content)
+        optional = bool(lean) and lean.group(0).startswith("if getattr(getattr(")
+        own_import = re.search(r"(?m)^[ \t]*import torch\s*$", content)
+        torch_name = lean.group("name") if lean and not own_import else None
+        os_name = None if re.search(r"(?m)^[ \t]+import os\s*$", content) else "os"
+        return same_code(content, render_inline(block.gate, block.parts, opts, define_gate=False,
+                                                torch_name=torch_name, os_name=os_name, optional=optional))
     for define_gate in (True, False):
         if same_code(content, render_inline(block.gate, block.parts, opts, define_gate=define_gate,
                                             torch_name=torch_name, optional=optional)):
@@ -460,6 +547,7 @@ def is_generated_module(data: bytes) -> bool:
     return not text[block.end:].strip() and is_own_block(text, block, PreludeOptions())
 
 
+_LEAN_BANNER = "# ROCm set-up for this program (`rocmport setup`); nothing runs on NVIDIA."
 _BANNER = "# Generated by rocmport (`rocmport prelude` prints it); `rocmport fix` updates it in place."
 
 
@@ -601,6 +689,9 @@ class _RocmportGraphed:
 
     def _rocmport_capture(self, key, args, kwargs, slots, tensors):
         torch = _rocmport_torch
+        device = tensors[0].device
+        current = torch.cuda.current_stream(device)
+        raised = []  # what the captured call itself raised: the cause of a failed capture
         try:
             static_inputs = []
             for t in tensors:
@@ -614,21 +705,46 @@ class _RocmportGraphed:
                 else:
                     static_kwargs[slot] = static
             graph = torch.cuda.CUDAGraph()
-            side = self._rocmport_stream(tensors[0].device)
-            with torch.cuda.device(tensors[0].device):
+            side = self._rocmport_stream(device)
+            with torch.cuda.device(device):
                 with torch.cuda.graph(graph, stream=side):
-                    static_out = self.__wrapped__(*static_args, **static_kwargs)
+                    try:
+                        static_out = self.__wrapped__(*static_args, **static_kwargs)
+                    except Exception as exc:
+                        raised.append(exc)
+                        raise
         except Exception as exc:
+            # torch.cuda.graph's exit ends the capture before it leaves its stream: when ending
+            # the capture raises (it does once the call broke it), its stream stays current
+            torch.cuda.set_stream(current)
+            _rocmport_settle(device, side, current)
             self._rocmport_entries[key] = None
+            cause = raised[0] if raised else exc
             import warnings
 
-            warnings.warn(f"rocmport_cudagraph: capture failed ({type(exc).__name__}: {exc}); this input"
+            reason = (str(cause).strip().splitlines() or [""])[0]
+            warnings.warn(f"rocmport_cudagraph: capture failed ({type(cause).__name__}: {reason}); this input"
                           " signature runs without a CUDA graph", stacklevel=3)
             return self.__wrapped__(*args, **kwargs)
         # The static arguments are kept so that modules and scalars stay alive with the graph.
         self._rocmport_entries[key] = (graph, static_inputs, static_out, static_args, static_kwargs)
         graph.replay()  # the capture ran nothing: this replay is the call
         return _rocmport_clone(static_out) if self._rocmport_clone else static_out
+
+
+def _rocmport_settle(device, stream, current):
+    """After a failed capture: torch's CUDA random number generator is still marked as
+    capturing (ending the broken capture raised before the generator was told), so the next
+    random op outside a capture raises "Offset increment outside graph capture encountered
+    unexpectedly". One small capture that ends well clears the mark."""
+    torch = _rocmport_torch
+    try:
+        scratch = torch.zeros(1, device=device)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.device(device), torch.cuda.graph(graph, stream=stream):
+            scratch.add_(1)
+    except RuntimeError:  # a device too broken to capture anything: the plain call says so
+        torch.cuda.set_stream(current)
 
 
 def _rocmport_signature(args, kwargs):

@@ -5,7 +5,7 @@ answered from the cache never loads the engine."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Collection, Dict, List, Optional
+from typing import Collection, Dict, List, Optional, Tuple
 
 from .findings import Finding, Position
 
@@ -40,5 +40,6 @@ class FileReport:
     original: Optional[bytes] = None
     fixed: Optional[bytes] = None  # the fixed bytes, when they differ from the original
     fixes_applied: int = 0
+    applied: List[Tuple[str, int, bool]] = field(default_factory=list)  # (code, row, gated) of each fix
     extra_files: Dict[str, bytes] = field(default_factory=dict)  # generated prelude module
     internal_error: Optional[str] = None

@@ -29,18 +29,26 @@ class Arch:
     fp8_dtype: Optional[str]  # the torch e4m3 fp8 dtype its matrix cores use; None: no fp8
     fp8_max: Optional[float]
     sources: Tuple[str, ...]
+    mx: bool = False  # FP4 and OCP MX-format (MXFP8 / MXFP4) matrix instructions
 
 
 ARCHS: Tuple[Arch, ...] = (
     Arch("gfx90a", "MI200 (MI210, MI250, MI250X)", (9, 0), None, None,
          ("torchtitan#3738", "torch-facts.md")),
     Arch("gfx942", "MI300 (MI300X, MI300A, MI325X)", (9, 4), "float8_e4m3fnuz", 240.0,
-         ("sglang#39628", "DiffSynth-Studio#1528", "torch-facts.md")),
+         ("sglang#39628", "DiffSynth-Studio#1528", "pytorch/FBGEMM#4280", "torch-facts.md")),
     Arch("gfx950", "MI350 (MI350X, MI355X)", (9, 5), "float8_e4m3fn", 448.0,
-         ("torchtitan#3760", "torch-facts.md")),
-    Arch("gfx1200", "RDNA4 (Radeon RX 9060)", None, "float8_e4m3fn", 448.0, ("torch-facts.md",)),
-    Arch("gfx1201", "RDNA4 (Radeon RX 9070, AI PRO R9700)", None, "float8_e4m3fn", 448.0, ("torch-facts.md",)),
+         ("torchtitan#3760", "pytorch/FBGEMM#4280", "triton-lang/triton#7186", "torch-facts.md"), mx=True),
+    Arch("gfx1200", "RDNA4 (Radeon RX 9060)", (12, 0), "float8_e4m3fn", 448.0,
+         ("ROCm/legacy-rocm-build#6019", "ROCm/rocm-systems rocm-bootstrap", "torch-facts.md")),
+    Arch("gfx1201", "RDNA4 (Radeon RX 9070, AI PRO R9700)", (12, 0), "float8_e4m3fn", 448.0,
+         ("ROCm/legacy-rocm-build#6019", "ROCm/rocm-systems rocm-bootstrap", "torch-facts.md")),
 )
+
+
+def amd_capabilities() -> Tuple[Tuple[int, int], ...]:
+    """What ``torch.cuda.get_device_capability()`` reports on the AMD GPUs of the table."""
+    return tuple(sorted({a.capability for a in ARCHS if a.capability is not None}))
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,8 @@ FACTS: Tuple[Fact, ...] = (
     Fact("detection", "`torch.version.cuda` is None on ROCm builds; `torch.version.hip` is the HIP version "
          "string there and None elsewhere. `torch.version.rocm` does not exist on older torch: detect ROCm "
          "with `torch.version.hip`.",
-         ("DeepSpeed#6909", "pytorch#97013", "bitsandbytes#1599", "torchtune#597", "vllm#3481")),
+         ("bitsandbytes-foundation/bitsandbytes#1513", "meta-pytorch/torchtune#597", "meta-pytorch/torchtune#801",
+          "huggingface/transformers#24451", "DeepSpeed#6909", "pytorch#97013")),
     Fact("capability", "`torch.cuda.get_device_capability()` reports the gfx version on ROCm: (9, 0) on MI200, "
          "(9, 4) on MI300, (9, 5) on MI350. Comparisons against NVIDIA generations (`>= (9, 0)` for Hopper, "
          "`major >= 8` for Ampere) pick NVIDIA-only paths on AMD.",
@@ -104,14 +113,22 @@ FACTS: Tuple[Fact, ...] = (
     Fact("capability", "A blanket gate on capability checks lost fp8 on MI300: gate only NVIDIA-only features "
          "(FA3, TMA, wgmma kernels), not features AMD has (fp8, bf16).", ("torchtitan#3760",)),
     Fact("tools", "`nvidia-smi` and NVML (`pynvml`) do not exist on ROCm; `torch.cuda` memory and device "
-         "queries work on both, `amdsmi` is AMD's management library.", ("ROCm/pytorch#1535",)),
+         "queries work on both, `amdsmi` is AMD's management library.",
+         ("bytedance/xpu-perf#194", "ryujaehun/pytorch-gpu-benchmark#29", "pytorch#133259")),
     Fact("packages", "FlashAttention 3 (`flash_attn_interface`, `flash_attn_3`, built from flash-attention's "
          "hopper/ directory), DeepGEMM, FlashMLA, TensorRT and PyCUDA have no ROCm builds: importing them "
-         "unconditionally fails at import time on AMD.", ("vllm#42123", "ComfyUI#14865")),
+         "unconditionally fails at import time on AMD, and so does every module that imports them.",
+         ("theroyallab/tabbyAPI#5",)),
     Fact("fp8", "fp8 formats depend on the GPU architecture, not on ROCm alone: MI300 (gfx942) uses "
          "`float8_e4m3fnuz` (max 240), MI350 (gfx950) and RDNA4 use `float8_e4m3fn` (max 448), MI200 has "
          "no fp8. `torch.finfo(dtype).max` gives the right maximum for the dtype in use.",
          ("sglang#39628", "DiffSynth-Studio#1528")),
+    Fact("arch", "AMD GPUs are not one architecture: a vendor test (`torch.version.hip`, `is_hip()`) is true on "
+         "all of them, but only gfx942 (MI300) has fnuz fp8 in hardware (hipBLASLt: fnuz types on gfx942 only, OCP "
+         "fp8 on gfx950 and gfx12), only gfx950 (MI350) runs FP4 and MX-format GEMMs, and AITER's kernels are built "
+         "for CDNA3 / CDNA4 only; test `torch.cuda.get_device_properties(0).gcnArchName` instead.",
+         ("pytorch/FBGEMM#4280", "pytorch/FBGEMM#4282", "triton-lang/triton#7186", "ROCm/legacy-rocm-build#6019",
+          "nod-ai/amd-shark-ai#1604", "xdit-project/xDiT#651")),
     Fact("capture", "CUDA graphs on ROCm are version-dependent: HIP before 7.14 swallows capture errors; "
          "ROCm 7.2.0-7.2.3 corrupts replays on MI300X; ROCm 7.2.4 on MI355X reads stale data.",
          ("pytorch#155684", "ROCm/clr#279", "ROCm/hip#3902")),
@@ -187,13 +204,14 @@ def _version(v: Optional[Version]) -> str:
 
 def arch_table() -> str:
     """Markdown table of the architectures (capability, fp8)."""
-    rows = ["| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | sources |",
-            "| --- | --- | --- | --- | --- | --- |"]
+    rows = ["| gfx | GPUs | get_device_capability() | fp8 e4m3 dtype | fp8 max | FP4 / MX | sources |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
     for a in ARCHS:
         cap = "not recorded" if a.capability is None else f"{a.capability}"
         dtype = f"`torch.{a.fp8_dtype}`" if a.fp8_dtype else "none"
         fmax = "-" if a.fp8_max is None else f"{a.fp8_max:g}"
-        rows.append(f"| {a.gfx} | {a.products} | {cap} | {dtype} | {fmax} | {', '.join(a.sources)} |")
+        mx = "yes" if a.mx else "no"
+        rows.append(f"| {a.gfx} | {a.products} | {cap} | {dtype} | {fmax} | {mx} | {', '.join(a.sources)} |")
     return "\n".join(rows)
 
 

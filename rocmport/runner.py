@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 from .cache import Cache
 from .config import Settings
+from .process import own as own_process
 from .reports import FileReport, unreadable  # the engine (and LibCST) only loads when a file needs analysis
 from .signals import Interrupted, interrupt_on_signals, restore_signals  # noqa: F401 (re-exported)
 from .source import read_limited, read_regular
@@ -51,7 +52,8 @@ def _init(settings: Settings, parent: Optional[int] = None, index: Optional["Pro
     global _SETTINGS, _INDEX
     _SETTINGS = settings
     _INDEX = index
-    if parent is not None:  # a worker process
+    if parent is not None:  # a worker process: rocmport's own, for its whole life
+        own_process().__enter__()
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _die_with_parent(parent)
@@ -88,6 +90,11 @@ def _read(path: str) -> Optional[bytes]:
 
 def check_stream(stream, name: str, settings: Settings, *, fix: bool = False) -> FileReport:
     """Check what ``stream`` (stdin) holds, read up to :data:`~rocmport.source.MAX_INPUT_BYTES`."""
+    with own_process():
+        return _check_stream(stream, name, settings, fix=fix)
+
+
+def _check_stream(stream, name: str, settings: Settings, *, fix: bool = False) -> FileReport:
     from .inputs import check_bytes
 
     try:
@@ -295,7 +302,14 @@ def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, 
     """Reports for ``files``, in order. ``lint`` serves unchanged files from the cache;
     ``fix`` never reads or writes it (what it writes depends on more than a file's bytes:
     the generated module, other files of the package). The rest go to ``jobs`` worker
-    processes (1: this process)."""
+    processes (1: this process). The run is rocmport's own (``rocmport.process``)."""
+    with own_process():
+        return _check_files(files, settings, fix=fix, jobs=jobs, cache=cache, progress=progress)
+
+
+def _check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, jobs: Optional[int] = None,
+                 cache: Optional[Cache] = None,
+                 progress: Optional[Callable[[FileReport], None]] = None) -> List[FileReport]:
     reports: List[Optional[FileReport]] = [None] * len(files)
     todo = []
     keys = {}

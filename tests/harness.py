@@ -17,7 +17,7 @@ from rocmport import placement, prelude
 from rocmport.config import Settings
 from rocmport.reports import FileReport
 from rocmport.inputs import check_bytes
-from rocmport.findings import Finding
+from rocmport.findings import Applicability, Finding
 from rocmport.source import LineIndex, SourceText
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -135,14 +135,32 @@ def check_fixture_pair(path: Path, expected: Optional[Path], select=None) -> Fil
 
 
 def check_case(code: str, case, kind: str) -> None:
-    """One Fixit-style case of rule ``code``: a valid case gives no finding of the rule; an
-    invalid one gives one (at ``case.line``/``case.column`` with ``case.message`` where the
-    case says), fixes to ``case.expected`` where given, and keeps the fix properties."""
-    found = [f for f in lint(case.code, select=[code]) if f.code == code]
+    """One Fixit-style case of rule ``code``: a valid case gives no finding of the rule, with the
+    prefilters on and off (so detection itself leaves it alone, not only the prefilter); an
+    invalid one gives one (at ``case.line``/``case.column`` with ``case.message`` where the case
+    says), and every code of ``case.codes`` too with those rules selected, fixes to
+    ``case.expected`` where given (unsafe fixes for an unsafe rule), and keeps the fix
+    properties. A case is linted as the file ``case.path``."""
+    from rocmport.analysis.prescan import PREFILTER
+    from rocmport.registry import get
+
+    unsafe = get(code).FIX_APPLICABILITY is Applicability.UNSAFE
+    path = getattr(case, "path", "snippet.py")
     if kind == "valid":
-        assert not found, f"{code} should not fire on:\n{case.code}\n{found}"
+        for enabled in (True, False):
+            PREFILTER["enabled"] = enabled
+            try:
+                found = [f for f in lint(case.code, select=[code], path=path) if f.code == code]
+            finally:
+                PREFILTER["enabled"] = True
+            assert not found, f"{code} should not fire (prefilters {'on' if enabled else 'off'}) on:\n{case.code}\n{found}"
         return
+    select = sorted({code, *case.codes})
+    everything = lint(case.code, select=select, path=path)
+    found = [f for f in everything if f.code == code]
     assert found, f"{code} should fire on:\n{case.code}"
+    missing = set(case.codes) - {f.code for f in everything}
+    assert not missing, f"{code}'s case also expects {sorted(missing)}"
     first = found[0]
     if case.line is not None:
         assert first.start.row == case.line, f"{code}: line {first.start.row}, the case says {case.line}"
@@ -151,8 +169,8 @@ def check_case(code: str, case, kind: str) -> None:
     if case.message is not None:
         assert first.message == case.message, f"{code}: message {first.message!r}, the case says {case.message!r}"
     if case.expected is not None:
-        assert fixed_text(case.code, select=[code]) == expand_prelude(case.expected)
-    assert_fix_properties(case.code.encode(), select=[code])
+        assert fixed_text(case.code, select=select, unsafe=unsafe, path=path) == expand_prelude(case.expected)
+    assert_fix_properties(case.code.encode(), select=select, unsafe=unsafe, path=path)
 
 
 # The imports a rule's documentation example takes for granted.

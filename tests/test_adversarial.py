@@ -272,7 +272,7 @@ def test_only_source_reads_the_users_files():
     exceptions read rocmport's own files, or /opt/rocm)."""
     import re
 
-    own = {"source.py", "docs.py", "registry.py", "rocm_facts.py", "cache.py", "doctor.py"}
+    own = {"source.py", "docs.py", "registry.py", "rocm_facts.py", "cache.py", "doctor.py", "lsp.py"}  # lsp: /proc
     pattern = re.compile(r"\bopen\(|read_bytes\(|read_text\(|parser\.read\(|tomllib\.load\(")
     found = [f"{path.name}:{n}" for path in sorted((ROOT / "rocmport").rglob("*.py")) if path.name not in own
              for n, line in enumerate(path.read_text().splitlines(), 1)

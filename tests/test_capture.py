@@ -197,7 +197,8 @@ def test_noqa():
 # ------------------------------------------------------------------------------------------
 
 HIPBLASLT = ("from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture"
-             " fails or hangs (pytorch#179053, #179892)")
+             " fails or hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644,"
+             " lightseekorg/tokenspeed#1059)")
 LOOP_SRC = ("import torch\n\n\ndef capture(g, m, x):\n    for _ in range(3):  # warm up\n        y = m(x)\n"
             "    g2 = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(g):\n        y = m(x)\n    return y\n")
 LOOP_OUT = ("import torch\n\n\ndef capture(g, m, x):\n    side_stream = torch.cuda.Stream()\n"

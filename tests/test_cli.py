@@ -94,7 +94,9 @@ def test_json_output(project):
     result = run("lint", "--output-format", "json", "--output-file", str(out), "bad.py", cwd=project)
     assert result.exit_code == 1 and result.output == ""
     (item,) = json.loads(out.read_text())
-    assert set(item) == {"code", "name", "message", "filename", "location", "end_location", "fix", "url", "cell"}
+    assert set(item) == {"code", "name", "message", "filename", "location", "end_location", "fix", "url", "cell",
+                         "scope", "not_a_port", "related_locations"}
+    assert item["scope"] == "source" and item["not_a_port"] is None and item["related_locations"] == []
     assert item["location"] == {"row": 2, "column": 27} and item["end_location"] == {"row": 2, "column": 44}
     assert item["fix"]["applicability"] == "safe"
     assert item["fix"]["edits"][0]["location"] == {"row": 2, "column": 27}

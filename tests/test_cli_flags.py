@@ -348,14 +348,14 @@ def test_a_walk_of_the_working_directory_prints_plain_names(project):
 
 def test_setup_without_write_exits_1_when_it_would_change_a_file(project):
     script = project / "train.py"
-    script.write_text("import torch\n\n\ndef main():\n    print(torch)\n\n\n"
+    script.write_text("import torch\n\n\ndef main():\n    print(torch.compile(abs, mode=\"max-autotune\"))\n\n\n"
                       "if __name__ == \"__main__\":\n    main()\n")
     before = script.read_text()
     shown = run("setup", "train.py", cwd=project)
     assert shown.exit_code == 1 and "+++ b/train.py" in shown.stdout
     assert "Would add the ROCm set-up to train.py" in shown.stderr and script.read_text() == before
     written = run("setup", "--write", "train.py", cwd=project)
-    assert written.exit_code == 0 and "def _rocmport_setup" in script.read_text()
+    assert written.exit_code == 0 and "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS" in script.read_text()
     again = run("setup", "train.py", cwd=project)
     assert again.exit_code == 0 and again.stdout == "" and "have the set-up already" in again.stderr
     (project / "broken.py").write_text("def f(:\n")

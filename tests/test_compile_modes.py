@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
+import textwrap
 
+import pytest
 
 from .harness import assert_fix_properties, check_fixture_pair, codes, fix, fixture_pairs, lint
 
@@ -67,3 +68,25 @@ def test_form_feed_indentation_and_two_hazards_on_one_line(newline):
     assert body.count(b"is_rocm") == 2
     assert b"'default' if is_rocm else 'reduce-overhead'" in body
     assert b"'max-autotune-no-cudagraphs' if is_rocm else 'max-autotune'" in body
+
+
+def test_roc105_goes_once_rocmport_has_gated_every_compile_call_that_reads_the_value():
+    """Issue 28, findings follow fixes: ROC104's fix maps the mode at the compile call; the
+    stored default is then fixed where it is used, so ROC105 no longer asks to gate it."""
+    src = textwrap.dedent("""\
+        import torch
+        from dataclasses import dataclass
+
+
+        @dataclass
+        class PolicyConfig:
+            compile_mode: str = "reduce-overhead"
+
+
+        def build(model, cfg):
+            return torch.compile(model, mode=cfg.compile_mode)
+        """)
+    assert sorted(f.code for f in lint(src)) == ["ROC104", "ROC105"]
+    fixed = fix(src).fixed
+    assert fixed is not None and b"if is_rocm else cfg.compile_mode" in fixed
+    assert [f.code for f in lint(fixed)] == []

@@ -69,10 +69,30 @@ def test_file_near_misses():
     # TORCH_CUDA_ARCH_LIST: cleared, or in a file for NVIDIA only
     assert scan("a.sh", 'export TORCH_CUDA_ARCH_LIST=""\n', ALL) == []
     for name in (".github/workflows/nv-build.yml", "docker/Dockerfile.cuda", "build_nvidia.sh"):
-        text = ("steps:\n  - run: TORCH_CUDA_ARCH_LIST=9.0 pip install .\n" if name.endswith("yml")
-                else "ENV TORCH_CUDA_ARCH_LIST=9.0\n" if "Dockerfile" in name else "export TORCH_CUDA_ARCH_LIST=9.0\n")
+        text = ("runs-on: [mi300]\nsteps:\n  - run: TORCH_CUDA_ARCH_LIST=9.0 pip install .\n" if name.endswith("yml")
+                else "FROM rocm/pytorch\nENV TORCH_CUDA_ARCH_LIST=9.0\n" if "Dockerfile" in name
+                else "export TORCH_CUDA_ARCH_LIST=9.0\n")
         assert scan(name, text, ALL) == [], name
         assert [f.code for f in scan(name.replace("nv", "gpu").replace("cuda", "gpu"), text, ALL)] == ["ROC606"]
+
+
+def test_an_arch_list_no_rocm_build_reads():
+    """Issue 28: a Dockerfile or YAML file that names ROCm nowhere builds nothing for ROCm (its
+    image, its runners); arch-specific NVIDIA targets only (9.0a, 10.0a) build kernels AMD has
+    no counterpart of. A shell script may run anywhere: it is still reported."""
+    nvidia_image = "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN TORCH_CUDA_ARCH_LIST='9.0;10.0' pip install .\n"
+    assert scan("docker/Dockerfile.vllm", nvidia_image, ALL) == []
+    workflow = "jobs:\n  test:\n    runs-on: [self-hosted, a100]\n    env:\n      TORCH_CUDA_ARCH_LIST: '8.0 9.0'\n"
+    assert scan(".github/workflows/unit_tests.yml", workflow, ALL) == []
+    # near misses: the same file that builds for ROCm too, a shell script, a portable target
+    assert [f.code for f in scan("docker/Dockerfile.vllm", nvidia_image + "FROM rocm/pytorch:latest\n", ALL)] == [
+        "ROC606"]
+    assert [f.code for f in scan(".github/workflows/unit_tests.yml",
+                                 workflow.replace("a100]", "a100]\n    container: rocm/pytorch"), ALL)] == ["ROC606"]
+    assert [f.code for f in scan("build.sh", "export TORCH_CUDA_ARCH_LIST='9.0;10.0'\npip install .\n", ALL)] == [
+        "ROC606"]
+    assert scan("build.sh", "export TORCH_CUDA_ARCH_LIST='9.0a'\n", ALL) == []
+    assert [f.code for f in scan("build.sh", "export TORCH_CUDA_ARCH_LIST='9.0a;8.0'\n", ALL)] == ["ROC606"]
 
 
 def test_removes():

@@ -65,9 +65,12 @@ def test_the_written_bytes_keep_the_cookie_and_the_shebang_on_top(tmp_path, enco
 def test_setup_write_keeps_the_cookie_and_the_shebang_on_top(tmp_path, encoding, header, word):
     text = header + f'WORD = "{word}"\n\nif __name__ == "__main__":\n    print(WORD)\n'
     (tmp_path / "run.py").write_bytes(text.encode(encoding))
+    # the general set-up: the short one is only for a program that compiles (issue 29)
+    (tmp_path / "pyproject.toml").write_text("[tool.rocmport.prelude]\ncompile-guard = true\n")
     proc = cli("setup", "--write", "run.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     written = (tmp_path / "run.py").read_bytes()
+    assert b"# >>> rocmport prelude" in written
     assert written.startswith(header.encode(encoding))
     compile(written, "run.py", "exec")
     run = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, timeout=300)
@@ -366,6 +369,9 @@ if __name__ == "__main__":
 @pytest.mark.parametrize("name, source", [("main first", MAIN_FIRST), ("guarded", GUARDED),
                                           ("guard after code", GUARD_AFTER_CODE), ("lazy", LAZY)])
 def test_setup_runs_before_the_program_and_keeps_torch_optional(tmp_path, name, source):
+    """The general set-up (here with the compile guard), which is written whatever the
+    program's imports are."""
+    (tmp_path / "pyproject.toml").write_text("[tool.rocmport.prelude]\ncompile-guard = true\n")
     path = tmp_path / "run.py"
     path.write_text(source)
     proc = cli("setup", "--write", "run.py", cwd=tmp_path)
@@ -379,3 +385,81 @@ def test_setup_runs_before_the_program_and_keeps_torch_optional(tmp_path, name, 
     assert "cudagraphs None" in run_entry(path, "nvidia")
     if name != "main first":
         assert "torch False cudagraphs None" in run_entry(path, "missing")
+
+
+AUTOTUNE_MAIN_FIRST = """\
+import os
+
+import torch
+
+if __name__ == "__main__":
+    f = torch.compile(abs, mode="max-autotune")
+    print("backends", os.environ.get("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS"))
+"""
+
+AUTOTUNE_GUARDED = """\
+import os
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def main():
+    if torch is not None:
+        torch.compile(abs, mode="max-autotune")
+    print("torch", torch is not None, "backends", os.environ.get("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS"))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.slow
+def test_the_short_set_up_goes_before_a_main_block_right_after_the_imports(tmp_path):
+    path = tmp_path / "run.py"
+    path.write_text(AUTOTUNE_MAIN_FIRST)
+    proc = cli("setup", "--write", "run.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    written = path.read_text()
+    assert " lean" in written and written.index("# >>> rocmport prelude") < written.index('if __name__ == "__main__":')
+    assert cli("setup", "run.py", cwd=tmp_path).returncode == 0  # a second run changes nothing
+    assert "backends ATEN" in run_entry(path, "rocm")
+    assert "backends None" in run_entry(path, "nvidia")
+
+
+@pytest.mark.slow
+def test_the_short_set_up_never_makes_optional_torch_mandatory(tmp_path):
+    """No unconditional ``import torch`` above a ``try``/``except ImportError`` guard: no
+    block, and the reason with the shell form."""
+    path = tmp_path / "run.py"
+    path.write_text(AUTOTUNE_GUARDED)
+    proc = cli("setup", "--write", "run.py", cwd=tmp_path)
+    assert path.read_text() == AUTOTUNE_GUARDED
+    assert "does not import torch in its import block" in proc.stderr + proc.stdout, proc.stderr
+    assert "torch False backends None" in run_entry(path, "missing")
+
+
+@pytest.mark.parametrize("torch_name, optional", [(None, False), (None, True), ("torch", True), ("th", False)])
+def test_the_short_set_up_block_is_recognised_as_rocmports_own_and_keeps_torch_optional(torch_name, optional):
+    """The short block in each form ``gating`` may ask for (the file's torch or its own, torch
+    optional or not) is read back as rocmport's own, so a second run keeps it; the optional
+    form runs without torch."""
+    import dataclasses
+
+    from rocmport import prelude
+
+    opts = dataclasses.replace(prelude.PreludeOptions(), compiles=True, autotunes=True, rng_patch=False,
+                               compile_guard=False)
+    block = prelude.render_inline("is_rocm", {"gate", "setup"}, opts, define_gate=False, torch_name=torch_name,
+                                  optional=optional)
+    head = {None: "", "torch": "torch = None\n", "th": "import torch as th\n"}[torch_name]
+    text = head + block
+    assert prelude.is_own_block(text, prelude.find_block(text), opts)
+    assert ("getattr(getattr(" in block) == optional
+    if optional:
+        probe = "import sys\nsys.modules['torch'] = None\n" + text + "print('ok')\n"
+        proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+        assert proc.stdout.strip() == "ok", proc.stderr

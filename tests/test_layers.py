@@ -22,7 +22,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     # findings, source text, edits, the prelude's text, file kinds, suppression comments
     ("vocabulary", ("rocmport", "rocmport.findings", "rocmport.source", "rocmport.writer",
                     "rocmport.prelude", "rocmport.filekinds", "rocmport.suppression", "rocmport.reports",
-                    "rocmport.rocm_facts", "rocmport.signals")),
+                    "rocmport.rocm_facts", "rocmport.signals", "rocmport.process")),
     # shared analyses: names, scopes, positions, regions, Triton kernels, the prefilter, the index
     ("analyses", ("rocmport.analysis", "rocmport.analysis.*")),
     # what every rule is built on: Rule, RuleContext, Case
@@ -34,7 +34,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("engine", ("rocmport.config", "rocmport.registry", "rocmport.discovery", "rocmport.engine",
                 "rocmport.file_analysis", "rocmport.parsing", "rocmport.gating", "rocmport.linting", "rocmport.fixing",
                 "rocmport.cache", "rocmport.house", "rocmport.placement", "rocmport.reuse", "rocmport.reformat",
-                "rocmport._rule_index")),
+                "rocmport._rule_index", "rocmport.reasons", "rocmport.program")),
     # input adapters: one file in by its kind (notebooks, other file kinds, Python), and the
     # worker pool that checks many
     ("inputs", ("rocmport.inputs", "rocmport.notebook", "rocmport.runner")),
@@ -42,7 +42,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("faces", ("rocmport.cli", "rocmport.__main__", "rocmport.output", "rocmport.docs",
                "rocmport.doctor", "rocmport.flake8_plugin", "rocmport.libcst_commands",
                "rocmport.server", "rocmport.lsp", "rocmport.patch", "rocmport.entrypoints",
-               "rocmport.noqa", "rocmport.progress")),
+               "rocmport.noqa", "rocmport.progress", "rocmport.prbody")),
 ]
 
 # Arrows that are known to point up, each with the reason and what removes it. The test

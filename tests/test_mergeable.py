@@ -320,3 +320,80 @@ def test_a_ruff_pin_to_another_version_does_not_stop_the_checks(tmp_path, monkey
     assert r["new_ruff_violations"] == {"E501": 1, "F401": 3, "I001": 1}
     assert r["files_changed"] == ["pkg/model.py"]  # the scratch commit is not counted as a change
     assert "required-version" in (repo / "pyproject.toml").read_text().splitlines()[1]  # PATH untouched
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 29: pre-commit hooks, imports that moved, gate lines per package
+
+
+def test_precommit_hooks_are_read_with_their_args_and_pins():
+    text = textwrap.dedent("""\
+        repos:
+          - repo: https://github.com/omnilib/ufmt
+            rev: v2.8.0
+            hooks:
+              - id: ufmt
+                additional_dependencies: [black == 22.12.0, usort == 1.0.5]
+          - repo: https://github.com/astral-sh/ruff-pre-commit
+            rev: v0.14.11
+            hooks:
+              - id: ruff-check
+                args: [--fix]
+              - id: ruff-format
+          - repo: local
+            hooks:
+              - id: pydoclint
+        """)
+    hooks = mergeable.precommit_hooks(text)
+    assert [(h.id, h.rev) for h in hooks] == [("ufmt", "v2.8.0"), ("ruff-check", "v0.14.11"),
+                                              ("ruff-format", "v0.14.11"), ("pydoclint", "")]
+    assert hooks[0].additional_dependencies == ["black == 22.12.0", "usort == 1.0.5"]
+    assert hooks[1].args == ["--fix"]
+    assert mergeable.hook_tool(hooks[3]) == (None, "not a formatter or linter this script runs")
+    assert mergeable.precommit_hooks("repos: [") == []
+
+
+def test_moved_imports_sees_an_import_above_a_late_import_section_or_a_skip():
+    late = textwrap.dedent("""\
+        import os
+
+        launcher.start()  # torch must be imported after the launcher starts
+
+        import torch
+        """)
+    # the same import, moved above the launcher call
+    moved = "import os\nimport torch\n\nlauncher.start()  # torch must be imported after the launcher starts\n"
+    assert mergeable.moved_imports(late, moved) == ["import torch"]
+    skip = 'import pytest\n\npytest.importorskip("triton")\n\nimport triton\n\nx = 1\n'
+    added_above = 'import pytest\nimport torch\n\npytest.importorskip("triton")\n\nimport triton\n\nx = 1\n'
+    assert mergeable.moved_imports(skip, added_above) == ["import torch"]
+    # an import the fix adds in the late section, or after the code, moved nothing
+    added_below = 'import pytest\n\npytest.importorskip("triton")\n\nimport torch\nimport triton\n\nx = 1\n'
+    assert mergeable.moved_imports(skip, added_below) == []
+    gate = skip + "is_rocm = getattr(torch.version, 'hip', None) is not None\n"
+    assert mergeable.moved_imports(skip, gate) == []
+    # no late-import section: an import added at the top moved nothing
+    assert mergeable.moved_imports("import os\n\nx = 1\n", "import os\nimport torch\n\nx = 1\n") == []
+
+
+def test_gate_lines_are_counted_per_package(tmp_path):
+    for folder in ("pkg", "pkg/sub"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    diff = textwrap.dedent("""\
+        --- a/pkg/a.py
+        +++ b/pkg/a.py
+        @@ -1,0 +2,2 @@
+        +
+        +is_rocm = getattr(torch.version, "hip", None) is not None
+        --- a/pkg/sub/b.py
+        +++ b/pkg/sub/b.py
+        @@ -1,0 +2 @@
+        +_rocmport_is_rocm = getattr(getattr(torch, "version", None), "hip", None) is not None
+        --- a/scripts/c.py
+        +++ b/scripts/c.py
+        @@ -1,0 +2,2 @@
+        +IS_HIP = torch.version.hip is not None
+        +f = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")
+        """)
+    assert mergeable.gate_lines(diff, tmp_path) == {"pkg": 2, "scripts": 1}

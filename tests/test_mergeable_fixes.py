@@ -238,9 +238,17 @@ def test_cuda_graph_tests_get_a_skip_suggestion_not_a_rewrite(tmp_path):
     (finding,) = lint(src, path=str(tmp_path / "test_model.py"))
     assert not finding.fixable and "skipif" in finding.fix.message
     assert fix(src, path=str(tmp_path / "test_model.py")).fixed is None
-    whole = lint("import torch\nf = torch.compile(g, mode='reduce-overhead')\n",
+    whole = lint("import torch\n\ndef test_replay():\n    f = torch.compile(g, mode='reduce-overhead')\n",
                  path=str(tmp_path / "test_cuda_graphs.py"))
     assert not whole[0].fixable
+    # judged by what the test calls, not only by names
+    calls = lint("import torch\n\ndef test_replay(g):\n    f = torch.compile(g, mode='reduce-overhead')\n"
+                 "    with torch.cuda.graph(torch.cuda.CUDAGraph()):\n        f(1)\n", path=str(tmp_path / "test_m.py"))
+    assert not calls[0].fixable and "calls `torch.cuda.graph`" in calls[0].message
+    # a module that defines no test is not tests, whatever its name
+    script = lint("import torch\nf = torch.compile(g, mode='reduce-overhead')\n",
+                  path=str(tmp_path / "test_cuda_graphs.py"))
+    assert script[0].fixable and script[0].scope == "source"
     # a test about something else is ported as any code is
     other = lint(src.replace("test_cudagraph_replay", "test_loss"), path=str(tmp_path / "test_model.py"))
     assert other[0].fixable
@@ -320,7 +328,7 @@ def test_setup_goes_into_the_named_entry_point_only(repo):
 
 
         def main():
-            print(model, torch)
+            print(model, torch.compile(model, mode="max-autotune-no-cudagraphs"))
 
 
         if __name__ == "__main__":
@@ -330,8 +338,10 @@ def test_setup_goes_into_the_named_entry_point_only(repo):
     assert "train.py" in listing.output
     result = run("setup", "--write", "train.py", cwd=repo)
     text = (repo / "train.py").read_text()
-    assert "def _rocmport_setup():" in text and "_rocmport_torch = torch" in text
-    assert "_rocmport_rng_patch" in text  # the project declares torch>=2.4
+    assert 'if getattr(torch.version, "hip", None) is not None:' in text
+    assert 'os.environ.setdefault("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS", "ATEN")' in text
+    # torch>=2.4 is declared, but the program captures no CUDA graph: no RNG patch
+    assert "_rocmport_rng_patch" not in text and "_rocmport_setup" not in text
     assert "Added the ROCm set-up to train.py" in result.stderr
     again = run("setup", "--write", "train.py", cwd=repo)
     assert "have the set-up already" in again.stderr
@@ -353,9 +363,11 @@ def test_rng_patch_only_where_old_torch_is_possible(tmp_path):
 def test_entry_points_setting_and_shell_exports(repo):
     with open(repo / "pyproject.toml", "a") as handle:
         handle.write('\n[tool.rocmport]\nentry-points = ["scripts/*.py"]\n')
-    write(repo / "scripts" / "serve.py", "import torch\n\nprint(torch)\n")
+    write(repo / "scripts" / "serve.py", "import torch\n\nprint(torch.compile(abs, mode='max-autotune'))\n")
+    write(repo / "scripts" / "plain.py", "import torch\n\nprint(torch)\n")
     run("fix", "--write", ".", cwd=repo)
-    assert "def _rocmport_setup():" in (repo / "scripts" / "serve.py").read_text()
+    assert "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS" in (repo / "scripts" / "serve.py").read_text()
+    assert (repo / "scripts" / "plain.py").read_text() == "import torch\n\nprint(torch)\n"  # it never compiles
     assert "_rocmport_setup" not in (repo / "pkg" / "model.py").read_text()
     shell = run("setup", "--shell", cwd=repo)
     assert "export TORCHINDUCTOR_CUDAGRAPHS=0" in shell.output

@@ -12,7 +12,22 @@ import pytest
 from libcst.metadata import MetadataWrapper, QualifiedNameProvider
 from libcst.metadata.base_provider import LazyValue
 
-from rocmport.analysis.needs import AllOf, AnyOf, Attribute, Call, Decorator, Import, Keyword, Name, String
+from rocmport.analysis import needs as _needs
+from rocmport.analysis.needs import (
+    AllOf,
+    AnyOf,
+    Attribute,
+    Call,
+    Decorator,
+    DictKey,
+    Import,
+    Key,
+    Keyword,
+    Name,
+    Number,
+    String,
+    Under,
+)
 from rocmport.analysis.prescan import Facts
 from rocmport.registry import holds_word
 from rocmport.rules.base import Rule
@@ -83,6 +98,18 @@ def test_a_name_call_or_reference_in_any_spelling_passes_every_prefilter(source)
     (Keyword("mode"), "f(model=1)\n"),
     (Attribute("num_warps"), "num_warps = 4\n"),
     (String("nvidia-smi"), "x = 'nvidia'\n"),
+    (Import("triton.language.extra.cuda.libdevice"), "from triton.language.extra import libdevice\n"),
+    (Under("os"), "import osx\nosx.environ['A'] = '1'\n"),
+    (Under("os"), "from . import os\nos.environ['A'] = '1'\n"),
+    (Key("K"), "v = m['K']\nm.get('K')\nx = 'K'\n"),
+    (DictKey("K"), "m['K'] = 1\nf(K=1)\nm.setdefault('K', 1)\n"),
+    (Number(448), "x = '448'\ny = 4480 + 448j + 0.448\n# 448\n"),
+    (Number(1), "x = True\n"),
+    (String("tf32", whole=True), "x = 'tf32x3'\n"),
+    (String("tf32", whole=True), "x = 'TF32'\n"),
+    (Attribute("num_warps", assigned=True), "n = c.num_warps\ndel c.num_warps\n"),
+    (Keyword("num_warps", subscripted=True), "f(num_warps=4)\ntriton.Config({}, num_warps=4)\n"),
+    (Call("torch.compile", positional=True), "import torch\ntorch.compile(*a, **k)\ntorch.compile(mode='max-autotune')\n"),
 ])
 def test_near_misses_do_not_hold(need, source):
     assert not need.holds(facts_of(source))
@@ -99,6 +126,31 @@ def test_near_misses_do_not_hold(need, source):
     (String("nvidia-smi"), "subprocess.run(['nvidia-smi', '-L'])\n"),
     (String("nvidia-smi"), "cmd = f'nvidia-smi {x}'\n"),
     (String("reduce-overhead") & Keyword("mode"), "f(mode='reduce-' 'overhead')\n"),
+    (Import("triton.language.extra.cuda.libdevice"), "from triton.language.extra.cuda import (exp, libdevice)\n"),
+    (Import("triton.language.extra.cuda.libdevice"), "import triton.language.extra.cuda.libdevice.x as y\n"),
+    (Under("os"), "import os\nos.environ['A'] = '1'\n"),
+    (Under("os"), "from os import putenv as p\np('A', '1')\n"),
+    (Under("os"), "import os.path\nprint(os.path.sep)\n"),
+    (Key("K") & Under("os"), "import os\nos.environ['K'] = '1'\n"),
+    (Key("K") & Under("os"), "import os\nos.environ['K'] += '1'\n"),
+    (Key("K") & Under("os"), "import os\nos.environ.update({'K': '1'})\n"),
+    (Key("K") & Under("os"), "import os\nos.environ.update(K='1')\n"),
+    (Key("K") & Under("os"), "import os\nos.environ.setdefault('K', '1')\n"),
+    (Key("K") & Under("os"), "import os\nos.environ.__setitem__('K', '1')\n"),
+    (DictKey("K") & Keyword("x"), "f(x={'K': 1})\n"),
+    (Number(448), "y = x.clamp(-448.0, 448.)\n"),
+    (Number(448), "FP8_MAX = 448\n"),
+    (String("tf32", "tf32x3", whole=True, any_case=True) & Keyword("input_precision"),
+     "tl.dot(a, b, input_precision='TF32x3')\n"),
+    (Attribute("num_warps", assigned=True), "c.num_warps = 4\n"),
+    (Attribute("num_warps", assigned=True), "c.num_warps += 4\n"),
+    (Attribute("num_warps", assigned=True), "c.num_warps: int = 4\n"),
+    (Keyword("num_warps", subscripted=True), "kernel[grid](x, num_warps=8)\n"),
+    (Call("torch.compile", positional=True), "import torch\ng = torch.compile(f, mode='max-autotune')\n"),
+    (Call("torch.cuda.synchronize"), "from torch import cuda as c\nc.synchronize()\n"),
+    (Call("torch.cuda.synchronize"), "import torch.cuda\ntorch.cuda.synchronize()\n"),
+    (Attribute("capture_begin") | Call("torch.cuda.graph"), "g.capture_begin()\n"),
+    (Attribute("capture_begin") | Call("torch.cuda.graph"), "from torch.cuda import graph as G\nwith G(g):\n    pass\n"),
 ])
 def test_what_a_need_names_holds_and_passes_the_text(need, source):
     assert need.holds(facts_of(source))
@@ -142,3 +194,73 @@ def test_a_rule_derives_its_prefilters_from_its_needs():
     assert Probe.may_match(facts_of("import pynvml\n")) and not Probe.may_match(facts_of("import os\n"))
     assert Probe.reach(facts_of("import pynvml\n")) >= {"pynvml"}
     assert Rule.may_match(facts_of("x = 1\n")) and Rule.reach(facts_of("x = 1\n")) is None
+
+
+def test_every_part_of_a_qualified_name_is_a_word_of_the_text():
+    """The text prefilter of a name asks for each of its parts as a whole word: LibCST's
+    provider builds a name from the binding of its first part (an import, which spells the
+    module path) and the attributes after it. Checked on every name the provider gives a
+    node of a set of sources, builtins and names of local scopes aside."""
+    from tests.test_prescan import FOUND
+
+    sources = SPELLINGS + [source for source, _ in FOUND] + [
+        "import a.b.c as d\nd.e.f\nfrom x.y import z as w\nw.v\nclass K:\n    class L:\n        m = 1\nK.L.m\n",
+        "from torch import cuda\nimport torch.cuda.graphs\ncuda.graph\ntorch.cuda.graphs.graph\n",
+    ]
+    checked = 0
+    for source in sources:
+        referenced, _, _ = provider_names(source)
+        seen: dict = {}
+        for name in referenced:
+            if name.startswith("builtins.") or "<" in name or name.startswith("."):
+                continue
+            need = Name(name)
+            assert passes_text(need, source), (name, source)
+            assert all(any(holds_word(source, w, seen) for w in group) for group in need.words())
+            checked += 1
+    assert checked > 100, checked
+
+
+def test_many_names_with_a_common_part_trigger_on_it():
+    from rocmport.analysis.triton import LIBDEVICE_WITHOUT_HIP_NAMES
+
+    need = Call(*LIBDEVICE_WITHOUT_HIP_NAMES)
+    assert need.triggers() == ("libdevice",)  # one search, not 138
+    assert ("libdevice",) in need.words() and ("triton",) in need.words()
+    assert Call("a.x", "b.y").triggers() == ("x", "y")  # nothing in common: the last parts
+
+
+def test_a_builtin_cannot_be_named():
+    with pytest.raises(ValueError, match="builtin"):
+        Call("builtins.setattr")
+
+
+def test_the_words_of_alternatives_are_what_each_alternative_holds():
+    """``(a1 and a2) or (b1 and b2)``: a group of words from each alternative, every pairing."""
+    need = Attribute("capture_begin") | Call("torch.cuda.graph", "torch.cuda.make_graphed_callables")
+    assert set(need.words()) == {("capture_begin", "cuda"), ("capture_begin", "torch"),
+                                 ("capture_begin", "graph", "make_graphed_callables")}
+    # a group implied by a smaller one goes
+    assert (Keyword("a") & Keyword("a", "b")).words() == (("a",),)
+    # many alternatives' triggers: a small group of words they all hold is the trigger
+    kernels = Decorator("triton.jit", "triton.autotune", "triton.heuristics") | Call("triton.Config")
+    assert kernels.triggers() == ("triton",)
+    assert (kernels | Keyword("num_warps")).triggers() == ("num_warps", "triton")
+
+
+def test_a_need_reads_what_it_asks_once_per_file():
+    facts = facts_of("x = {'K': 1}\nf(mode='m', **kw)\nm['S'] = 2\ny = 448\n")
+    assert _needs.keys(facts) == {"K", "mode", "S"}
+    assert _needs.dict_keys(facts) == {"K"} and _needs.stored_keys(facts) == {"S"}
+    assert _needs.strings(facts) is _needs.strings(facts)  # memoised in facts.memo
+    assert "needs:strings" in facts.memo and _needs.numbers(facts) >= {448, 1, 2}
+
+
+def test_the_prefilter_facts_hold_no_family_field():
+    """``Facts`` is the name index every qualified-name question reads; what one rule family
+    asks is computed from ``facts.nodes`` on first use (this module's helpers, ``facts.memo``)."""
+    from rocmport.analysis.prescan import Facts
+
+    assert set(Facts.__slots__) == {"bindings", "names", "attributes", "calls", "decorators", "other_bindings",
+                                    "class_paths", "tree", "by_type", "_kinds", "_imports", "_module_imports",
+                                    "index", "path", "memo"}

@@ -65,6 +65,10 @@ FOUND = [
      "    o = tl.arange(0, BLOCK)\n    tl.store(X + o, tl.load(X + o))\n"
      "k[(1,)](x, BLOCK=32)\n", "ROC501"),
     ("from triton import Config\nCONFIGS = [Config({'BLOCK': 64}, num_warps=32)]\n", None),
+    # ROC511: an option's key joined from two literals (the text spells neither whole: the
+    # rule's words are the config call's, not the key's)
+    ("import triton\nCFG = [triton.Config({'waves_' 'per_eu': 2}, num_warps=4)]\n", "ROC511"),
+    ("kernel[grid](x, matrix_instr_nonkdim=16)\n", "ROC511"),
     # ROC702 through a subscript, a name, .major of the properties, arithmetic, a tuple
     ("import torch\nuse_tma = torch.cuda.get_device_capability()[0] >= 9\n", "ROC702"),
     ("import torch\ncap = torch.cuda.get_device_capability()\nif cap >= (9, 0):\n    use_wgmma()\n", "ROC702"),
@@ -625,3 +629,76 @@ def test_the_binders_own_traversal_is_ast_node_visitors():
         found.append(ours.kinds)
     assert {"c", "e", "x", "y", "i", "j", "f", "g", "err", "h", "G", "inner", "m", "C", "attr", "method", "rest",
             "v2", "others", "px", "whole", "z", "k2", "u"} <= set(found[0])
+
+
+# -- hand-written prefilters (docs/performance.md, "Declared once") ---------------------------
+
+def _own(rule, name: str):
+    """The class at or above ``rule`` (below ``Rule``) that defines ``name``, or None when the
+    rule uses the one derived from its ``NEEDS``."""
+    from rocmport.rules.base import Rule
+
+    for klass in rule.__mro__:
+        if klass is Rule:
+            return None
+        if name in vars(klass):
+            return klass
+    return None
+
+
+# Rules that keep a hand-written ``may_match``: each is narrower than its NEEDS on the torch
+# package, where the files it spares would reach LibCST (benchmarks/bench.py, docs/performance.md).
+# ROC10x has no NEEDS: a call of a project function (the index) can hand torch.compile a mode.
+HAND_WRITTEN_MAY_MATCH = {"ROC101", "ROC102", "ROC103", "ROC104", "ROC106", "ROC201", "ROC202", "ROC203", "ROC204",
+                          "ROC205", "ROC512", "ROC701", "ROC702", "ROC705"}
+HAND_WRITTEN_REACH = {"ROC201", "ROC202", "ROC203", "ROC204", "ROC205", "ROC512", "ROC701", "ROC702"}
+
+
+def test_the_hand_written_prefilters_are_the_measured_ones():
+    rules = visitor_rules()
+    assert {r.CODE for r in rules if _own(r, "may_match")} == HAND_WRITTEN_MAY_MATCH
+    assert {r.CODE for r in rules if _own(r, "reach")} == HAND_WRITTEN_REACH
+    # and every other rule declares what it needs
+    assert {r.CODE for r in rules if r.NEEDS is None} == {"ROC101", "ROC102", "ROC103", "ROC104", "ROC106"}
+
+
+def _prescan_corpus(with_files: bool):
+    """The sources of this module and every rule case; ``with_files``: and the prescan corpus
+    (fixtures, examples, a sample of the torch package)."""
+    texts = [source for source, _ in FOUND + SKIPPED + WORDS_FOUND + WORDS_SKIPPED]
+    for rule in visitor_rules():
+        texts += [case.code for case in tuple(rule.VALID) + tuple(rule.INVALID)]
+    if with_files:
+        from tests.test_performance_features import corpus
+
+        texts += [p.read_text(encoding="utf-8", errors="replace") for p in corpus()]
+    out = []
+    for text in texts:
+        tree, _ = _prescan.parse(text)
+        if tree is not None:
+            out.append((text, tree))
+    return out
+
+
+@pytest.mark.parametrize("with_files", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_a_hand_written_prefilter_answers_within_its_rules_needs(with_files):
+    """Wherever a hand-written ``may_match`` lets a file through, the rule's declared NEEDS
+    holds there too (and its text prefilter passes): the declaration is the outer bound that
+    the fast path narrows, on every source of the prescan corpus."""
+    from rocmport.registry import holds_word
+
+    rules = [r for r in visitor_rules() if r.CODE in HAND_WRITTEN_MAY_MATCH and r.NEEDS is not None]
+    corpus = _prescan_corpus(with_files)
+    assert len(corpus) > (600 if with_files else 450)
+    narrower = 0
+    for text, tree in corpus:
+        facts = _prescan.Facts.of(tree)
+        seen: dict = {}
+        for rule in rules:
+            hand, derived = rule.may_match(facts), rule.NEEDS.holds(facts)
+            assert derived or not hand, (rule.CODE, text[:200])
+            if hand:
+                words = rule.NEEDS.words()
+                assert all(any(holds_word(text, w, seen) for w in group) for group in words), (rule.CODE, text[:200])
+            narrower += derived and not hand
+    assert narrower > 0  # the fast paths do spare files

@@ -32,6 +32,32 @@ def test_case(code, index, case, kind):
     check_case(code, case, kind)
 
 
+def unpinned(cases):
+    """The (code, kind, index) of cases that do not say what they expect: an INVALID case
+    without its first finding's line, column and message, or a VALID case with any of them
+    or an expected text (which nothing would check)."""
+    out = []
+    for code, index, case, kind in cases:
+        pins = (case.line, case.column, case.message)
+        if kind == "invalid" and None in pins:
+            out.append((code, "INVALID", index))
+        if kind == "valid" and (pins != (None, None, None) or case.expected is not None):
+            out.append((code, "VALID", index))
+    return out
+
+
+def test_every_invalid_case_pins_its_first_finding():
+    """A new rule pins its INVALID cases' positions and messages, so that a change to either
+    shows in review (docs/adding-a-rule.md, step 3)."""
+    missing = unpinned(CASES)
+    assert not missing, (
+        "INVALID cases need line=, column= and message= (the rule's first finding), VALID cases none: "
+        + ", ".join(f"{code} {kind}[{index}]" for code, kind, index in missing))
+    assert unpinned([("ROC101", 0, Case(HAZARD), "invalid"), ("ROC101", 1, Case(HAZARD, line=2, column=27), "invalid"),
+                     ("ROC101", 2, Case(HAZARD, line=2), "valid")]) == [
+        ("ROC101", "INVALID", 0), ("ROC101", "INVALID", 1), ("ROC101", "VALID", 2)]
+
+
 # ------------------------------------------------------------------------------------------
 # Documentation examples, for every family
 # ------------------------------------------------------------------------------------------

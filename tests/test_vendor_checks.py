@@ -30,21 +30,32 @@ def test_fixture(path, expected):
 def test_every_spelling_is_found():
     found = {(f.start.row, f.code, f.fixable) for f in lint((DIR / "spellings.py").read_bytes(), select=SELECT)}
     assert found == {
-        (8, "ROC704", False), (9, "ROC704", False), (10, "ROC703", False), (11, "ROC703", False),
-        (15, "ROC701", True), (17, "ROC701", False), (18, "ROC701", False), (19, "ROC701", True),
-        (21, "ROC701", False), (22, "ROC701", False),
-        (27, "ROC702", True), (29, "ROC702", True), (31, "ROC702", False), (33, "ROC702", False),
-        (36, "ROC703", False), (37, "ROC703", False), (39, "ROC703", False),
-        (41, "ROC706", False), (42, "ROC706", True), (42, "ROC705", False),
-        (46, "ROC706", False), (46, "ROC705", False),
+        (7, "ROC704", False), (8, "ROC704", False), (9, "ROC703", False), (10, "ROC703", False),
+        (13, "ROC701", True), (15, "ROC701", False), (16, "ROC701", False), (17, "ROC701", True),
+        (19, "ROC701", False),  # 20: NVCC flags under `if torch.version.cuda:` mean a CUDA build (issue 28)
+        (25, "ROC703", False), (26, "ROC703", False), (28, "ROC703", False),
     }
 
 
-def test_toolchain_guard_is_display_only_and_fa3_guard_is_no_finding():
-    # `if torch.version.cuda:` around nvcc flags may mean "a CUDA build": not widened
+def test_every_architecture_spelling_is_found():
+    """In a module that loads on ROCm: the capability read as Hopper picking FA3 (fixed), read
+    as an NVIDIA generation for something else (a suggestion), bf16 on `major >= 8` (right on
+    AMD: nothing), 448 beside e4m3fn (fixed where the dtype is known), and the e4m3fn choices of
+    the module once, at the first, with the count of the places that follow."""
+    found = {(f.start.row, f.code, f.fixable) for f in lint((DIR / "arch_spellings.py").read_bytes(), select=SELECT)}
+    assert found == {
+        (12, "ROC702", True), (14, "ROC702", True), (18, "ROC702", False),
+        (22, "ROC706", False), (23, "ROC706", True), (27, "ROC706", False), (23, "ROC705", False),
+    }
+    (fp8,) = [f for f in lint((DIR / "arch_spellings.py").read_bytes(), select=["ROC705"])]
+    assert "1 more place in this file follows from this decision: line 27" in fp8.message
+
+
+def test_toolchain_guard_and_fa3_guard_are_no_finding():
+    # `if torch.version.cuda:` around nvcc flags means "a CUDA build", which is right on ROCm:
+    # no finding (issue 28: a guard that keeps a CUDA-only thing off ROCm is not a finding)
     src = "import torch\nif torch.version.cuda:\n    FLAGS = ['-arch=sm_80']\n"
-    (finding,) = lint(src, select=["ROC701"])
-    assert not finding.fixable
+    assert lint(src, select=["ROC701"]) == []
     # around an NVIDIA-only feature it is exactly right: no finding
     assert codes("import torch\nif torch.version.cuda:\n    import flash_attn_interface\n", select=SELECT) == []
 
@@ -93,28 +104,76 @@ def test_capability_guarding_fp8_is_a_suggestion():
     src = ("import torch\nif torch.cuda.get_device_capability() >= (8, 9):\n"
            "    x = x.to(torch.float8_e4m3fn)\n")
     (finding,) = lint(src, select=["ROC702"])
-    assert not finding.fixable and "AMD GPUs have this feature" in finding.fix.message
+    assert not finding.fixable and "Some AMD GPUs have this feature" in finding.fix.message
+    assert "fp8 on MI200 (9, 0), which has none" in finding.message
 
 
-@pytest.mark.parametrize("code", get("ROC702").REJECTIONS)
+@pytest.mark.parametrize("code", [case.code for case in get("ROC702").INVALID if case.expected is None])
 def test_capability_rejections_are_never_gated(code):
-    (finding,) = lint("import torch\n" + code, select=["ROC702"])
+    """ROC702's INVALID cases without a fixed text: comparisons that reject GPUs, a branch
+    that also turns on bf16: reported, never gated."""
+    (finding,) = lint(code, select=["ROC702"])
     assert not finding.fixable
 
 
-def test_files_named_for_one_vendor_are_left_alone():
+def test_file_names_do_not_decide_the_architecture_rules():
+    """A file named for ROCm is where architecture and fp8 bugs live (issue 27), and one named for
+    NVIDIA may run on AMD GPUs all the same: what the module imports decides."""
     src = "import torch\nif torch.cuda.get_device_capability() >= (9, 0):\n    import flash_attn_interface\n"
-    assert codes(src, select=SELECT) == ["ROC702"]
-    for path in ("kernels/gemm_sm90.py", "hardware/nvidia.py", "tests/test_rocm_support.py", "trt_export.py"):
-        assert codes(src, select=SELECT, path=path) == [], path
+    for path in ("m.py", "kernels/gemm_sm90.py", "hardware/nvidia.py", "rocm_attention.py", "ops_hip.py",
+                 "tests/test_rocm_support.py", "layers_amd.py"):
+        assert codes(src, select=SELECT, path=path) == ["ROC702"], path
+    fp8 = "import torch\nFP8 = torch.float8_e4m3fnuz if torch.version.hip else torch.float8_e4m3fn\n"
+    assert codes(fp8, select=SELECT, path="rocm_fp8.py") == ["ROC711"]
+    nvidia = "import cutlass\nimport torch\n" + src.split("\n", 1)[1]
+    assert codes(nvidia, select=["ROC702"], path="m.py") == []  # a module that cannot load on ROCm
+    # another accelerator's backend tree
+    assert codes(src, select=SELECT, path="ops/backend/_kunlunxin/mm.py") == []
+
+
+def test_fp8_max_already_chosen_per_format_is_neither_reported_nor_rewritten():
+    """FBGEMM's HSTU: `448.0 if fp8_type == torch.float8_e4m3fn else 57344.0` is exactly right on
+    every GPU; rewriting 448.0 to finfo(e4m3fn).max there changed nothing and made three new
+    ROC705 findings (false-alarms.md)."""
+    src = ("import torch\n\ndef fp8_max(fp8_type):\n"
+           "    return 448.0 if fp8_type == torch.float8_e4m3fn else 57344.0\n\n"
+           "def limit(dtype):\n    if dtype is torch.float8_e4m3fn:\n        m = 448.0\n    else:\n"
+           "        m = torch.finfo(dtype).max\n    return m\n")
+    assert codes(src, select=SELECT) == []
+    assert fix(src, select=SELECT).fixed is None
+
+
+def test_a_vendor_choice_in_the_else_arm_is_reported_at_the_test_through_the_arm():
+    """The finding sits at the vendor test that stands in for an architecture test, and its
+    range runs on to the fnuz choice it makes in the `else` arm (one finding per test)."""
+    src = ("import torch\n\ndef check(a):\n    if torch.version.cuda:\n"
+           "        assert a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)\n    else:\n"
+           "        assert a.dtype in (torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)\n")
+    (finding,) = lint(src, select=["ROC711"])
+    assert (finding.start.row, finding.end.row) == (4, 7)
+    assert "`torch.version.cuda` is false on every AMD GPU, so this code runs on all of them" in finding.message
+    body = "import torch\nif torch.version.hip:\n    A = torch.float8_e4m3fnuz\n    B = torch.float8_e5m2fnuz\nX = 1\n"
+    (finding,) = lint(body, select=["ROC711"])
+    assert (finding.start.row, finding.end.row) == (2, 2)
+
+
+def test_an_aiter_probe_is_judged_with_the_module():
+    probe = "try:\n    import aiter\n    HAS_AITER = True\nexcept ImportError:\n    HAS_AITER = False\n"
+    assert codes(probe, select=["ROC711"]) == ["ROC711"]
+    knows = "import torch\nMI3XX = 'gfx94' in torch.cuda.get_device_properties(0).gcnArchName\n" + probe
+    assert codes(knows, select=["ROC711"]) == []
+    used = "import aiter\n\ndef attention(q, k, v):\n    return aiter.flash_attn_func(q, k, v)\n"
+    assert codes(used, select=["ROC711"]) == []  # an import that uses it, not a probe
 
 
 def test_rule_docs_quote_the_facts_table():
     for code in ("ROC702", "ROC705"):
         doc = get(code).doc()
         assert rocm_facts.arch_table() in doc.replace("\n        ", "\n")
-    assert "ComfyUI#14865" in get("ROC704").doc() and "flash_attn_interface" in get("ROC704").doc()
-    assert "ROCm/pytorch#1535" in get("ROC703").doc()
+    # the threads that show the failure (issue 28), not the fixes
+    assert "theroyallab/tabbyAPI#5" in get("ROC704").doc() and "flash_attn_interface" in get("ROC704").doc()
+    assert "bytedance/xpu-perf#194" in get("ROC703").doc() and "ROCm/pytorch#1535" not in get("ROC703").doc()
+    assert "bitsandbytes#1513" in get("ROC701").doc() and "vllm#" not in get("ROC701").doc()
 
 
 # ------------------------------------------------------------------------------------------
@@ -182,6 +241,7 @@ def test_nvidia_values_are_the_expected_ones(executed):
     assert h100["attention_impl"] == "fa3" and a100["attention_impl"] == "sdpa"
     assert h100["tma"] is True and a100["tma"] is False
     assert h100["kernel_for_sm"] == "wgmma" and h100["is_hopper"] is True
+    assert h100["attention_by_platform"] == "fa3" and a100["attention_by_platform"] == "sdpa"
     assert h100["quantize"] == [-448.0, -3.0, 0.5, 448.0]
     assert h100["quantize_int_max"] == [448.0] and h100["fixed_dtype"] == [448.0]
 
@@ -193,10 +253,12 @@ def test_rocm_path_takes_the_ported_branches(executed):
     assert original["major_version"] == original["version_prefix"] == "raised AttributeError"
     assert original["device_kind"] == "cpu" and original["attention_impl"] == "fa3"
     assert original["tma"] is True and original["is_hopper"] is True and original["kernel_for_sm"] == "wgmma"
+    assert original["attention_by_platform"] == "fa3"
     assert original["quantize"][-1] != 240.0
     # with it
     assert fixed == {
         "attention_impl": "sdpa", "both_checks": "gpu", "bf16_by_version": False, "device_kind": "gpu",
+        "attention_by_platform": "sdpa",
         "fixed_dtype": [448.0], "gpu_flag": "gpu", "is_hopper": False, "kernel_for_sm": "mma",
         "major_version": False, "no_gpu_build": False, "quantize": [-240.0, -3.0, 0.5, 240.0],
         "quantize_int_max": [240.0], "tma": False, "version_prefix": "other",

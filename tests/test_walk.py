@@ -115,7 +115,7 @@ def test_batched_visit_makes_libcsts_calls(name, module):
     assert ours == theirs
 
 
-def test_children_read_from_the_source_are_those_libcst_visits():
+def test_children_read_in_the_learnt_order_are_those_libcst_visits():
     seen = set()
     for _name, module in MODULES:
         stack = [module]
@@ -127,10 +127,36 @@ def test_children_read_from_the_source_are_those_libcst_visits():
     assert len(seen) > 100  # most of the grammar
 
 
-def test_a_type_whose_source_cannot_be_read_is_walked_the_slow_way(monkeypatch):
+def test_the_order_is_learnt_from_libcst_and_nothing_reads_its_source(monkeypatch):
+    """From an empty table, with LibCST's source unreadable: the walk asks LibCST for the
+    children of the first nodes of each type, learns the order of their fields, and makes
+    LibCST's calls throughout; a node with a child in a field not yet placed is asked again."""
+    import inspect
+
+    def no_source(*args, **kwargs):
+        raise AssertionError("LibCST's source was read")
+
+    monkeypatch.setattr(inspect, "getsource", no_source)
+    monkeypatch.setattr(_walk, "_ORDER", {})
+    for _name, module in MODULES:
+        ours = _events(lambda enter, leave: _walk.visit_batched(module, [], enter, leave))
+        theirs = _events(lambda enter, leave: cst.visit_batched(module, [], before_visit=enter, after_leave=leave))
+        assert ours == theirs
+    # a function without a return annotation first, then one with: the new field is learnt
+    monkeypatch.setattr(_walk, "_ORDER", {})
+    plain, annotated = cst.parse_module("def f(a):\n    pass\n"), cst.parse_module("def g(a) -> int:\n    pass\n")
+    for module in (plain, annotated, plain):
+        assert _events(lambda e, l: _walk.visit_batched(module, [], e, l)) == \
+            _events(lambda e, l: cst.visit_batched(module, [], before_visit=e, after_leave=l))
+    order = _walk._ORDER[cst.FunctionDef]
+    assert "returns" in order.fields and order.fields.index("params") < order.fields.index("returns")
+
+
+def test_a_type_whose_children_sit_outside_its_fields_is_walked_the_slow_way(monkeypatch):
     module = cst.parse_module(_GRAMMAR)
-    monkeypatch.setitem(_walk._ORDER, cst.FunctionDef, None)
-    monkeypatch.setitem(_walk._ORDER, cst.Name, None)
+    broken = _walk._Order(cst.FunctionDef)
+    broken.broken = True
+    monkeypatch.setitem(_walk._ORDER, cst.FunctionDef, broken)
     ours = _events(lambda enter, leave: _walk.visit_batched(module, [], enter, leave))
     theirs = _events(lambda enter, leave: cst.visit_batched(module, [], before_visit=enter, after_leave=leave))
     assert ours == theirs

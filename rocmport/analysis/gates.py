@@ -21,15 +21,18 @@ from libcst.metadata import ParentNodeProvider
 
 from .bindings import module_imports
 from .platforms import (
-    CUDA_ONLY_PACKAGES,
+    NVIDIA_ONLY_IMPORTS,
     EVERY,
     IS_ROCM,
+    ROCM,
     UNKNOWN,
     Env,
     Test,
     classify,
+    cuda_only_package,
     module_tests,
     nvidia_feature_word,
+    skips_on_rocm,
 )
 
 
@@ -44,6 +47,8 @@ class FilePlatforms:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self._tests: Dict[int, Test] = {}
+        self._skips: Dict[int, FrozenSet[str]] = {}
+        self._marks: Optional[FrozenSet[str]] = None
         self._module_import: Optional[str] = None
         self._before: Dict[int, tuple] = {}  # block -> (block, {statement: platforms after those before it}, all)
         tree = getattr(ctx.facts, "tree", None) if ctx.facts is not None else None
@@ -68,6 +73,7 @@ class FilePlatforms:
         self.ctx = None
         self._tests.clear()
         self._before.clear()
+        self._skips.clear()
 
     def test(self, expr) -> Test:
         """The test a LibCST expression is, as a condition."""
@@ -107,25 +113,88 @@ class FilePlatforms:
             elif isinstance(current, cst.BooleanOperation) and child is current.right:
                 left = self.test(current.left)
                 platforms &= left.true if isinstance(current.operator, cst.And) else left.false
+            elif isinstance(current, (cst.FunctionDef, cst.ClassDef)) and child is current.body:
+                platforms &= self._runs_on(current)
             elif isinstance(current, (cst.IndentedBlock, cst.Module)):
                 platforms &= self._after_those_before(current, child)
+                if isinstance(current, cst.Module):
+                    platforms &= self._module_marks()
             child, current = current, parents.get(current)
         return platforms
 
-    def nvidia_only(self, node) -> Optional[str]:
+    def _runs_on(self, definition) -> FrozenSet[str]:
+        """Where a test runs, by its skip decorators: ``@unittest.skipIf(<test>, ...)`` and
+        ``@pytest.mark.skipif(<test>, ...)`` run where the test is false, ``skipUnless`` where
+        it is true, ``@skipIfRocm`` (torch's, and spellings like it) everywhere but ROCm. A
+        skip that depends on nothing known changes nothing; an unconditional skip is not a
+        platform (``testing.FileTests.skipped``)."""
+        key = id(definition)
+        found = self._skips.get(key)
+        if found is None:
+            found = EVERY
+            for decorator in definition.decorators:
+                found &= self._skip_runs_on(decorator.decorator)
+            self._skips[key] = found
+        return found
+
+    def _skip_runs_on(self, expr) -> FrozenSet[str]:
+        call = expr if isinstance(expr, cst.Call) else None
+        name = _dotted(call.func if call is not None else expr)
+        if name is None:
+            return EVERY
+        last = name.rsplit(".", 1)[-1]
+        if skips_on_rocm(last):
+            return EVERY - {ROCM}
+        if call is None or not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return EVERY
+        lowered = last.lower()
+        if lowered == "skipif":
+            return self.test(call.args[0].value).false
+        if lowered == "skipunless":
+            return self.test(call.args[0].value).true
+        return EVERY
+
+    def _module_marks(self) -> FrozenSet[str]:
+        """Where a test module's tests run, by its ``pytestmark`` (a skip mark, or a list)."""
+        if self._marks is None:
+            self._marks = EVERY
+            for stmt in self.ctx.module.body:
+                if not isinstance(stmt, cst.SimpleStatementLine):
+                    continue
+                for small in stmt.body:
+                    if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                            and isinstance(small.targets[0].target, cst.Name)
+                            and small.targets[0].target.value == "pytestmark"):
+                        value = small.value
+                        marks = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) \
+                            else [value]
+                        for mark in marks:
+                            self._marks &= self._skip_runs_on(mark)
+        return self._marks
+
+    def nvidia_only(self, node, names: bool = True) -> Optional[str]:
         """Why the code around ``node`` is for NVIDIA GPUs only, or None: a function or class
         around it named for an NVIDIA-only feature (``platforms.nvidia_feature_word``:
         ``fp8_gemm_sm90``, ``HopperAttention``, ``nvfp4_quantize``), or a module that imports a
         package with no ROCm build unconditionally at module level (it cannot load on ROCm, so
-        none of its code runs there)."""
+        none of its code runs there), or an earlier ``try: import deep_gemm`` / ``importorskip``
+        of such a package in a block around it. ``names=False`` leaves out the names (for the
+        test that decides whether NVIDIA-only code runs, ``def supports_tma(): ...``)."""
         parents = self.ctx.metadata(ParentNodeProvider)
-        current = parents.get(node)
+        child, current = node, parents.get(node)
         while current is not None:
-            if isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+            if names and isinstance(current, (cst.FunctionDef, cst.ClassDef)):
                 word = nvidia_feature_word(current.name.value)
                 if word is not None:
                     return f"`{current.name.value}` is for NVIDIA GPUs only ({word})"
-            current = parents.get(current)
+            elif isinstance(current, cst.IndentedBlock):
+                for stmt in current.body:
+                    if stmt is child:
+                        break
+                    package = _requires_cuda_only_package(stmt)
+                    if package is not None:
+                        return f"it runs only after `{package}`, which has no ROCm build, was imported"
+            child, current = current, parents.get(current)
         if self._module_import is None:
             self._module_import = ""
             for stmt in self.ctx.module.body:
@@ -138,7 +207,7 @@ class FilePlatforms:
                     elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
                         names = [_dotted(small.module)]
                     for name in names:
-                        if name and name.split(".", 1)[0] in CUDA_ONLY_PACKAGES and not self._module_import:
+                        if _no_rocm_build(name) and not self._module_import:
                             self._module_import = name
         if self._module_import:
             return f"the module imports `{self._module_import}`, which has no ROCm build, so it does not load on ROCm"
@@ -170,6 +239,40 @@ class FilePlatforms:
         return EVERY
 
 
+def _no_rocm_build(module: Optional[str]) -> bool:
+    """A module of a package with no ROCm build (``deep_gemm``, ``cutlass.cute``, ``cuda.bindings``)."""
+    if not module:
+        return False
+    return cuda_only_package(module) is not None or module.split(".", 1)[0] in NVIDIA_ONLY_IMPORTS
+
+
+def _requires_cuda_only_package(stmt) -> Optional[str]:
+    """The CUDA-only package a statement requires before the code after it runs: ``try: import
+    deep_gemm`` whose every handler leaves, or ``pytest.importorskip("flash_mla")``."""
+    if isinstance(stmt, cst.Try):
+        if not stmt.handlers or not all(_leaves(h.body) for h in stmt.handlers):
+            return None
+        for small in (s for line in stmt.body.body if isinstance(line, cst.SimpleStatementLine) for s in line.body):
+            names = []
+            if isinstance(small, cst.Import):
+                names = [_dotted(alias.name) for alias in small.names]
+            elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+                names = [_dotted(small.module)]
+            for name in names:
+                if _no_rocm_build(name):
+                    return name
+        return None
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+            if isinstance(value, cst.Call) and (_dotted(value.func) or "").endswith("importorskip") and value.args \
+                    and isinstance(value.args[0].value, cst.SimpleString):
+                name = value.args[0].value.evaluated_value
+                if isinstance(name, str) and _no_rocm_build(name):
+                    return name
+    return None
+
+
 def _dotted(node) -> Optional[str]:
     if isinstance(node, cst.Name):
         return node.value
@@ -179,14 +282,28 @@ def _dotted(node) -> Optional[str]:
     return None
 
 
+# Calls that never return: a test skipped or failed there, or the process ended.
+_LEAVING_CALLS = frozenset({"skipTest", "pytest.skip", "pytest.xfail", "pytest.fail", "pytest.exit", "sys.exit",
+                            "os._exit", "exit", "quit", "unittest.SkipTest"})
+
+
 def _leaves(block) -> bool:
     body = getattr(block, "body", ())
     if not body:
         return False
     last = body[-1]
     if isinstance(last, cst.SimpleStatementLine):
-        return any(isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for small in last.body)
-    return False
+        for small in last.body:
+            if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+                return True
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                name = _dotted(small.value.func) or ""
+                if name in _LEAVING_CALLS or name.endswith(".skipTest"):
+                    return True
+        return False
+    # ``if t: return`` on one line: the block is the small statements themselves
+    return isinstance(block, cst.SimpleStatementSuite) and isinstance(last, (cst.Return, cst.Raise, cst.Continue,
+                                                                            cst.Break))
 
 
 def of(ctx) -> FilePlatforms:

@@ -21,6 +21,15 @@ What a summary records, per module:
   such a test), recognised by ``_bindings.means_rocm_build``.
 
 What an import binds and what a name spells are the resolver's answers (``_bindings``).
+
+Triton launches across modules (ROC513), also on demand and recorded for the cache key:
+``module_values`` (a module's launches and value provenance, ``triton_values.ModuleValues``,
+from its bytes), ``triton_launches`` (every launch of one kernel in the modules whose bytes
+subscript its name, ``launchers``, through re-exports) and ``pow2_checked`` (where the project
+checks a block size for a power of two). A file that asked depends on which modules subscript
+the name and on their bytes (``<triton-launches>:word``), on which modules spell a word and on
+their bytes (``<mentions>:word``), and on the bytes of a helper module it read
+(``<source>:module``).
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from rocmport.source import read_regular
 from .bindings import dotted as _dotted
 from .bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names, walk
 from .platforms import Env, Test, module_tests
+from .triton_values import LaunchFact, ModuleValues, pow2_checks
 
 COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
 PARTIAL = frozenset({"functools.partial"})
@@ -124,6 +134,9 @@ class ProjectIndex:
         self._platform_imports: Dict[str, Dict[str, str]] = {}
         self._platform_deps: Dict[str, Set[str]] = {}  # module -> the modules its predicates read
         self._inputs: Dict[str, str] = {}  # inventory entry -> digest of its input files
+        self._values: Dict[str, Optional["ModuleValues"]] = {}  # module -> its Triton launch facts (parsed once)
+        self._mentions: Dict[str, List[str]] = {}  # word -> modules whose bytes spell it
+        self._subscripted: Optional[Dict[str, List[str]]] = None  # name -> modules that subscript it
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -288,7 +301,7 @@ class ProjectIndex:
         """The current file's answer depends on module ``name``'s bytes (not only on its
         summary): a change of them changes the file's cache key."""
         if self._record is not None:
-            self._record.add(_BYTES + name)
+            self._record.add(_SOURCE + name)
 
     def seen(self, path: str, blob: bytes) -> None:
         """The caller read ``path``: the index keeps the bytes it may need again (a file that
@@ -413,8 +426,131 @@ class ProjectIndex:
 
     def _platform_digest(self, name: str) -> str:
         tests = self.platform_tests(name)
-        text = repr(sorted((key, sorted(t.true), sorted(t.false)) for key, t in tests.items()))
+        text = repr(sorted((key, sorted(t.true), sorted(t.false), t.arch) for key, t in tests.items()))
         return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
+    # -- Triton launches across modules (ROC513) --------------------------------------------
+    def module_values(self, name: str, record: bool = True) -> Optional["ModuleValues"]:
+        """Module ``name``'s Triton launch and value facts (``triton_values.ModuleValues``),
+        from CPython's tree, computed once; the current file's findings then depend on the
+        module's bytes."""
+        if record and self._record is not None:
+            self._record.add(_SOURCE + name)
+        if name in self._values:
+            return self._values[name]
+        found = None
+        path = self.path_of(name)
+        blob = self._bytes(path) if path else None
+        if blob:
+            try:
+                tree = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+            if tree is not None:
+                found = ModuleValues(tree, name, lambda module, level: self.absolute(name, module, level),
+                                     _ValuesProject(self))
+        self._values[name] = found
+        return found
+
+    def triton_launches(self, kernel: str, exclude: Optional[str] = None) -> List[Tuple[str, "LaunchFact"]]:
+        """(module, launch) for every launch of kernel ``kernel`` (``pkg.mod.kernel``) in the
+        linted modules other than ``exclude``: modules whose bytes subscript the kernel's name
+        (``kernel[grid]``, ``wrap_triton(kernel)[grid]``: ``launchers``) are read, and their
+        launches kept where the callee resolves to the kernel (directly, or through a package
+        that re-exports it). The file's findings then depend on which modules subscript the
+        name, and on their bytes."""
+        word = kernel.rpartition(".")[2]
+        if self._record is not None:
+            self._record.add(_LAUNCHES + word)
+        out = []
+        for module in self.launchers(word):
+            if module == exclude:
+                continue
+            values = self.module_values(module, record=False)  # its bytes: recorded above
+            if values is None:
+                continue
+            for launch in values.launches():
+                if launch.kernel == kernel or self.defining_name(launch.kernel) == kernel:
+                    out.append((module, launch))
+        return out
+
+    def pow2_checked(self, word: str) -> List[Tuple[str, int]]:
+        """(module, line) of the checks in the linted modules that a name spelling ``word``
+        (``kernel_block_size`` for "block_size") is a power of two (``triton_values.pow2_checks``):
+        a project that validates its KV-cache block size so. The file's findings then depend on
+        the modules that spell the word."""
+        if self._record is not None:
+            self._record.add(_MENTIONS + word)
+        out = []
+        for module in self.mentioning(word):
+            path = self.path_of(module)
+            blob = self._bytes(path) if path else None
+            if not blob or not _POW2_BYTES.search(blob):
+                continue
+            values = self.module_values(module, record=False)  # its bytes: recorded above
+            if values is not None:
+                out.extend((module, line) for line in pow2_checks(values.tree, word))
+        return out
+
+    def values_project(self) -> "_ValuesProject":
+        """What ``triton_values.ModuleValues`` of the linted file asks of the other modules."""
+        return _ValuesProject(self)
+
+    def launchers(self, word: str) -> List[str]:
+        """The linted modules whose bytes subscript ``word`` (``word[``, ``word)[``): where a
+        kernel of that name can be launched. Every linted file is read once, for all names."""
+        if self._subscripted is None:
+            found: Dict[str, List[str]] = {}
+            for path, name in sorted(self._name_of.items(), key=lambda item: item[1]):
+                blob = self._data.get(path)
+                if blob is None:
+                    try:
+                        blob = read_regular(path)
+                    except OSError:
+                        continue
+                if b"[" not in blob:
+                    continue
+                for spelled in set(_SUBSCRIPTED.findall(blob)):
+                    found.setdefault(spelled.decode("ascii"), []).append(name)
+            self._subscripted = found
+        return self._subscripted.get(word, [])
+
+    def mentioning(self, word: str) -> List[str]:
+        """The linted modules whose bytes spell ``word`` as a whole identifier (read once)."""
+        found = self._mentions.get(word)
+        if found is None:
+            pattern = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(word.encode()) + rb"(?![A-Za-z0-9_])")
+            found = []
+            for path, name in sorted(self._name_of.items(), key=lambda item: item[1]):
+                blob = self._data.get(path)
+                if blob is None:
+                    try:
+                        blob = read_regular(path)
+                    except OSError:
+                        continue
+                if pattern.search(blob):
+                    self._data.setdefault(path, blob)
+                    found.append(name)
+            self._mentions[word] = found
+        return found
+
+    def defining_name(self, dotted: str, depth: int = 0) -> str:
+        """A name that a package re-exports, as the module that defines it spells it."""
+        module, _, attr = dotted.rpartition(".")
+        if not module or depth > _MAX_DEPTH or self.path_of(module) is None:
+            return dotted
+        summary = self.summary(module)
+        target = summary.imports.get(attr) if summary is not None else None
+        if target is None or target == dotted:
+            return dotted
+        return self.defining_name(target, depth + 1)
+
+    def _launch_inputs(self, word: str, mentions: bool = False) -> str:
+        parts = []
+        for module in (self.mentioning(word) if mentions else self.launchers(word)):
+            path = self.path_of(module)
+            parts.append(f"{module}:{_hash(self._bytes(path) if path else None)}")
+        return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
     # -- cache keys: the summaries a file's findings depend on ----------------------------
     def start_recording(self) -> None:
@@ -435,10 +571,14 @@ class ProjectIndex:
                 path = self.path_of(module)
                 out[name] = (_hash(self._bytes(path) if path else None), self._platform_digest(module))
                 continue
-            if name.startswith(_BYTES):
-                path = self.path_of(name[len(_BYTES):])
-                digest = _hash(self._bytes(path) if path else None)
-                out[name] = (digest, digest)
+            if name.startswith(_LAUNCHES) or name.startswith(_MENTIONS):
+                inputs = self._launch_inputs(name.partition(">:")[2], name.startswith(_MENTIONS))
+                out[name] = (inputs, inputs)
+                continue
+            if name.startswith(_SOURCE):
+                path = self.path_of(name[len(_SOURCE):])
+                blob_hash = _hash(self._bytes(path) if path else None)
+                out[name] = (blob_hash, blob_hash)
                 continue
             summary = self.summary(name)
             path = self.path_of(name)
@@ -466,8 +606,11 @@ class ProjectIndex:
                 same = _hash(self._bytes(path) if path else None) == recorded_hash
                 parts.append(f"{name}:{recorded_digest if same else self._platform_digest(module)}")
                 continue
-            if name.startswith(_BYTES):
-                path = self.path_of(name[len(_BYTES):])
+            if name.startswith(_LAUNCHES) or name.startswith(_MENTIONS):
+                parts.append(f"{name}:{self._launch_inputs(name.partition('>:')[2], name.startswith(_MENTIONS))}")
+                continue
+            if name.startswith(_SOURCE):
+                path = self.path_of(name[len(_SOURCE):])
                 parts.append(f"{name}:{_hash(self._bytes(path) if path else None)}")
                 continue
             path = self.path_of(name)
@@ -483,10 +626,35 @@ class ProjectIndex:
 
 _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
 _PLATFORMS = "<platform-tests>:"  # a recorded dependency on a module's platform predicates
-_BYTES = "<bytes>:"  # a recorded dependency on a module's bytes (rocmport.reuse reads them whole)
+_LAUNCHES = "<triton-launches>:"  # a recorded dependency on which modules subscript a kernel's name
+_MENTIONS = "<mentions>:"  # a recorded dependency on which modules spell a word
+# An identifier subscripted, maybe through a call: ``kernel[grid]``, ``wrap_triton(kernel)[grid]``.
+_SUBSCRIPTED = re.compile(rb"([A-Za-z_][A-Za-z0-9_]*)[ \t]*\)?[ \t]*\[")
+_SOURCE = "<source>:"  # a recorded dependency on a module's bytes (facts read from its code; rocmport.reuse)
+# Bytes a module must hold to check a value for a power of two (``triton_values.pow2_shaped``).
+_POW2_BYTES = re.compile(rb"(?i)-\s*1\s*\)|pow(?:er)?.?(?:of)?.?(?:2|two)|pow2|log2|bin\(")
+
+
+class _ValuesProject:
+    """What ``triton_values.ModuleValues`` asks of the other modules: constants and functions."""
+
+    def __init__(self, index: "ProjectIndex") -> None:
+        self.index = index
+
+    def constant(self, dotted: str):
+        found = self.index.constant(dotted)
+        return (True, found[1]) if found is not None else None
+
+    def function(self, dotted: str):
+        module, _, attr = self.index.defining_name(dotted).rpartition(".")
+        if not module or self.index.path_of(module) is None:
+            return None
+        values = self.index.module_values(module)
+        target = values.functions.get(attr) if values is not None else None
+        return (values, target) if target is not None else None
 # Bytes a module must hold to define a platform predicate that ``platforms.module_tests``
 # reads (a test of torch's, or a name whose words decide).
-PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|cpu|is_available|capability")
+PLATFORM_WORDS = re.compile(rb"(?i)hip|rocm|amd|gfx|cuda|nvidia|npu|xpu|hpu|mps|cpu|is_available|capability|fnuz|mi3")
 # Bytes a module must hold to define a ROCm-build test (``means_rocm_build``) at module level:
 # ``NAME = [(][bool(][getattr(]torch.version`` ... ``hip`` at the start of a line, or a
 # ``return`` of that shape. A function that returns such a constant needs the constant too.

@@ -9,12 +9,10 @@ import contextlib
 from typing import Any, Collection, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
-from libcst._position import CodePosition, CodeRange
-from libcst.metadata import ParentNodeProvider, PositionProvider
-from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
+from libcst.metadata import CodePosition, CodeRange, ParentNodeProvider, PositionProvider
 
 from . import walk as _walk
+from .libcst_internals import NEWLINE_RE, CodegenState, PositionProvidingCodegenState
 from .opaque import Opaque
 
 # What the metadata of a file cost: whole-module resolutions by provider ("resolve:Name"),

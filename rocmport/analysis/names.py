@@ -55,6 +55,79 @@ def is_module_compile_method(rule, func: cst.BaseExpression) -> bool:
     imported = imported_names(rule, func)
     return not imported
 
+# torch.compile's own parameters: nn.Module.compile hands its keywords to it, so a ``.compile``
+# call with any other keyword (Keras-style ``optimizer=``, ``loss=``) is another library's.
+TORCH_COMPILE_KEYWORDS = frozenset({"model", "fullgraph", "dynamic", "backend", "mode", "options", "disable"})
+_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+
+
+def is_module_compile_call(rule, call: cst.Call) -> bool:
+    """``model.compile(...)`` that is ``nn.Module.compile``: ``is_module_compile_method``, and
+    neither a keyword torch.compile does not take (``Trainer().compile(optimizer="adam")``)
+    nor a receiver made from a class of this file that is no ``nn.Module`` (its bases, followed
+    through the file's classes, never reach ``torch.nn.Module``; a base from elsewhere may)."""
+    if not is_module_compile_method(rule, call.func):
+        return False
+    if any(a.keyword is not None and a.keyword.value not in TORCH_COMPILE_KEYWORDS for a in call.args):
+        return False
+    cls = _receiver_class(rule, call.func.value)
+    return cls is None or _may_be_module(rule, cls, 0)
+
+
+def _module_classes(rule) -> dict:
+    return rule.context.shared("names:module-classes", lambda ctx: {
+        stmt.name.value: stmt for stmt in ctx.module.body if isinstance(stmt, cst.ClassDef)})
+
+
+def _receiver_class(rule, receiver: cst.BaseExpression) -> Optional[cst.ClassDef]:
+    """The class of this file that ``receiver`` is an instance of: ``Trainer()``, or a name
+    assigned only ``Trainer(...)`` in the function (or module) that reads it."""
+    classes = _module_classes(rule)
+    if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name):
+        return classes.get(receiver.func.value)
+    if not isinstance(receiver, cst.Name):
+        return None
+    scope = rule.context.module
+    for ancestor in rule.ancestors(receiver):
+        if isinstance(ancestor, cst.FunctionDef):
+            scope = ancestor
+            break
+    found = None
+    stack = [scope.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not scope:
+            continue
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(isinstance(t, cst.Name) and t.value == receiver.value for t in targets):
+                value = getattr(node, "value", None)
+                if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+                        and value.func.value in classes) or (found is not None and found != value.func.value):
+                    return None
+                found = value.func.value
+        stack.extend(node.children if not isinstance(node, (list, tuple)) else node)
+    return classes.get(found) if found is not None else None
+
+
+def _may_be_module(rule, cls: cst.ClassDef, depth: int) -> bool:
+    if depth > 8:
+        return True
+    classes = _module_classes(rule)
+    for base in cls.bases:
+        if base.keyword is not None:
+            continue
+        value = base.value
+        if isinstance(value, cst.Name) and value.value in classes and classes[value.value] is not cls:
+            if _may_be_module(rule, classes[value.value], depth + 1):
+                return True
+            continue
+        names = {q.name for q in rule.context.qualified_names(value)}
+        if names & _MODULE_BASES or not names or not all(n.startswith("builtins.") for n in names):
+            return True  # nn.Module, or a base from elsewhere that may be one
+    return False
+
+
 def import_names(node: cst.CSTNode, facts: "Facts", scopes: Any = None) -> Optional[Set[QualifiedName]]:
     """QualifiedNameProvider's answer for a dotted name that is read (not a name an import
     or a ``global`` statement binds), computed from the file's bindings (``Facts``) where

@@ -30,9 +30,9 @@ import dataclasses
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState, visit_required, visit_sequence
 
 from ..source import LineIndex
+from .libcst_internals import CodegenState, visit_required, visit_sequence
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _KINDS = {ast.FunctionDef: "FunctionDef", ast.AsyncFunctionDef: "FunctionDef", ast.ClassDef: "ClassDef"}

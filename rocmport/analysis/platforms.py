@@ -36,23 +36,26 @@ GPUS: FrozenSet[str] = frozenset({CUDA, ROCM})
 
 @dataclass(frozen=True)
 class Test:
-    """Where a condition can be true, and where it can be false."""
+    """Where a condition can be true, and where it can be false; ``arch``: it also tells AMD
+    GPUs apart (a ``gcnArchName`` or ``"gfx942"`` test, a capability comparison, a helper named
+    ``on_gfx950()`` / ``uses_fnuz()``), so neither of its sides holds every AMD GPU."""
 
     true: FrozenSet[str] = EVERY
     false: FrozenSet[str] = EVERY
+    arch: bool = False
 
     def negated(self) -> "Test":
-        return Test(self.false, self.true)
+        return Test(self.false, self.true, self.arch)
 
     @property
     def known(self) -> bool:
         return self.true != EVERY or self.false != EVERY
 
     def __and__(self, other: "Test") -> "Test":
-        return Test(self.true & other.true, self.false | other.false)
+        return Test(self.true & other.true, self.false | other.false, self.arch or other.arch)
 
     def __or__(self, other: "Test") -> "Test":
-        return Test(self.true | other.true, self.false & other.false)
+        return Test(self.true | other.true, self.false & other.false, self.arch or other.arch)
 
 
 def only(*platforms: str) -> Test:
@@ -62,16 +65,26 @@ def only(*platforms: str) -> Test:
 
 
 UNKNOWN = Test()
+ALWAYS = Test(EVERY, frozenset())  # ``True``, a module's constant flag set to True
+NEVER = Test(frozenset(), EVERY)  # ``False``, ``FULL_SPACE = False``: its branch runs nowhere
 IS_ROCM = only(ROCM)
 IS_CUDA = only(CUDA)
 HAS_GPU = only(CUDA, ROCM)  # torch.cuda.is_available(), device.type == "cuda": True on ROCm too
 IS_CPU = only(CPU)
 IS_OTHER = only(OTHER)
 ON_GPU = Test(GPUS, EVERY)  # a question only a GPU answers (a capability, an architecture)
+# An AMD architecture: true on some AMD GPUs only (``"gfx950" in props.gcnArchName``,
+# ``on_gfx942()``, ``is_fp8_fnuz()``); false on NVIDIA and on the other AMD GPUs.
+ARCH = Test(frozenset({ROCM}), EVERY, True)
+CAPABILITY_TEST = Test(GPUS, EVERY, True)  # a capability comparison: an NVIDIA generation or an AMD gfx version
 
 # -- words ------------------------------------------------------------------------------
 _ROCM_WORD = re.compile(r"(?i)(?:^|_)(?:rocm|hip|amd|gfx\d+\w*|mi[23]\d\d\w*|cdna\d*|rdna\d*)(?:_|$|\d)")
-_OTHER_WORD = re.compile(r"(?i)(?:^|_)(?:npu|xpu|hpu|mps|tpu|musa|mlu|neuron|ascend|ipex|gaudi|habana|xla)(?:_|$|\d)")
+# Words that name an AMD architecture (or its fp8 format) rather than the vendor: ``on_gfx950``,
+# ``is_mi300``, ``_on_mi3xx``, ``is_cdna3``, ``is_navi4``, ``supports_float8_fnuz``, ``is_fp8_fnuz``.
+_ARCH_WORD = re.compile(r"(?i)(?:^|_)(?:gfx\d*\w*|mi[23](?:\d\d|xx)\w*|cdna\d*|rdna\d*|navi\d*|fnuz)(?:_|$|\d)")
+_OTHER_WORD = re.compile(r"(?i)(?:^|_)(?:npu|xpu|hpu|mps|tpu|musa|mlu|neuron|ascend|ipex|gaudi|habana|xla"
+                         r"|kunlunxin|cambricon|metax|mthreads|iluvatar|enflame|tsingmicro)(?:_|$|\d)")
 _CPU_WORD = re.compile(r"(?i)^_*(?:is|on|use|using|run_on)_cpu$")
 # A name for the NVIDIA platform: ``is_cuda`` (vLLM, SGLang, lmdeploy: the CUDA platform, not
 # ROCm), ``is_nvidia``, ``on_nvidia``; not ``is_cuda_available``, ``use_cuda``, ``has_cuda``,
@@ -84,12 +97,25 @@ _ROCM_VALUE = {"rocm", "hip", "amd"}
 _CUDA_VALUE = {"cuda", "nvidia", "nv"}
 _DEVICE_SUBJECT = re.compile(r"(?i)(?:^|[._])(?:device|dev|type|device_type|accelerator)$")
 _OTHER_VALUE = re.compile(r"(?i)^(?:npu|xpu|hpu|mps|tpu|musa|mlu|neuron|ipex|xla)$")
+# Words of a GPU's product name, as ``torch.cuda.get_device_name()`` or nvidia-smi give it:
+# ``"Tesla" in name``, ``name.startswith("NVIDIA")``.
+_NVIDIA_PRODUCT = {"nvidia", "tesla", "geforce", "quadro", "titan", "jetson"}
+_AMD_PRODUCT = {"amd", "radeon", "instinct"}
+
+
+def arch_word(name: str) -> Optional[str]:
+    """The word of ``name`` that names an AMD architecture or its fp8 format (``gfx942``,
+    ``mi300``, ``mi3xx``, ``cdna3``, ``navi4``, ``fnuz``), or None."""
+    match = _ARCH_WORD.search(name)
+    return match.group().strip("_") if match else None
 
 
 def word_test(name: str, called: bool) -> Test:
     """What a predicate's name alone says (``is_hip``, ``IS_ROCM``, ``on_gfx950``, ``is_npu``,
     ``is_cuda()``); UNKNOWN where no word decides."""
     bare = name.rsplit(".", 1)[-1]
+    if _ARCH_WORD.search(bare):
+        return ARCH
     if _ROCM_WORD.search(bare):
         return IS_ROCM
     if _OTHER_WORD.search(bare):
@@ -181,7 +207,9 @@ def _string(node: ast.AST) -> Optional[str]:
 def _value_test(value: str, subject: Optional[str]) -> Test:
     """``subject == value`` where ``value`` names a platform."""
     lowered = value.lower()
-    if lowered in _ROCM_VALUE or _ARCH_VALUE.match(lowered):
+    if _ARCH_VALUE.match(lowered):
+        return ARCH
+    if lowered in _ROCM_VALUE:
         return IS_ROCM
     if _OTHER_VALUE.match(lowered):
         return IS_OTHER
@@ -213,6 +241,11 @@ def classify(expr: ast.AST, env: Env, depth: int = 0) -> Test:
         return _compare(expr.left, expr.ops[0], expr.comparators[0], env, depth)
     if kind is ast.Call:
         func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in ("startswith", "endswith") and len(expr.args) == 1:
+            # ``name.startswith("NVIDIA")``: a product name, as ``"NVIDIA" in name`` reads it
+            value = _string(expr.args[0])
+            if value is not None:
+                return _product_test(value)
         spelled = _dotted(func)
         if spelled is not None:
             if spelled in ("bool", "builtins.bool") and len(expr.args) == 1:
@@ -223,10 +256,15 @@ def classify(expr: ast.AST, env: Env, depth: int = 0) -> Test:
                     return _spelled_test(f"{base}.{_string(expr.args[1])}", env, called=False)
             if spelled in ("hasattr",) and len(expr.args) == 2 and _string(expr.args[1]) in ("hip",):
                 return IS_ROCM
+            if spelled.rsplit(".", 1)[-1] in ("startswith", "endswith", "match", "search", "fullmatch") and \
+                    any(_arch_string(a) for a in _strings_in(expr.args)):
+                return ARCH  # ``arch.startswith("gfx94")``, ``re.match("gfx95", name)``
             return _spelled_test(spelled, env, called=True)
         if isinstance(func, ast.Attribute):  # ``current_platform().is_rocm()``, ``get_x().is_hip()``
             return word_test(func.attr, called=True)
         return UNKNOWN
+    if kind is ast.Constant and isinstance(expr.value, (bool, type(None))):
+        return ALWAYS if expr.value else NEVER
     if kind in (ast.Name, ast.Attribute):
         spelled = _dotted(expr)
         if spelled is not None:
@@ -239,6 +277,10 @@ def classify(expr: ast.AST, env: Env, depth: int = 0) -> Test:
 def _compare(left: ast.AST, op: ast.cmpop, right: ast.AST, env: Env, depth: int) -> Test:
     none_right = isinstance(right, ast.Constant) and right.value is None
     if none_right and isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        if _finds_cuda_only_package(left, env):
+            # ``importlib.util.find_spec("cutlass") is not None``: never true on ROCm
+            test = Test(EVERY - {ROCM}, EVERY)
+            return test if isinstance(op, (ast.IsNot, ast.NotEq)) else test.negated()
         test = classify(left, env, depth + 1)
         return test if isinstance(op, (ast.IsNot, ast.NotEq)) else test.negated()
     if isinstance(op, (ast.Eq, ast.NotEq)):
@@ -252,8 +294,10 @@ def _compare(left: ast.AST, op: ast.cmpop, right: ast.AST, env: Env, depth: int)
         value = _string(left)
         if value is not None:
             test = _value_test(value, None) if value.lower() != "cuda" else IS_CUDA
-            if not test.known and value.lower().startswith(("gfx", "mi3", "mi2")):
-                test = IS_ROCM
+            if not test.known:
+                test = _product_test(value)
+            if not test.arch and _arch_string(value):
+                test = ARCH  # ``"gfx94" in arch``, ``"MI300" in torch.cuda.get_device_name()``
             return test if isinstance(op, ast.In) else test.negated()
         if isinstance(right, (ast.Tuple, ast.List, ast.Set)):
             tests = [_value_test(_string(e), _dotted(left)) for e in right.elts if _string(e) is not None]
@@ -262,12 +306,48 @@ def _compare(left: ast.AST, op: ast.cmpop, right: ast.AST, env: Env, depth: int)
                 for test in tests[1:]:
                     out = out | test
                 return out if isinstance(op, ast.In) else out.negated()
-    if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+    if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
         for side in (left, right):
             name = _call_name(side) or _dotted(side) or ""
             if "capability" in name or name.endswith(("major", "minor")):
-                return ON_GPU
+                return CAPABILITY_TEST
     return UNKNOWN
+
+
+def _product_test(value: str) -> Test:
+    """A GPU's product name holds ``value``: NVIDIA's (``Tesla``, ``GeForce``) or AMD's
+    (``Radeon``, ``Instinct``)."""
+    lowered = value.strip().lower()
+    if lowered in _NVIDIA_PRODUCT:
+        return IS_CUDA
+    if lowered in _AMD_PRODUCT:
+        return IS_ROCM
+    return UNKNOWN
+
+
+def _finds_cuda_only_package(node: ast.AST, env: Env) -> bool:
+    """``importlib.util.find_spec("deep_gemm")`` (any spelling that ends so) of a package that
+    has no ROCm build."""
+    if not isinstance(node, ast.Call) or not node.args or _string(node.args[0]) is None:
+        return False
+    spelled = _dotted(node.func) or ""
+    if spelled.rsplit(".", 1)[-1] != "find_spec":
+        return False
+    root = _string(node.args[0]).split(".", 1)[0]
+    return root in CUDA_ONLY_PACKAGES or root in NVIDIA_ONLY_IMPORTS
+
+
+def _arch_string(value: str) -> bool:
+    """A string that names AMD architectures: ``"gfx942"``, ``"gfx94"``, ``"MI300"``, ``"mi35"``."""
+    return value.lower().startswith(("gfx", "mi3", "mi2"))
+
+
+def _strings_in(args) -> Iterable[str]:
+    for arg in args:
+        if _string(arg) is not None:
+            yield _string(arg)
+        elif isinstance(arg, (ast.Tuple, ast.List, ast.Set)):
+            yield from (s for s in map(_string, arg.elts) if s is not None)
 
 
 def _call_name(node: ast.AST) -> Optional[str]:
@@ -276,6 +356,15 @@ def _call_name(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Call):
         return _dotted(node.func)
     return None
+
+
+_SKIP_ON_ROCM = re.compile(r"(?i)^_*skip\w*?_?(?:if|on)_?(?:rocm|hip|amd)$|^_*skip_?(?:rocm|hip|amd)$")
+
+
+def skips_on_rocm(name: str) -> bool:
+    """Does a decorator named ``name`` skip its test on ROCm (torch's ``skipIfRocm``,
+    ``skipCUDAIfRocm``, ``skip_if_rocm``, ``skipOnHip``)?"""
+    return _SKIP_ON_ROCM.match(name) is not None
 
 
 # -- a module's own predicates ------------------------------------------------------------
@@ -293,7 +382,11 @@ def module_tests(body: Iterable[ast.stmt], env: Env) -> Dict[str, Test]:
     """The predicates a module defines at module level: a name assigned once from a test
     (``_is_cuda = is_cuda()``, ``IS_HIP = torch.version.hip is not None``) and a function
     whose body returns one (``def is_hip(): return torch.version.hip is not None``), in
-    order, so a later one may use an earlier one. Fills and returns ``env.tests``."""
+    order, so a later one may use an earlier one. Fills and returns ``env.tests``. A constant
+    flag (``USE_COMPILE = False``: a bool assigned once at module level to a name spelled as a
+    constant, named in no ``global`` statement) is a test too: true everywhere or nowhere, so
+    code under ``if USE_COMPILE:`` runs nowhere. (``model = None`` is no flag: a local of that
+    name would read as it.)"""
     assigned: Dict[str, int] = {}
     statements = list(body)
     for stmt in statements:
@@ -303,11 +396,22 @@ def module_tests(body: Iterable[ast.stmt], env: Env) -> Dict[str, Test]:
                 assigned[node.id] = assigned.get(node.id, 0) + 1
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             assigned[stmt.name] = assigned.get(stmt.name, 0) + 1
+    rebound: Optional[set] = None  # names a ``global`` statement lets a function rebind
     for stmt in statements:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             if len(targets) == 1 and isinstance(targets[0], ast.Name) and assigned.get(targets[0].id) == 1:
                 test = classify(stmt.value, env)
+                if test.known and test in (ALWAYS, NEVER):
+                    name = targets[0].id
+                    if not (isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, bool)
+                            and name.upper() == name and any(c.isalpha() for c in name)):
+                        continue  # a constant flag is a bool in a constant's name (`model = None` is not)
+                    if rebound is None:
+                        rebound = {name for s in statements for n in ast.walk(s) if isinstance(n, ast.Global)
+                                   for name in n.names}
+                    if targets[0].id in rebound:
+                        continue
                 if test.known:
                     env.tests[targets[0].id] = test
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and assigned.get(stmt.name) == 1:
@@ -316,8 +420,32 @@ def module_tests(body: Iterable[ast.stmt], env: Env) -> Dict[str, Test]:
                 test = classify(value, env)
                 if test.known:
                     env.tests[stmt.name] = test
+            elif _answers_by_architecture(stmt, env):
+                env.tests[stmt.name] = ARCH
     return env.tests
 
+
+def _answers_by_architecture(fn: ast.AST, env: Env) -> bool:
+    """A function that returns only ``True`` / ``False`` and decides by an architecture test
+    (``if torch.version.hip: ... if cap == (9, 4): return True ... return False``): a helper
+    such as ``supports_float8_fnuz()``, whatever its name."""
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    if not returns or not all(isinstance(r.value, ast.Constant) and isinstance(r.value.value, bool) for r in returns):
+        return False
+    if not any(r.value.value for r in returns):
+        return False
+    tests = [classify(node.test, env) for node in ast.walk(fn) if isinstance(node, ast.If)]
+    on_rocm = any(t.true and t.true <= {ROCM} for t in tests)  # its answer is about AMD GPUs
+    return on_rocm and any(t.arch for t in tests)
+
+
+
+def other_accelerator_path(path: str) -> bool:
+    """A module inside a directory for another accelerator: the per-vendor backend trees of
+    operator libraries (``backend/_kunlunxin/ops/mm.py``, ``_mthreads/``, ``npu/``), which a
+    vendor registry selects at import, so their code never runs on an AMD GPU."""
+    parts = re.split(r"[/\\]", path)[:-1]
+    return any(_OTHER_WORD.search(part) for part in parts if part not in ("", ".", ".."))
 
 
 # -- code for NVIDIA GPUs only ----------------------------------------------------------------
@@ -333,6 +461,35 @@ CUDA_ONLY_PACKAGES: Dict[str, str] = {
     "pycuda": "PyCUDA, bindings to NVIDIA's CUDA driver",
     "tensorrt": "TensorRT, NVIDIA's inference runtime",
     "torch_tensorrt": "Torch-TensorRT, NVIDIA's TensorRT backend for torch",
+    # a dotted name: a module of a package that itself has ROCm builds
+    "triton.language.extra.tlx": "TLX, Triton's low-level extension for NVIDIA Hopper and Blackwell warp"
+                                 " specialisation (Meta's Triton; not in ROCm's Triton)",
+}
+
+
+def cuda_only_package(module: str) -> Optional[str]:
+    """The entry of ``CUDA_ONLY_PACKAGES`` that an imported module ``module`` is (the package
+    itself or one of its modules), or None."""
+    for name in CUDA_ONLY_PACKAGES:
+        if module == name or module.startswith(name + "."):
+            return name
+    return None
+
+
+# Packages with no ROCm build that ROC704 leaves to the CUDA-only closure of the project
+# (ROC707: an NVIDIA-only module imports them on purpose; reporting each import there tells an
+# NVIDIA-only component that it is NVIDIA-only): a module that imports one unconditionally is
+# still code for NVIDIA GPUs only (``gates.nvidia_only``).
+NVIDIA_ONLY_IMPORTS: Dict[str, str] = {
+    "cutlass": "the CUTLASS / CuTe DSL (nvidia-cutlass-dsl), for NVIDIA GPUs only",
+    "cuda": "cuda-python (cuda.bindings, cuda.core, cuda.tile), bindings to NVIDIA's driver and runtime",
+}
+
+# ROCm packages whose kernels are built for some AMD architectures only (module -> what it
+# is): importing one succeeds on every AMD GPU, so an import alone is no test that its kernels
+# run on the GPU at hand.
+ARCH_LIMITED_PACKAGES: Dict[str, str] = {
+    "aiter": "AITER, AMD's kernel library, built for CDNA3 / CDNA4 (MI300 gfx942, MI350 gfx950) only",
 }
 
 # Words of a function's or class's name that say it is for an NVIDIA-only feature: Hopper and
@@ -340,8 +497,8 @@ CUDA_ONLY_PACKAGES: Dict[str, str] = {
 # libraries. A name is split into words first (``HopperAttention``, ``fp8_gemm_sm90``).
 _NVIDIA_FEATURE_WORD = re.compile(
     r"^(?:fa3|tma|wgmma|hopper|blackwell|tcgen05|sm_?(?:9\d|1[0-2]\d)a?|nvfp4|cutlass|cute|flashinfer|trtllm"
-    r"|tensorrt|deepgemm|flashmla|nvidia|nvshmem)$")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+    r"|tensorrt|deepgemm|flashmla|nvidia|nvshmem|marlin|machete)$")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")  # FP8GemmSM90, NVIDIAModelOpt
 
 
 def name_words(name: str) -> Iterable[str]:

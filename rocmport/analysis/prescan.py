@@ -5,8 +5,11 @@ Most files of a large tree mention the words the rules look for (``compile``, ``
 parameter, a docstring. Parsing them with LibCST and resolving their names costs ten times
 more than CPython's ``ast``, which the engine runs on every such file anyway (it refuses
 over-deep nesting before LibCST could overflow the C stack). :class:`Facts` keeps what that
-tree says about names, and each rule family's ``Rule.may_match(facts)`` answers whether the
-file can hold one of its findings at all.
+tree says about names (its bindings and name index, and every node filed by type), and each
+rule's ``Rule.may_match(facts)`` answers whether the file can hold one of its findings at all:
+its ``NEEDS`` (``rocmport.analysis.needs``) on these facts, unless the rule keeps a measured
+fast path of its own. Whatever else a need asks (strings, keywords, keys) is computed from
+``Facts.nodes`` on first use, never in the walk every parsed file pays for.
 
 Every answer must be conservative: ``False`` only when the rule provably cannot report
 anything in the file. The argument rests on how LibCST's ``QualifiedNameProvider`` (which
@@ -174,12 +177,13 @@ for _name, _get in (("MatchAs", lambda n: (n.name,) if n.name else ()),
 
 
 class Facts:
-    """What one CPython parse of a file says about its names, calls and writes."""
+    """What one CPython parse of a file says about its names, calls and bindings: the name
+    index every qualified-name question reads. Anything else a prefilter asks (strings,
+    keywords, keys, ...) is computed on first use from ``nodes(...)`` and kept in ``memo``
+    (``rocmport.analysis.needs``)."""
 
-    __slots__ = ("bindings", "names", "attributes", "calls", "decorators", "keyword_calls", "keywords",
-                 "strings", "assigned_names", "assigned_attributes", "stored_keys", "dict_keys",
-                 "subscript_call_keywords", "other_bindings", "class_paths", "tree", "by_type", "_kinds", "_imports",
-                 "_module_imports", "index", "path", "memo")
+    __slots__ = ("bindings", "names", "attributes", "calls", "decorators", "other_bindings", "class_paths", "tree",
+                 "by_type", "_kinds", "_imports", "_module_imports", "index", "path", "memo")
 
     def __init__(self) -> None:
         self.bindings: Dict[str, Set[str]] = {}  # name -> qualified names that imports bind to it
@@ -187,14 +191,6 @@ class Facts:
         self.attributes: Dict[str, List[ast.Attribute]] = {}  # attribute name -> its nodes
         self.calls: Dict[str, List[ast.Call]] = {}  # last part of the callee's name -> the calls
         self.decorators: Dict[str, List[ast.expr]] = {}  # the same for decorators
-        self.keyword_calls: List[ast.Call] = []  # calls with mode=, options= or **
-        self.keywords: Set[str] = set()  # every keyword argument name
-        self.strings: Set[str] = set()  # every str constant
-        self.assigned_names: Set[str] = set()  # ``a = ...`` (plain and annotated): "a"
-        self.assigned_attributes: Dict[str, List[ast.Attribute]] = {}  # ``a.b = ...``: "b" -> targets
-        self.stored_keys: Set[str] = set()  # ``a["k"] = ...``: "k"
-        self.dict_keys: Set[str] = set()  # ``{"k": ...}``: "k"
-        self.subscript_call_keywords: Set[str] = set()  # keywords of ``x[...](...)`` calls
         # Names bound otherwise than by an import (in any scope): an assignment, a parameter,
         # a def, ... (``roots`` adds their local names; ``binding_kinds`` sorts by scope)
         self.other_bindings: Set[str] = set()
@@ -206,86 +202,60 @@ class Facts:
         self._module_imports: Dict[str, Set[str]] = {}
         self.index = None  # the project index (rocmport.analysis.index) and the file's path: set by the engine
         self.path: Optional[str] = None
-        self.memo: Dict[str, object] = {}  # what a rule derived from these facts, asked again by its prefilter,
-        # its ``reach`` and its visit (by a key of the rule's own)
+        self.memo: Dict[object, object] = {}  # what a need or a rule derived from these facts, asked again by
+        # its prefilter, its ``reach`` and its visit (by a key of its own: "needs:strings", "compile_modes:...",
+        # or a rule's NEEDS object itself: its answer)
 
     @classmethod
     def of(cls, tree: ast.AST) -> "Facts":
         facts = cls()
         facts.tree = tree
         _class_paths(getattr(tree, "body", ()), "", facts.class_paths)
-        bindings, names, attributes, calls = facts.bindings, facts.names, facts.attributes, facts.calls
-        keywords, strings = facts.keywords, facts.strings
-        Name, Attribute, Call, Constant = ast.Name, ast.Attribute, ast.Call, ast.Constant
-        Import, ImportFrom, Subscript = ast.Import, ast.ImportFrom, ast.Subscript
-        Assign, AnnAssign, Dict = ast.Assign, ast.AnnAssign, ast.Dict
-        FunctionDef, AsyncFunctionDef, ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
-        Load, Arg = ast.Load, ast.arg
-        other = facts.other_bindings
-        for node in walk(tree, facts.by_type):
-            kind = type(node)
-            if kind is Name:
-                names.add(node.id)
-                if type(node.ctx) is not Load:
-                    other.add(node.id)
-            elif kind is Attribute:
-                found = attributes.get(node.attr)
-                if found is None:
-                    attributes[node.attr] = [node]
-                else:
-                    found.append(node)
-            elif kind is Call:
-                func = node.func
-                func_kind = type(func)
-                last = func.attr if func_kind is Attribute else func.id if func_kind is Name else _last(func)
-                found = calls.get(last)
-                if found is None:
-                    calls[last] = [node]
-                else:
-                    found.append(node)
-                if node.keywords:
-                    hit = False
-                    for k in node.keywords:
-                        word = k.arg
-                        if word is None or word == "mode" or word == "options":
-                            hit = True
-                        if word is not None:
-                            keywords.add(word)
-                    if hit:
-                        facts.keyword_calls.append(node)
-                    if func_kind is Subscript:
-                        facts.subscript_call_keywords.update(k.arg for k in node.keywords if k.arg)
-            elif kind is Constant:
-                if type(node.value) is str:
-                    strings.add(node.value)
-            elif kind is Assign or kind is AnnAssign:
-                for target in (node.targets if kind is Assign else (node.target,)):
-                    target_kind = type(target)
-                    if target_kind is Name:
-                        facts.assigned_names.add(target.id)
-                    elif target_kind is Attribute:
-                        facts.assigned_attributes.setdefault(target.attr, []).append(target)
-                    elif target_kind is Subscript:
-                        key = target.slice
-                        if type(key) is Constant and type(key.value) is str:
-                            facts.stored_keys.add(key.value)
-            elif kind is Dict:
-                for key in node.keys:
-                    if type(key) is Constant and type(key.value) is str:
-                        facts.dict_keys.add(key.value)
-            elif kind is Arg:
-                other.add(node.arg)
-            elif kind is FunctionDef or kind is AsyncFunctionDef:
+        by_type = facts.by_type
+        walk(tree, by_type)
+        get = by_type.get
+        Load, Attribute, Name = ast.Load, ast.Attribute, ast.Name
+        names, other = facts.names, facts.other_bindings
+        for node in get(Name, ()):
+            names.add(node.id)
+            if type(node.ctx) is not Load:
+                other.add(node.id)
+        attributes = facts.attributes
+        for node in get(Attribute, ()):
+            found = attributes.get(node.attr)
+            if found is None:
+                attributes[node.attr] = [node]
+            else:
+                found.append(node)
+        calls = facts.calls
+        for node in get(ast.Call, ()):
+            func = node.func
+            func_kind = type(func)
+            last = func.attr if func_kind is Attribute else func.id if func_kind is Name else _last(func)
+            found = calls.get(last)
+            if found is None:
+                calls[last] = [node]
+            else:
+                found.append(node)
+        other.update(node.arg for node in get(ast.arg, ()))
+        decorators = facts.decorators
+        for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            for node in get(kind, ()):
                 other.add(node.name)
                 for decorator in node.decorator_list:
-                    facts.decorators.setdefault(_last(decorator), []).append(decorator)
-            elif kind is ClassDef:
-                other.add(node.name)
-            elif kind is Import or (kind is ImportFrom and not node.level):  # relative: names start with "."
+                    decorators.setdefault(_last(decorator), []).append(decorator)
+        other.update(node.name for node in get(ast.ClassDef, ()))
+        bindings = facts.bindings
+        for node in get(ast.Import, ()):
+            for name, full in import_bindings(node):
+                bindings.setdefault(name, set()).add(full)
+        for node in get(ast.ImportFrom, ()):
+            if not node.level:  # relative: names start with "."
                 for name, full in import_bindings(node):
                     bindings.setdefault(name, set()).add(full)
-            elif kind in _OTHER_BINDERS:
-                other.update(_OTHER_BINDERS[kind](node))
+        for kind, binds in _OTHER_BINDERS.items():
+            for node in get(kind, ()):
+                other.update(binds(node))
         return facts
 
     # -- what a node, or any node of the file, may resolve to ----------------------------
@@ -406,14 +376,6 @@ class Facts:
         relative import keeps its dots: ``from .a import b`` is ".a.b")."""
         self.binding_kinds()
         return self._imports
-
-    def first_strings(self, method: str) -> Set[str]:
-        """The string literals passed first to calls of ``method`` (``x.method("s", ...)``)."""
-        out: Set[str] = set()
-        for call in self.calls.get(method, ()):
-            if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
-                out.add(call.args[0].value)
-        return out
 
 
 class _Binder(ast.NodeVisitor):

@@ -50,6 +50,7 @@ from .events import (
 )
 from .names import COMPILE_NAMES
 from .resolve import BindingRecorder, ScopeBindings
+from .statics import default_value
 from .syntax import dotted_name, keyword, literal_string
 
 SHARED_KEY = "rocmport.regions"
@@ -1184,7 +1185,10 @@ class Analysis:
     def _silenced(self, receiver: cst.BaseExpression, attr: str, scope: Optional[Scope]) -> bool:
         """A logger that the file rebinds to a no-op (typically unless a variable is set):
         ``logger.info = lambda *a, **k: None``, ``logger = _NullLogger()`` whose ``info`` does
-        nothing, or ``logger = noop``: the call may do nothing, so it is not reported."""
+        nothing (or whose ``__getattr__`` hands out a no-op), ``logger = noop``, or ``logger =
+        logging.getLogger(...) if os.environ.get("DEBUG") else _NullLogger()`` (the arm taken
+        when the variable is unset, where ``statics`` knows it): the call may do nothing, so it
+        is not reported."""
         name = dotted_name(receiver)
         if name is None:
             return False
@@ -1195,13 +1199,38 @@ class Analysis:
             for target_name, value in rebinds:
                 if target_name == f"{name}.{attr}" and self._is_noop(value, current):
                     return True
-                if target_name == name and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-                    cls = self.lookup_class(current, value.func.value)
-                    method = self.method(cls, attr) if cls is not None else None
-                    if method is not None and _trivial(method.node):
-                        return True
+                if target_name == name and any(self._noop_object(v, attr, current) for v in self._arms(value)):
+                    return True
             current = current.parent
         return False
+
+    def _arms(self, value: cst.BaseExpression) -> List[cst.BaseExpression]:
+        """The values a conditional expression may give: the arm taken by default when its test
+        is known (``statics.default_value``: no environment variable set), else both."""
+        if not isinstance(value, cst.IfExp):
+            return [value]
+        known, test = default_value(value.test, self.qnames)
+        if known:
+            return self._arms(value.body if test else value.orelse)
+        return self._arms(value.body) + self._arms(value.orelse)
+
+    def _noop_object(self, value: cst.BaseExpression, attr: str, scope: Scope) -> bool:
+        """``_NullLogger()``: an instance of a class of the file whose ``attr`` does nothing, or
+        whose ``__getattr__`` returns something that does nothing."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+            return False
+        cls = self.lookup_class(scope, value.func.value)
+        if cls is None:
+            return False
+        method = self.method(cls, attr)
+        if method is not None:
+            return _trivial(method.node)
+        fallback = self.method(cls, "__getattr__")
+        if fallback is None or not isinstance(fallback.node.body, cst.IndentedBlock):
+            return False
+        returns = [small.value for stmt in fallback.node.body.body if isinstance(stmt, cst.SimpleStatementLine)
+                   for small in stmt.body if isinstance(small, cst.Return) and small.value is not None]
+        return bool(returns) and all(self._is_noop(r, fallback) for r in returns)
 
     def _is_noop(self, value: cst.BaseExpression, scope: Scope) -> bool:
         if isinstance(value, cst.Lambda):
@@ -1374,12 +1403,53 @@ def _trivial(function: cst.CSTNode) -> bool:
     return True
 
 
+# A comparison and its negation: ``a != b`` is ``not a == b`` (so ``_negate`` pairs them).
+_NEGATED_OPS = {cst.NotEqual: "==", cst.NotIn: "in", cst.IsNot: "is", cst.GreaterThanEqual: "<",
+                cst.LessThanEqual: ">"}
+_PLAIN_OPS = {cst.Equal: "==", cst.In: "in", cst.Is: "is", cst.LessThan: "<", cst.GreaterThan: ">"}
+_FLAG_CALLS = frozenset({"isinstance", "hasattr", "callable", "issubclass"})
+_CODE = cst.Module(body=[])
+
+
 def _flag(test: cst.BaseExpression) -> Optional[str]:
-    """``args.compile`` / ``not USE_COMPILE``: a flag (a dotted name, or its negation)."""
+    """``args.compile`` / ``not USE_COMPILE``: a flag (a dotted name, or its negation); also a
+    comparison (``model_type != "mamba"`` is ``not model_type == "mamba"``) and an
+    ``isinstance(model, Mamba)``, as their text: the same text at the compile site and in the
+    compiled code is the same decision, made before the compiled call."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _flag(test.expression)
         return None if inner is None else _negate(inner)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        left, right = _operand_text(test.left), _operand_text(target.comparator)
+        if left is None or right is None:
+            return None
+        op = type(target.operator)
+        if op in _PLAIN_OPS:
+            return f"{left} {_PLAIN_OPS[op]} {right}"
+        if op in _NEGATED_OPS:
+            return f"not {left} {_NEGATED_OPS[op]} {right}"
+        return None
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value in _FLAG_CALLS:
+        parts = [_operand_text(a.value) for a in test.args if a.keyword is None and not a.star]
+        if len(parts) == len(test.args) and None not in parts:
+            return f"{test.func.value}({', '.join(parts)})"
+        return None
     return dotted_name(test)
+
+
+def _operand_text(node: cst.BaseExpression) -> Optional[str]:
+    """A comparison's operand as a flag spells it: a dotted name, a literal, a tuple of them."""
+    name = dotted_name(node)
+    if name is not None:
+        return name
+    if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float)) or (
+            isinstance(node, cst.Name) and node.value in ("None", "True", "False")):
+        return _CODE.code_for_node(node)
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        parts = [_operand_text(e.value) for e in node.elements]
+        return None if None in parts else "(" + ", ".join(parts) + ")"
+    return None
 
 
 def _negate(flag: str) -> str:

@@ -48,9 +48,17 @@ CLAMPS = frozenset(TL + n for n in ("clamp", "minimum", "maximum", "abs", "where
 HALF_DTYPES = frozenset({TL + "float16", TL + "bfloat16"})
 ZEROS = frozenset({TL + "zeros", TL + "full"})
 DOT = frozenset({TL + "dot"})
+# Calls whose shape arguments must be powers of two (``extent_uses``), and the tensor methods
+# that take a shape.
+_SHAPE_FUNCTIONS = frozenset(TL + n for n in ("zeros", "full", "reshape", "broadcast_to", "view", "make_block_ptr",
+                                              "make_tensor_descriptor"))
+_SHAPE_METHODS = frozenset({"reshape", "broadcast_to", "view"})
 
 # Paths and branches for accelerators that are neither CUDA nor ROCm: out of scope.
-_FOREIGN_PATH = re.compile(r"(?i)(?:^|[/\\_])(?:ascend|npu|xpu|mlu|musa|habana|hpu|neuron|tpu)(?:[/\\_.]|$)")
+# (Kernel libraries with one backend folder per vendor -- FlagGems' ``runtime/backend/_cambricon``,
+# ``_kunlunxin``, ``_metax``, ``_mthreads``, ``_iluvatar``, ``_aipu``, ``_hygon``, ``_arm`` -- name them.)
+_FOREIGN_PATH = re.compile(r"(?i)(?:^|[/\\_])(?:ascend|npu|xpu|mlu|musa|habana|hpu|neuron|tpu|cambricon|kunlunxin|"
+                           r"kunlun|metax|mthreads|iluvatar|aipu|hygon|arm)(?:[/\\_.]|$)")
 FOREIGN_TEST = re.compile(r"(?i)(?:^|_)(?:ascend|npu|xpu|mlu|musa|hpu|neuron|tpu)(?:_|$|\d)")
 
 Extent = Union[str, int]  # a constexpr parameter name, or a known integer
@@ -398,6 +406,67 @@ class TritonAnalysis:
             if node is not None:
                 return int_value(node)
         return None
+
+    def extent_uses(self, kernel: Kernel) -> Dict[str, List[Tuple[cst.Call, str]]]:
+        """constexpr parameter -> the calls of the kernel that use it as a block extent or a
+        tile dimension, in source order: ``tl.arange(0, P)`` ("arange"), and a dimension of
+        ``tl.zeros`` / ``tl.full`` shapes, ``reshape`` / ``broadcast_to`` / ``view``,
+        ``block_shape=`` of ``tl.make_block_ptr`` / ``tl.make_tensor_descriptor`` ("shape").
+        Every such dimension must be a power of two; ``tl.static_range`` and ``range`` take
+        any bound and are not uses."""
+        key = ("extents", id(kernel.func))
+        if key in self._scope_cache:
+            return self._scope_cache[key]  # type: ignore[return-value]
+        analysis = self
+        uses: Dict[str, List[Tuple[cst.Call, str]]] = {}
+
+        def note(expr: Optional[cst.BaseExpression], call: cst.Call, kind: str) -> None:
+            if isinstance(expr, cst.Name) and expr.value in kernel.constexprs:
+                uses.setdefault(expr.value, []).append((call, kind))
+
+        def dims(expr: Optional[cst.BaseExpression], call: cst.Call) -> None:
+            if isinstance(expr, (cst.Tuple, cst.List)):
+                for element in expr.elements:
+                    note(element.value, call, "shape")
+            else:
+                note(expr, call, "shape")
+
+        class _V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                positional = [a.value for a in n.args if a.keyword is None and not a.star]
+                func = n.func
+                if isinstance(func, cst.Attribute) and func.attr.value in _SHAPE_METHODS \
+                        and not analysis.ctx.may_resolve(func, _SHAPE_FUNCTIONS | {TL + "arange"}):
+                    for value in positional:
+                        dims(value, n)
+                    return
+                if not analysis.ctx.may_resolve(func, _SHAPE_FUNCTIONS | {TL + "arange"}):
+                    return
+                names = analysis.qnames(func)
+                if TL + "arange" in names:
+                    end = keyword(n, "end")
+                    start = keyword(n, "start")
+                    end_value = end.value if end is not None else positional[1] if len(positional) > 1 else None
+                    start_value = start.value if start is not None else positional[0] if positional else None
+                    if start_value is not None and int_value(start_value) == 0:
+                        note(end_value, n, "arange")
+                elif names & {TL + "zeros", TL + "full"}:
+                    shape = keyword(n, "shape")
+                    dims(shape.value if shape is not None else positional[0] if positional else None, n)
+                elif names & {TL + "reshape", TL + "broadcast_to", TL + "view"}:
+                    shape = keyword(n, "shape")
+                    if shape is not None:
+                        dims(shape.value, n)
+                    for value in positional[1:]:
+                        dims(value, n)
+                elif names & {TL + "make_block_ptr", TL + "make_tensor_descriptor"}:
+                    shape = keyword(n, "block_shape")
+                    if shape is not None:
+                        dims(shape.value, n)
+
+        _walk.visit(kernel.func.body, _V())
+        self._scope_cache[key] = uses  # type: ignore[assignment]
+        return uses
 
     # -- values reaching a parameter ------------------------------------------------------
     def config_dict(self, config: cst.Call) -> Optional[cst.Dict]:

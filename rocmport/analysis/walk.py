@@ -8,47 +8,108 @@ children in the order LibCST visits them, the same node objects -- and builds no
 engine's one visit of a file and the parent records use it, and :func:`visit` is
 ``node.visit(visitor)`` for the analyses' own walks (a Triton kernel's body, a whole module).
 
-The order of a node type's children is the order of the fields its own
-``_visit_and_replace_children`` hands to LibCST's ``visit_*`` helpers, read once per type
-from LibCST's source. Where that source cannot be read, a node's children are taken, in
-LibCST's order, from one call of that method with a visitor that does not descend (it
-rebuilds that one node). A visitor with attribute hooks (``visit_<Type>_<field>``), which
-this walk does not call, gets LibCST's own traversal. ``tests/test_walk.py`` holds both to
-the same calls on real code.
+The order of a node type's children is learnt from LibCST itself: the first nodes of a type
+have their children taken, in LibCST's order, from one call of their own
+``_visit_and_replace_children`` with a visitor that does not descend (it rebuilds that one
+node), and each such call says in which order the fields it met come (:class:`_Order`).
+Once the fields a node holds children in are known to be in a known order, its children are
+read straight from those fields. Nothing is read from LibCST's source. A visitor with attribute
+hooks (``visit_<Type>_<field>``), which this walk does not call, gets LibCST's own traversal.
+``tests/test_walk.py`` holds both to the same calls on real code.
 """
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 import re
 import weakref
-from typing import Callable, Dict, Iterable, List, Optional, Tuple, Type
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import libcst as cst
-from libcst._nodes.base import CSTNode
+from libcst import CSTNode
 
-_FIELD = re.compile(r'\bvisit_(?:required|optional|sentinel|sequence|body_sequence|iterable|body_iterable)'
-                    r'\(\s*self\s*,\s*"(\w+)"')
 _ATTRIBUTE_HOOK = re.compile(r"^(?:visit|leave)_[A-Z][A-Za-z]*_\w+$")
-_ORDER: Dict[type, Optional[Tuple[str, ...]]] = {}
 
 
-def child_fields(cls: Type[CSTNode]) -> Optional[Tuple[str, ...]]:
-    """The fields of ``cls`` that LibCST visits, in its order (None when unknown)."""
-    try:
-        return _ORDER[cls]
-    except KeyError:
-        pass
-    try:
-        source = inspect.getsource(cls._visit_and_replace_children)
-    except (OSError, TypeError):
-        order = None
-    else:
-        order = tuple(dict.fromkeys(_FIELD.findall(source)))
-        if not order and "visit_" in source.split("\n", 1)[-1]:
-            order = None  # it visits something the pattern does not read
-    _ORDER[cls] = order
-    return order
+class _Order:
+    """What LibCST's traversals of a node type have shown of the order of its fields.
+
+    ``fields``: the fields known to come in that order (each pair of them was seen together);
+    ``unplaced``: the type's other fields. A node whose children all sit in ``fields`` is
+    read from them; one with a child in an ``unplaced`` field is recorded from LibCST, and the
+    order learnt grows. LibCST visits a type's fields in one fixed order, so what any two
+    traversals show agrees."""
+
+    __slots__ = ("fields", "unplaced", "every", "before", "seen", "broken")
+    # ``seen``: field -> how many learnt nodes held children in it
+
+    def __init__(self, cls: type):
+        self.fields: Tuple[str, ...] = ()
+        self.every: Tuple[str, ...] = tuple(f.name for f in dataclasses.fields(cls))
+        self.unplaced: Tuple[str, ...] = self.every
+        self.before: set = set()  # (a, b): a's children come before b's
+        self.seen: Dict[str, int] = {}
+        self.broken = False  # a field's children were not together: always ask LibCST
+
+    def learn(self, node: CSTNode, recorded: List[CSTNode]) -> None:
+        if self.broken:
+            return
+        where: Dict[int, str] = {}
+        for name in self.every:
+            value = getattr(node, name, None)
+            if isinstance(value, CSTNode):
+                where[id(value)] = name
+            elif type(value) is tuple or type(value) is list:
+                for item in value:
+                    where[id(item)] = name
+        sequence: List[str] = []
+        for child in recorded:
+            name = where.get(id(child))
+            if name is None:  # a child not held in a field as such: ask LibCST each time
+                self.broken = True
+                return
+            if not sequence or sequence[-1] != name:
+                if name in sequence:
+                    self.broken = True
+                    return
+                sequence.append(name)
+        for i, a in enumerate(sequence):
+            self.seen[a] = self.seen.get(a, 0) + 1
+            for b in sequence[i + 1:]:
+                self.before.add((a, b))
+        # the known order: the most used fields first, each kept if its order with every one
+        # kept before it is known (a chain of the order LibCST visits them in)
+        placed: List[str] = []
+        for f in sorted(self.seen, key=lambda name: -self.seen[name]):
+            if all((f, g) in self.before or (g, f) in self.before for g in placed):
+                placed.append(f)
+        rank = {f: sum((g, f) in self.before for g in placed) for f in placed}  # its predecessors
+        self.fields = tuple(sorted(placed, key=rank.__getitem__))
+        self.unplaced = tuple(name for name in self.every if name not in rank)
+
+
+_ORDER: Dict[type, _Order] = {}
+
+
+def _order(cls: type) -> _Order:
+    found = _ORDER.get(cls)
+    if found is None:
+        found = _ORDER[cls] = _Order(cls)
+    return found
+
+
+def _holds_child(value) -> bool:
+    return isinstance(value, CSTNode) or ((type(value) is tuple or type(value) is list) and len(value) > 0)
+
+
+def _known(order: _Order, node: CSTNode) -> bool:
+    """Are ``node``'s children all in fields whose order is known?"""
+    if order.broken:
+        return False
+    for name in order.unplaced:
+        if _holds_child(getattr(node, name, None)):
+            return False
+    return True
 
 
 class _Recorder(cst.CSTVisitor):
@@ -70,11 +131,13 @@ def _recorded_children(node: CSTNode) -> List[CSTNode]:
 
 def children(node: CSTNode) -> List[CSTNode]:
     """``node``'s children, in the order LibCST visits them."""
-    fields = child_fields(type(node))
-    if fields is None:
-        return _recorded_children(node)
+    order = _order(type(node))
+    if not _known(order, node):
+        recorded = _recorded_children(node)
+        order.learn(node, recorded)
+        return recorded
     out: List[CSTNode] = []
-    for name in fields:
+    for name in order.fields:
         child = getattr(node, name)
         if isinstance(child, CSTNode):
             out.append(child)
@@ -126,13 +189,13 @@ def visit_batched(node: CSTNode, visitors: Iterable[cst.BatchableCSTVisitor],
         before(current)
         for call in calls:
             call(current)
-        fields = order.get(cls, _UNREAD)
-        if fields is _UNREAD or fields is None:
+        known = order.get(cls)
+        if known is None or ((known.unplaced or known.broken) and not _known(known, current)):
             for child in children(current):
                 if type(child) not in skip:
                     walk(child)
         else:
-            for name in fields:
+            for name in known.fields:
                 child = getattr(current, name)
                 held = type(child)
                 if held is tuple or held is list:
@@ -186,13 +249,13 @@ def visit(node: CSTNode, visitor: cst.CSTVisitor) -> None:
         else:
             descend = on_visit(current)
         if descend:  # the children as visit_batched reads them (inline: this runs per node)
-            fields = order.get(cls, _UNREAD)
-            if fields is _UNREAD or fields is None:
+            known = order.get(cls)
+            if known is None or ((known.unplaced or known.broken) and not _known(known, current)):
                 for child in children(current):
                     if type(child) not in skip:
                         walk(child)
             else:
-                for name in fields:
+                for name in known.fields:
                     child = getattr(current, name)
                     held = type(child)
                     if held is tuple or held is list:
@@ -263,5 +326,3 @@ def _is_node(kind: type) -> bool:
 def _nothing(_node: CSTNode) -> None:
     pass
 
-
-_UNREAD = object()

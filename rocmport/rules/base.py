@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Collection, Dict, FrozenSet, Li
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedName, QualifiedNameProvider
-from libcst.metadata.base_provider import LazyValue
 
-from rocmport.analysis import gates
+from rocmport.analysis import gates, testing
+from rocmport.analysis.libcst_internals import LazyValue
 from rocmport.analysis.names import import_names, name_parts, possible_names
 from rocmport.analysis.needs import Need
 from rocmport.analysis.platforms import ROCM
@@ -42,7 +42,9 @@ class Case:
     ``code`` and ``expected`` are dedented, and a first empty line dropped, so a case may be
     written as an indented triple-quoted block inside the class, as the docs are.
     For an invalid case, ``line`` and ``column`` (1-based, as rocmport prints them) and
-    ``message``, where given, are those of the rule's first finding.
+    ``message``, where given, are those of the rule's first finding. ``path``: the name the
+    code is checked under, for rules that read it (a test module, a module named for a
+    package).
     """
 
     code: str
@@ -51,6 +53,7 @@ class Case:
     line: Optional[int] = None
     column: Optional[int] = None
     message: Optional[str] = None
+    path: str = "snippet.py"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "code", _case_text(self.code))
@@ -242,6 +245,10 @@ class SpanError(Exception):
 
 
 _UNSET = object()
+# A function that asks a question (``is_hopper``, ``supports_fp8``, ``_tma_ok``): it runs on every
+# platform to decide, so its name does not make its code NVIDIA-only.
+_PREDICATE = re.compile(r"(?i)^_*(?:is|has|have|can|supports?|use|should|check|detect|get_is)_|_(?:ok|available|"
+                        r"supported|enabled)$")
 _AS_NAME = re.compile(r"\bas\s+([A-Za-z_]\w*)")
 
 
@@ -311,7 +318,13 @@ class Rule(cst.BatchableCSTVisitor):
         ``prescan`` facts). The engine then spares the file LibCST when no enabled rule may
         match. A rule overrides it only where a derived answer is measurably too slow or too
         wide (``benchmarks/bench.py``), and tests it against the derived one."""
-        return cls.NEEDS is None or cls.NEEDS.holds(facts)
+        needs = cls.NEEDS
+        if needs is None:
+            return True
+        found = facts.memo.get(needs)  # the rules of a family share their NEEDS: asked once per file
+        if found is None:
+            found = facts.memo[needs] = needs.holds(facts)
+        return found  # type: ignore[return-value]
 
     @classmethod
     def reach(cls, facts: "Facts") -> Optional[FrozenSet[str]]:
@@ -331,7 +344,13 @@ class Rule(cst.BatchableCSTVisitor):
 
     # -- reporting ------------------------------------------------------------------------
     def report(self, node: cst.CSTNode, message: str, *, fix: Optional[Fix] = None,
-               end_node: Optional[cst.CSTNode] = None) -> None:
+               end_node: Optional[cst.CSTNode] = None, decision: Optional[str] = None) -> None:
+        """Report a finding at ``node`` (to ``end_node``). ``decision``: a key that names the
+        choice this finding is a place of (a kernel, a layer's default, a skip decorator):
+        the engine reports the findings of this rule in one file that carry the same key
+        once, at the first, with the count and the others as related locations
+        (docs/adding-a-rule.md, "One finding per decision"). Only display-only findings are
+        grouped: a fix is made at each place."""
         ctx = self.context
         try:
             start, end = ctx.span(node)
@@ -354,8 +373,36 @@ class Rule(cst.BatchableCSTVisitor):
                 fix=fix,
                 filename=ctx.path,
                 span=(start, end),
+                decision=decision,
+                not_a_port=self.not_a_port(node),
             )
         )
+
+    def not_a_port(self, node: cst.CSTNode) -> Optional[str]:
+        """Why the code at ``node`` is not a port, so that a fix leaves it alone (the finding
+        is still reported, marked): in a test module, a test skipped unconditionally or a test
+        whose point is CUDA graphs (``testing``); anywhere, code for NVIDIA GPUs only
+        (``gates.nvidia_only``). None: a port."""
+        tests = testing.of(self.context)
+        if tests.is_test:
+            reason = tests.skipped(node)
+            if reason is not None:
+                return f"a skipped test: {reason}"
+            reason = tests.about_graphs(node)
+            if reason is not None:
+                return f"{testing.GRAPH_TEST}: {reason}"
+        if self.CODE.startswith("ROC7") or self._in_predicate(node):
+            # a vendor check decides for itself what NVIDIA-only code is (ROC7xx); a predicate
+            # named for an NVIDIA feature (``is_hopper()``) runs on every GPU: it is the gate
+            return None
+        reason = gates.of(self.context).nvidia_only(node)
+        return f"NVIDIA-only code: {reason}" if reason is not None else None
+
+    def _in_predicate(self, node: cst.CSTNode) -> bool:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef):
+                return _PREDICATE.search(ancestor.name.value) is not None
+        return False
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.get_metadata(ParentNodeProvider, node, None)

@@ -11,7 +11,7 @@ from rocmport.analysis.events import (
 )
 from rocmport.rules.base import Case
 
-from .common import PRE, CaptureRule
+from .common import CaptureRule
 
 
 class CaptureCompileWithoutWarmup(CaptureRule):
@@ -40,15 +40,58 @@ class CaptureCompileWithoutWarmup(CaptureRule):
         loop, ideally on a side stream as the CUDA-graph docs show); then capture.
         """
     VALID = (
-        Case(PRE + "def run(f, g, x):\n    cf = torch.compile(f)\n    for _ in range(3):\n        cf(x)\n"
-             "    with torch.cuda.graph(g):\n        y = cf(x)\n"),
-        Case(PRE + "def run(f, g, x):\n    cf = torch.compiler.disable(f)\n"
-             "    with torch.cuda.graph(g):\n        y = cf(x)\n"),
+        Case("""
+            import torch
+            def run(f, g, x):
+                cf = torch.compile(f)
+                for _ in range(3):
+                    cf(x)
+                with torch.cuda.graph(g):
+                    y = cf(x)
+            """),
+        Case("""
+            import torch
+            def run(f, g, x):
+                cf = torch.compiler.disable(f)
+                with torch.cuda.graph(g):
+                    y = cf(x)
+            """),
     )
     INVALID = (
-        Case(PRE + "def run(f, g, x):\n    cf = torch.compile(f)\n    with torch.cuda.graph(g):\n        y = cf(x)\n"),
-        Case(PRE + "@torch.compile\ndef step(x):\n    return x * 2\n"
-             "def run(g, x):\n    with torch.cuda.graph(g):\n        y = step(x)\n"),
+        Case(
+            """
+            import torch
+            def run(f, g, x):
+                cf = torch.compile(f)
+                with torch.cuda.graph(g):
+                    y = cf(x)
+            """,
+            line=5,
+            column=13,
+            message=(
+                "`cf` is compiled (torch.compile at line 3) and first called inside the capture begun at line 4: "
+                "compiling during capture fails on CUDA and can corrupt the graph silently on ROCm; call it once "
+                "before the capture (warm-up, e.g. on a side stream)"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            @torch.compile
+            def step(x):
+                return x * 2
+            def run(g, x):
+                with torch.cuda.graph(g):
+                    y = step(x)
+            """,
+            line=7,
+            column=13,
+            message=(
+                "`step` is compiled (torch.compile at line 2) and first called inside the capture begun at line 6: "
+                "compiling during capture fails on CUDA and can corrupt the graph silently on ROCm; call it once "
+                "before the capture (warm-up, e.g. on a side stream)"
+            ),
+        ),
     )
 
     def on_event(self, event: RegionEvent) -> None:

@@ -12,7 +12,7 @@ from rocmport.analysis.events import (
 )
 from rocmport.rules.base import Case
 
-from .common import PRE, CaptureRule
+from .common import CaptureRule
 
 
 class CaptureDynamicShape(CaptureRule):
@@ -42,17 +42,98 @@ class CaptureDynamicShape(CaptureRule):
         outside the capture.
         """
     VALID = (
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        y = x[1:3]\n        z = x[:, 0]\n"),
-        Case(PRE + "def f(g, x, mask):\n    with torch.cuda.graph(g):\n        y = torch.where(mask, x, 0)\n"),
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        y = x.repeat_interleave(2)\n"),
-        Case(PRE + "def f(x):\n    return torch.nonzero(x)\n"),
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        x[x > 0] = 0\n"),
+        Case("""
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    y = x[1:3]
+                    z = x[:, 0]
+            """),
+        Case("""
+            import torch
+            def f(g, x, mask):
+                with torch.cuda.graph(g):
+                    y = torch.where(mask, x, 0)
+            """),
+        Case("""
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    y = x.repeat_interleave(2)
+            """),
+        Case("""
+            import torch
+            def f(x):
+                return torch.nonzero(x)
+            """),
+        Case("""
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    x[x > 0] = 0
+            """),
     )
     INVALID = (
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        idx = torch.nonzero(x)\n"),
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        y = x[x > 0]\n"),
-        Case(PRE + "def f(g, x, r):\n    with torch.cuda.graph(g):\n        y = torch.repeat_interleave(x, r)\n"),
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        y = x.unique()\n"),
+        Case(
+            """
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    idx = torch.nonzero(x)
+            """,
+            line=4,
+            column=15,
+            message=(
+                "`torch.nonzero()` has a data-dependent output shape inside the capture begun at line 3; its size is "
+                "read on the host, and a replay reuses the shape of the capture: pad to a fixed shape "
+                "(`torch.where(mask, x, 0)`, or a fixed `size=`), or move it out of the capture"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    y = x[x > 0]
+            """,
+            line=4,
+            column=13,
+            message=(
+                "boolean-mask indexing `x[x > 0]` has a data-dependent output shape inside the capture begun at line "
+                "3; its size is read on the host, and a replay reuses the shape of the capture: pad to a fixed shape "
+                "with `torch.where(mask, x, 0)` or `masked_fill`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, x, r):
+                with torch.cuda.graph(g):
+                    y = torch.repeat_interleave(x, r)
+            """,
+            line=4,
+            column=13,
+            message=(
+                "`torch.repeat_interleave()` has a data-dependent output shape inside the capture begun at line 3; "
+                "its size is read on the host, and a replay reuses the shape of the capture: pass `output_size=` so "
+                "the shape is known without reading the data"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    y = x.unique()
+            """,
+            line=4,
+            column=13,
+            message=(
+                "`.unique()` has a data-dependent output shape inside the capture begun at line 3; its size is read "
+                "on the host, and a replay reuses the shape of the capture: compute it before the capture, or keep a "
+                "fixed-size result"
+            ),
+        ),
     )
 
     def on_event(self, event: RegionEvent) -> None:

@@ -23,7 +23,7 @@ from rocmport.analysis.events import (
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import PRE, CaptureRule
+from .common import CaptureRule
 
 
 class CaptureHostSync(CaptureRule):
@@ -75,34 +75,169 @@ class CaptureHostSync(CaptureRule):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n    torch.cuda.synchronize()\n"
-             "    return y.item()\n"),
-        Case(PRE + "import networkx as nx\ngraph = nx.Graph()\nfor k, v in d.items():\n    print(k, v)\n"),
-        Case(PRE + "def f(x):\n    return x.sum().item()\n"),
-        Case(PRE + "def f(s, x):\n    with torch.cuda.stream(s):\n        y = x * 2\n        s.synchronize()\n"),
-        Case(PRE + "def f(g, x):\n    for _ in range(3):\n        y = x * 2\n        print(y.item())\n"
-             "    with torch.cuda.graph(g):\n        y = x * 2\n"),
-        Case(PRE + "import debug_print\ndef f(g, x):\n    with torch.cuda.graph(g):\n"
-             "        debug_print.print_tensor(x)\n"),
-        Case(PRE + "def h(x):\n    if torch.cuda.is_current_stream_capturing():\n        return x * 2\n"
-             "    return x.item()\n"
-             "def f(g, x):\n    with torch.cuda.graph(g):\n        y = h(x)\n"),
-        Case(PRE + "import tensorflow as tf\ndef f(x):\n    with tf.Graph().as_default() as graph:\n"
-             "        y = x.numpy()\n"),
-        Case(PRE + "def f(g, d):\n    with torch.cuda.graph(g):\n        for k, v in d.items():\n"
-             "            print(k)\n"),
+        Case("""
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    y = x * 2
+                torch.cuda.synchronize()
+                return y.item()
+            """),
+        Case("""
+            import torch
+            import networkx as nx
+            graph = nx.Graph()
+            for k, v in d.items():
+                print(k, v)
+            """),
+        Case("""
+            import torch
+            def f(x):
+                return x.sum().item()
+            """),
+        Case("""
+            import torch
+            def f(s, x):
+                with torch.cuda.stream(s):
+                    y = x * 2
+                    s.synchronize()
+            """),
+        Case("""
+            import torch
+            def f(g, x):
+                for _ in range(3):
+                    y = x * 2
+                    print(y.item())
+                with torch.cuda.graph(g):
+                    y = x * 2
+            """),
+        Case("""
+            import torch
+            import debug_print
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    debug_print.print_tensor(x)
+            """),
+        Case("""
+            import torch
+            def h(x):
+                if torch.cuda.is_current_stream_capturing():
+                    return x * 2
+                return x.item()
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    y = h(x)
+            """),
+        Case("""
+            import torch
+            import tensorflow as tf
+            def f(x):
+                with tf.Graph().as_default() as graph:
+                    y = x.numpy()
+            """),
+        Case("""
+            import torch
+            def f(g, d):
+                with torch.cuda.graph(g):
+                    for k, v in d.items():
+                        print(k)
+            """),
     )
     INVALID = (
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n        torch.cuda.synchronize()\n",
-             PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        y = x * 2\n    torch.cuda.synchronize()\n"),
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g, capture_error_mode='global'):\n        x.item()\n"),
-        Case(PRE + "def norm(x):\n    return x / x.sum().item()\n"
-             "def step(x):\n    return norm(x)\n"
-             "def f(g, x):\n    with torch.cuda.graph(g):\n        y = step(x)\n"),
-        Case(PRE + "class M(torch.nn.Module):\n    def forward(self, x):\n        print(x.sum())\n        return x\n"
-             "m = M()\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    y = m(x)\n"),
-        Case(PRE + "def f(g, x: torch.Tensor):\n    g.capture_begin()\n    if x:\n        y = x + 1\n"
-             "    g.capture_end()\n"),
+        Case(
+            """
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    y = x * 2
+                    torch.cuda.synchronize()
+            """,
+            expected="""
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    y = x * 2
+                torch.cuda.synchronize()
+            """,
+            line=5,
+            column=9,
+            message=(
+                "`torch.cuda.synchronize()` inside the capture begun at line 3; a host synchronization invalidates "
+                "the capture on CUDA and can be swallowed silently on ROCm before 7.14, leaving a corrupt graph: "
+                "move it to just after the `with` block"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g, capture_error_mode='global'):
+                    x.item()
+            """,
+            line=4,
+            column=9,
+            message=(
+                "`.item()` copies a tensor to the host inside the capture begun at line 3; a host synchronization "
+                "invalidates the capture on CUDA and can be swallowed silently on ROCm before 7.14, leaving a "
+                "corrupt graph: keep the value on the device, or read it after the capture"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def norm(x):
+                return x / x.sum().item()
+            def step(x):
+                return norm(x)
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    y = step(x)
+            """,
+            line=3,
+            column=16,
+            message=(
+                "`.item()` copies a tensor to the host inside the capture begun at line 7, via step() → norm(); a "
+                "host synchronization invalidates the capture on CUDA and can be swallowed silently on ROCm before "
+                "7.14, leaving a corrupt graph: keep the value on the device, or read it after the capture"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    print(x.sum())
+                    return x
+            m = M()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                y = m(x)
+            """,
+            line=4,
+            column=9,
+            message=(
+                "printing a tensor copies it to the host inside the capture begun at line 8, via M.forward(); a host "
+                "synchronization invalidates the capture on CUDA and can be swallowed silently on ROCm before 7.14, "
+                "leaving a corrupt graph: print outside the captured code"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, x: torch.Tensor):
+                g.capture_begin()
+                if x:
+                    y = x + 1
+                g.capture_end()
+            """,
+            line=4,
+            column=8,
+            message=(
+                "`if` on a tensor value reads it on the host inside the capture begun at line 3; a host "
+                "synchronization invalidates the capture on CUDA and can be swallowed silently on ROCm before 7.14, "
+                "leaving a corrupt graph: use `torch.where`, or decide before the capture"
+            ),
+        ),
     )
     INVALIDATES = ("a host synchronization invalidates the capture on CUDA and can be swallowed"
                    " silently on ROCm before 7.14, leaving a corrupt graph")

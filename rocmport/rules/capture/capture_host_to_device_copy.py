@@ -12,7 +12,7 @@ from rocmport.analysis.events import (
 )
 from rocmport.rules.base import Case
 
-from .common import PRE, CaptureRule
+from .common import CaptureRule
 
 
 class CapturePageableCopy(CaptureRule):
@@ -42,16 +42,69 @@ class CapturePageableCopy(CaptureRule):
         capture, and update them in place (`copy_`) between replays.
         """
     VALID = (
-        Case(PRE + "def f(g, x):\n    scale = torch.tensor([0.5], device='cuda')\n"
-             "    with torch.cuda.graph(g):\n        y = x * scale\n"),
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        y = torch.zeros(3, device='cuda')\n"
-             "        z = x.to('cuda')\n"),
+        Case("""
+            import torch
+            def f(g, x):
+                scale = torch.tensor([0.5], device='cuda')
+                with torch.cuda.graph(g):
+                    y = x * scale
+            """),
+        Case("""
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    y = torch.zeros(3, device='cuda')
+                    z = x.to('cuda')
+            """),
     )
     INVALID = (
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        s = torch.tensor([0.5], device='cuda')\n"),
-        Case(PRE + "def f(g, i):\n    with torch.cuda.graph(g):\n        t = torch.tensor(i)\n"
-             "        u = t.to(device='cuda', non_blocking=True)\n"),
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        x.pin_memory()\n"),
+        Case(
+            """
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    s = torch.tensor([0.5], device='cuda')
+            """,
+            line=4,
+            column=13,
+            message=(
+                "`torch.tensor([0.5], device='cuda')` builds a tensor from Python data on the host and copies it to "
+                "the GPU (pageable) inside the capture begun at line 3; this invalidates the capture on CUDA and can "
+                "corrupt it silently on ROCm: pre-allocate the device tensor before the capture and update it with "
+                "`copy_` between replays"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, i):
+                with torch.cuda.graph(g):
+                    t = torch.tensor(i)
+                    u = t.to(device='cuda', non_blocking=True)
+            """,
+            line=5,
+            column=13,
+            message=(
+                "`t.to(device='cuda', non_blocking=True)` copies a CPU tensor to the GPU (a pageable host-to-device "
+                "copy) inside the capture begun at line 3; this invalidates the capture on CUDA and can corrupt it "
+                "silently on ROCm: pre-allocate the device tensor before the capture; a replay re-reads host memory "
+                "that may be gone"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    x.pin_memory()
+            """,
+            line=4,
+            column=9,
+            message=(
+                "`.pin_memory()` allocates pinned host memory (cudaHostAlloc) inside the capture begun at line 3, "
+                "which is not permitted during capture: allocate pinned buffers before the capture"
+            ),
+        ),
     )
 
     def on_event(self, event: RegionEvent) -> None:

@@ -11,7 +11,7 @@ from rocmport.analysis.events import (
 )
 from rocmport.rules.base import Case
 
-from .common import PRE, CaptureRule
+from .common import CaptureRule
 
 
 class CaptureRngState(CaptureRule):
@@ -39,11 +39,45 @@ class CaptureRngState(CaptureRule):
         `graph.register_generator_state(gen)`.
         """
     VALID = (
-        Case(PRE + "def f(g, x):\n    torch.cuda.manual_seed(0)\n    with torch.cuda.graph(g):\n        y = x * 2\n"),
+        Case("""
+            import torch
+            def f(g, x):
+                torch.cuda.manual_seed(0)
+                with torch.cuda.graph(g):
+                    y = x * 2
+            """),
     )
     INVALID = (
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        s = torch.cuda.get_rng_state()\n"),
-        Case(PRE + "def f(g, x):\n    with torch.cuda.graph(g):\n        torch.manual_seed(0)\n"),
+        Case(
+            """
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    s = torch.cuda.get_rng_state()
+            """,
+            line=4,
+            column=13,
+            message=(
+                "`torch.cuda.get_rng_state()` reads the generator state, which fails during capture before torch "
+                "2.10 (inside the capture begun at line 3): seed and save or restore RNG state before the capture "
+                "(extra generators: `graph.register_generator_state`)"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, x):
+                with torch.cuda.graph(g):
+                    torch.manual_seed(0)
+            """,
+            line=4,
+            column=9,
+            message=(
+                "`torch.manual_seed()` changes the generator state once, when the graph is captured, not at each "
+                "replay (inside the capture begun at line 3): seed and save or restore RNG state before the capture "
+                "(extra generators: `graph.register_generator_state`)"
+            ),
+        ),
     )
 
     def on_event(self, event: RegionEvent) -> None:

@@ -9,6 +9,7 @@ import re
 from typing import List, Optional, Tuple
 
 import libcst as cst
+from libcst.metadata import QualifiedNameSource
 
 from rocmport.analysis import regions as _regions
 from rocmport.analysis import walk as _walk
@@ -21,10 +22,28 @@ from rocmport.analysis.syntax import keyword
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import PRE, CaptureRule
+from .common import CaptureRule
 
 _HIPBLASLT = ("from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture"
-              " fails or hangs (pytorch#179053, #179892)")
+              " fails or hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644,"
+              " lightseekorg/tokenspeed#1059)")
+# torch's GEMMs: on ROCm they run through hipBLASLt (or hipBLAS), whose per-stream handle is made
+# by the first one a stream runs. Scaled-dot-product attention may fall back to its math
+# kernel (bmm).
+_GEMM_FUNCTIONS = frozenset({f"torch.{n}" for n in (
+    "matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "addmv", "mv", "einsum", "tensordot", "inner",
+    "chain_matmul", "_scaled_mm", "_scaled_grouped_mm", "_grouped_mm", "_int_mm", "linalg.matmul",
+    "linalg.multi_dot", "nn.functional.linear", "nn.functional.bilinear",
+    "nn.functional.scaled_dot_product_attention")}
+    | {f"torch.ops.aten.{n}" for n in ("mm", "bmm", "addmm", "baddbmm", "matmul", "_scaled_mm", "linear")})
+_GEMM_METHODS = frozenset({"matmul", "mm", "bmm", "addmm", "addmm_", "baddbmm", "baddbmm_", "addbmm", "mv",
+                           "addmv", "__matmul__", "__rmatmul__"})
+# Methods that run whatever a model or an autograd function does: its GEMMs may be among them.
+_RUNS_A_MODEL = frozenset({"forward", "__call__", "apply", "generate", "decode", "prefill", "run", "execute"})
+_NO_GPU_LIBRARY = frozenset({"print", "len", "range", "isinstance", "list", "tuple", "dict", "set", "min", "max",
+                             "sum", "int", "float", "bool", "str", "zip", "enumerate", "getattr", "setattr",
+                             "hasattr", "iter", "next", "sorted", "reversed", "any", "all", "abs", "round",
+                             "super", "type", "id", "repr", "format", "divmod", "map", "filter"})
 # Calls that do no GPU library work: not a warm-up.
 _NOT_WARMUP = frozenset({"wait_stream", "record_stream", "synchronize", "copy_", "fill_", "zero_",
                          "capture_begin", "CUDAGraph", "empty_cache"})
@@ -49,6 +68,14 @@ class CaptureStreamWarmup(CaptureRule):
           not entered before the capture in the same function. A stream entered in a function
           the capture calls is not reported: the warm-up calls of that function entered it too.
 
+        The first shape is reported only where the capture may run a torch GEMM, whose
+        hipBLASLt handle is what fails: a GEMM (`torch.matmul`, `@`, `F.linear`,
+        `torch._scaled_mm`, SDPA), a model or module call (`model(x)`, `.forward(...)`,
+        `.apply(...)`), or any call rocmport cannot see into (a parameter, an imported
+        function). A capture of the library's own kernels only (`torch.ops.mylib.*`, a Triton
+        launch, a collective, elementwise torch ops, functions of the file that do no more) makes
+        no hipBLASLt handle and is not reported.
+
         Not reported: `stream=s` given (the warm-up is assumed to run on `s`) or possibly given
         (`**options`), mentions in strings and comments, and `tf.Graph()` or `networkx`
         look-alikes.
@@ -65,6 +92,13 @@ class CaptureStreamWarmup(CaptureRule):
         pytorch#187745, and TransformerEngine#643 made the same change to its own copy. The
         pattern PyTorch's CUDA-graph notes recommend, a warm-up on a side stream that is then
         passed to `torch.cuda.graph(..., stream=)`, avoids all of it and is neutral on NVIDIA.
+
+        The failure, after the capture stream's handle was pre-made: AMD's own fixes of
+        June-August 2026 show warm-up on one stream and capture on another failing with HIP
+        error 900 or hanging on torch 2.13 (pytorch#187745 for `make_graphed_callables`,
+        ROCm/TransformerEngine#644, lightseekorg/tokenspeed#1059); their fix is to warm up on
+        the very stream passed as `stream=`. pytorch#179053 is the change that made handles
+        per stream; #179892 only pre-makes the capturing thread's own stream's handle.
         """
     EXAMPLE = """
         for _ in range(3):
@@ -105,34 +139,314 @@ class CaptureStreamWarmup(CaptureRule):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case(PRE + "def f(g, m, x):\n    s = torch.cuda.Stream()\n    with torch.cuda.stream(s):\n        m(x)\n"
-             "    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n"),
-        Case(PRE + "def f(g, m, x):\n    s = torch.cuda.Stream()\n    with torch.cuda.stream(s):\n        m(x)\n"
-             "        g.capture_begin()\n        y = m(x)\n        g.capture_end()\n"),
-        Case(PRE + "# with torch.cuda.graph(g): y = m(x)\ns = 'g.capture_begin()'\n"),
-        Case(PRE + "import tensorflow as tf\ndef f(m, x):\n    with tf.Graph().as_default():\n        y = m(x)\n"),
-        Case(PRE + "def f(s, m, x):\n    with torch.cuda.stream(s):\n        y = m(x)\n    t = torch.cuda.Stream()\n"),
-        Case(PRE + "def f(g, m, x, **options):\n    for _ in range(3):\n        m(x)\n"
-             "    with torch.cuda.graph(g, **options):\n        y = m(x)\n"),
-        Case(PRE + "class M(torch.nn.Module):\n    def forward(self, x):\n        with torch.cuda.stream(self.aux):\n"
-             "            return x @ x\ndef f(g, s, m, x):\n    with torch.cuda.stream(s):\n        m(x)\n"
-             "    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n"),
+        # no torch GEMM in the capture: no hipBLASLt handle is made there
+        Case("""
+            import torch
+
+            def test_allgather(y_gather, y):
+                for _ in range(20):
+                    torch.ops.mylib.nccl_allgather(y_gather, y)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    torch.ops.mylib.nccl_allgather(y_gather, y)
+            """),
+        Case("""
+            import torch
+
+            def test_fp8_matmul(x, w, bias):
+                def f(x, w, bias):
+                    xq, x_scale = torch.ops.mylib.quantize_fp8_per_tensor(x)
+                    zq = torch.ops.mylib.f8f8bf16(xq, w, x_scale)
+                    if bias is not None:
+                        zq += bias
+                    return zq
+
+                f(x, w, bias)  # warm-up
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    zq = f(x, w, bias)
+            """),
+        Case("""
+            import torch
+
+            def test_grouped(args, out):
+                op = torch.ops.mylib.f8f8bf16_rowwise_grouped
+                op(*args)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    out.copy_(op(*args))
+                    out.mul_(2)
+            """),
+        Case("""
+            import torch
+            def f(g, m, x):
+                s = torch.cuda.Stream()
+                with torch.cuda.stream(s):
+                    m(x)
+                with torch.cuda.graph(g, stream=s):
+                    y = m(x)
+            """),
+        Case("""
+            import torch
+            def f(g, m, x):
+                s = torch.cuda.Stream()
+                with torch.cuda.stream(s):
+                    m(x)
+                    g.capture_begin()
+                    y = m(x)
+                    g.capture_end()
+            """),
+        Case("""
+            import torch
+            # with torch.cuda.graph(g): y = m(x)
+            s = 'g.capture_begin()'
+            """),
+        Case("""
+            import torch
+            import tensorflow as tf
+            def f(m, x):
+                with tf.Graph().as_default():
+                    y = m(x)
+            """),
+        Case("""
+            import torch
+            def f(s, m, x):
+                with torch.cuda.stream(s):
+                    y = m(x)
+                t = torch.cuda.Stream()
+            """),
+        Case("""
+            import torch
+            def f(g, m, x, **options):
+                for _ in range(3):
+                    m(x)
+                with torch.cuda.graph(g, **options):
+                    y = m(x)
+            """),
+        Case("""
+            import torch
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    with torch.cuda.stream(self.aux):
+                        return x @ x
+            def f(g, s, m, x):
+                with torch.cuda.stream(s):
+                    m(x)
+                with torch.cuda.graph(g, stream=s):
+                    y = m(x)
+            """),
     )
     INVALID = (
-        Case(PRE + "def f(g, m, x):\n    for _ in range(3):\n        y = m(x)\n    with torch.cuda.graph(g):\n"
-             "        y = m(x)\n",
-             PRE + "def f(g, m, x):\n    side_stream = torch.cuda.Stream()\n"
-             "    side_stream.wait_stream(torch.cuda.current_stream())\n    with torch.cuda.stream(side_stream):\n"
-             "        for _ in range(3):\n            y = m(x)\n    torch.cuda.current_stream().wait_stream(side_stream)\n"
-             "    with torch.cuda.graph(g, stream=side_stream):\n        y = m(x)\n"),
-        Case(PRE + "def f(g, s, m, x):\n    with torch.cuda.stream(s):\n        m(x)\n"
-             "    torch.cuda.current_stream().wait_stream(s)\n    with torch.cuda.graph(g):\n        y = m(x)\n",
-             PRE + "def f(g, s, m, x):\n    with torch.cuda.stream(s):\n        m(x)\n"
-             "    torch.cuda.current_stream().wait_stream(s)\n    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n"),
-        Case(PRE + "def f(g, m, x):\n    g.capture_begin()\n    y = m(x)\n    g.capture_end()\n"),
-        Case(PRE + "def f(g, m, x):\n    y = torch.cuda.make_graphed_callables(m, (x,))\n"),
-        Case(PRE + "def f(g, m, x, s):\n    with torch.cuda.graph(g, stream=s):\n        t = torch.cuda.Stream()\n"
-             "        with torch.cuda.stream(t):\n            y = m(x)\n"),
+        # near misses of a GEMM-free capture: a GEMM beside the library's op, a module call, a
+        # `.forward`, a function rocmport cannot see into
+        Case(
+            """
+            import torch
+
+            def test_fp8_linear(x, w, s):
+                torch.ops.mylib.quantize_fp8_per_tensor(x)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    xq = torch.ops.mylib.quantize_fp8_per_tensor(x)
+                    y = torch._scaled_mm(xq, w, scale_a=s, scale_b=s)
+            """,
+            line=6,
+            column=10,
+            message=(
+                "the capture at line 6 runs on torch.cuda.graph's own stream, not the one the warm-up ran on; from "
+                "torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture fails or "
+                "hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644, "
+                "lightseekorg/tokenspeed#1059): warm up on a side stream and pass it as `stream=`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+
+            class Runner:
+                def capture(self, x):
+                    self.fc(x)
+                    g = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(g):
+                        y = self.fc(x)
+            """,
+            line=7,
+            column=14,
+            message=(
+                "the capture at line 7 runs on torch.cuda.graph's own stream, not the one the warm-up ran on; from "
+                "torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture fails or "
+                "hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644, "
+                "lightseekorg/tokenspeed#1059): warm up on a side stream and pass it as `stream=`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            import mylib as ml
+
+            def capture(x, scale):
+                ml.quantize_fp8(x, scale)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    y = ml.quantize_fp8(x, scale)
+            """,
+            line=7,
+            column=10,
+            message=(
+                "the capture at line 7 runs on torch.cuda.graph's own stream, not the one the warm-up ran on; from "
+                "torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture fails or "
+                "hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644, "
+                "lightseekorg/tokenspeed#1059): warm up on a side stream and pass it as `stream=`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+
+            def capture(layer, x, w):
+                layer.forward(x, w)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    y = layer.forward(x, w)
+            """,
+            line=6,
+            column=10,
+            message=(
+                "the capture at line 6 runs on torch.cuda.graph's own stream, not the one the warm-up ran on; from "
+                "torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture fails or "
+                "hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644, "
+                "lightseekorg/tokenspeed#1059): warm up on a side stream and pass it as `stream=`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            from mylib import fused_op
+
+            def capture(x):
+                fused_op(x)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    y = fused_op(x)
+            """,
+            line=7,
+            column=10,
+            message=(
+                "the capture at line 7 runs on torch.cuda.graph's own stream, not the one the warm-up ran on; from "
+                "torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture fails or "
+                "hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644, "
+                "lightseekorg/tokenspeed#1059): warm up on a side stream and pass it as `stream=`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, m, x):
+                for _ in range(3):
+                    y = m(x)
+                with torch.cuda.graph(g):
+                    y = m(x)
+            """,
+            expected="""
+            import torch
+            def f(g, m, x):
+                side_stream = torch.cuda.Stream()
+                side_stream.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side_stream):
+                    for _ in range(3):
+                        y = m(x)
+                torch.cuda.current_stream().wait_stream(side_stream)
+                with torch.cuda.graph(g, stream=side_stream):
+                    y = m(x)
+            """,
+            line=3,
+            column=5,
+            message=(
+                "the capture at line 5 runs on torch.cuda.graph's own stream, not the one the warm-up ran on; from "
+                "torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture fails or "
+                "hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644, "
+                "lightseekorg/tokenspeed#1059): warm up on a side stream and pass it as `stream=`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, s, m, x):
+                with torch.cuda.stream(s):
+                    m(x)
+                torch.cuda.current_stream().wait_stream(s)
+                with torch.cuda.graph(g):
+                    y = m(x)
+            """,
+            expected="""
+            import torch
+            def f(g, s, m, x):
+                with torch.cuda.stream(s):
+                    m(x)
+                torch.cuda.current_stream().wait_stream(s)
+                with torch.cuda.graph(g, stream=s):
+                    y = m(x)
+            """,
+            line=6,
+            column=10,
+            message=(
+                "the capture at line 6 runs on torch.cuda.graph's own stream, not the one the warm-up ran on; from "
+                "torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture fails or "
+                "hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644, "
+                "lightseekorg/tokenspeed#1059): warm up on a side stream and pass it as `stream=`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, m, x):
+                g.capture_begin()
+                y = m(x)
+                g.capture_end()
+            """,
+            line=3,
+            column=5,
+            message=(
+                "`g.capture_begin()` (line 3) captures on the current stream, on which no side-stream warm-up ran; "
+                "from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture "
+                "fails or hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644, "
+                "lightseekorg/tokenspeed#1059): warm up in `with torch.cuda.stream(s):` and capture in the same block"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, m, x):
+                y = torch.cuda.make_graphed_callables(m, (x,))
+            """,
+            line=3,
+            column=9,
+            message=(
+                "`make_graphed_callables` (line 3) warms up on one stream and captures on another in torch builds "
+                "without pytorch#187745; from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and "
+                "making it during capture fails or hangs (pytorch#179053; failures: pytorch#187745, "
+                "ROCm/TransformerEngine#644, lightseekorg/tokenspeed#1059): use a torch with that fix, or capture by "
+                "hand: warm up on a side stream `s` and capture with `torch.cuda.graph(g, stream=s)`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def f(g, m, x, s):
+                with torch.cuda.graph(g, stream=s):
+                    t = torch.cuda.Stream()
+                    with torch.cuda.stream(t):
+                        y = m(x)
+            """,
+            line=4,
+            column=13,
+            message=(
+                "`torch.cuda.Stream()` makes a new stream inside the capture begun at line 3: no warm-up ran on it; "
+                "from torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture "
+                "fails or hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644, "
+                "lightseekorg/tokenspeed#1059): make the stream before the capture and run the same work on it once"
+            ),
+        ),
     )
 
     def on_event(self, event: RegionEvent) -> None:
@@ -199,6 +513,8 @@ def _check_graph_with(rule, found, node: cst.With) -> None:
             rule.hazard(value, f"the capture at line {line} runs on a stream made for it, on which no"
                         f" warm-up ran; {_HIPBLASLT}: make the stream first, warm up on it, then pass it as `stream=`")
         return
+    if not _may_run_gemm(found, node):
+        return  # only the library's own kernels, Triton, collectives, elementwise ops: no hipBLASLt
     # A fix that moves the warm-up reports from the warm-up to the capture: its span holds
     # every line the fix rewrites.
     fix, moved = _graph_fix(rule, found, node, call)
@@ -206,6 +522,97 @@ def _check_graph_with(rule, found, node: cst.With) -> None:
                 f" warm-up ran on; {_HIPBLASLT}: warm up on a side stream and pass it as `stream=`",
                 fix or Fix(Applicability.DISPLAY_ONLY, "Warm up on a side stream `s`, then capture with"
                            " `torch.cuda.graph(g, stream=s)`"), start=moved)
+
+
+def _may_run_gemm(found, node: cst.With) -> bool:
+    """May the capture begun by ``node`` run a torch GEMM: a GEMM, a model call, a call of
+    something rocmport cannot see into? Functions of the file that it calls are followed."""
+    scope = next((s for s, w in found.capture_withs if w is node), None)
+    body = node.body
+    nodes = list(body.body) if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else [body]
+    todo: List[Tuple[List[cst.CSTNode], object]] = [(nodes, scope)]
+    seen = set()
+    while todo:
+        nodes, scope = todo.pop()
+        for part in nodes:
+            for n in _walk_nodes(part):
+                if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.MatrixMultiply):
+                    return True
+        for call in found.calls_in(nodes):
+            targets = found.resolve_callee(call.func, scope)
+            if targets:
+                for target in targets:
+                    if id(target) not in seen:
+                        seen.add(id(target))
+                        tbody = target.node.body
+                        block = isinstance(tbody, (cst.IndentedBlock, cst.SimpleStatementSuite))
+                        todo.append((list(tbody.body) if block else [tbody], target))
+                continue
+            if _call_may_gemm(found, call, scope, seen, todo):
+                return True
+    return False
+
+
+def _call_may_gemm(found, call: cst.Call, scope, seen, todo, depth: int = 0) -> bool:
+    func = call.func
+    names = found.qnames(func)
+    if names & _GEMM_FUNCTIONS:
+        return True
+    if any(n.startswith("torch.ops.") and not n.startswith("torch.ops.aten.") for n in names):
+        return False  # a library's own operator: its kernels, not torch's GEMM
+    if any(n.startswith(("torch.", "triton.")) for n in names):
+        return False  # torch's other functions (elementwise, reductions, collectives, streams)
+    if any(q.source is QualifiedNameSource.IMPORT for q in found.ctx.qualified_names(func)):
+        return True  # an imported library's function: cannot see into it
+    if isinstance(func, cst.Subscript):
+        return False  # a Triton launch: kernel[grid](...)
+    if isinstance(func, cst.Attribute):
+        attr = func.attr.value
+        if attr in _GEMM_METHODS or attr in _RUNS_A_MODEL or _MODEL_WORD.search(attr):
+            return True
+        if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            return True  # a submodule or an inherited method: cannot see into it
+        return not _plain_receiver(func.value)  # x.copy_(y), buf.zero_(): a tensor's method
+    if isinstance(func, cst.Name):
+        if func.value in _NO_GPU_LIBRARY or names & {f"builtins.{func.value}"}:
+            return False
+        values = found.values(scope).get(func.value, []) if scope is not None and depth < 3 else []
+        if not values:
+            return True  # a parameter, an imported function: cannot see into it
+        for value in values:
+            if isinstance(value, cst.Lambda):
+                todo.append(([value.body], scope))
+                continue
+            fake = cst.Call(func=value) if isinstance(value, (cst.Attribute, cst.Name)) else None
+            if fake is None or _call_may_gemm(found, fake, scope, seen, todo, depth + 1):
+                return True
+        return False
+    return True
+
+
+def _plain_receiver(value: cst.BaseExpression) -> bool:
+    """A receiver whose method is a tensor's or a container's: a name, an attribute, a
+    subscript, a call's result -- anything but a module or model spelled as one (``self.model``,
+    ``model``, ``net``, ``layer``), whose methods run its forward."""
+    while isinstance(value, (cst.Attribute, cst.Subscript, cst.Call)):
+        if isinstance(value, cst.Attribute) and _MODEL_WORD.search(value.attr.value):
+            return False
+        value = value.value if not isinstance(value, cst.Call) else value.func
+    return not (isinstance(value, cst.Name) and _MODEL_WORD.search(value.value))
+
+
+_MODEL_WORD = re.compile(r"(?i)(?:^|_)(?:model|module|net|network|layer|layers|linear|mlp|proj|encoder|decoder|"
+                         r"transformer|block|attn|attention|head|lm_head|engine|runner|graph_runner)s?(?:_|$|\d)")
+
+
+def _walk_nodes(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        yield current
+        stack.extend(current.children)
 
 
 def _graph_fix(rule, found, node: cst.With, call: cst.Call) -> Tuple[Optional[Fix], Optional[cst.CSTNode]]:

@@ -11,10 +11,9 @@ from rocmport.analysis import regions as _regions
 from rocmport.analysis.events import (
     RegionEvent,
 )
+from rocmport.analysis.needs import Attribute, Call
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Rule
-
-_CAPTURE_TRIGGERS = ("graph", "capture_begin")
 
 
 class CaptureRule(_regions.RegionRule, Rule):
@@ -22,21 +21,11 @@ class CaptureRule(_regions.RegionRule, Rule):
     rule's ``on_event`` reports the events it cares about through ``hazard``."""
 
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
-    TRIGGERS = _CAPTURE_TRIGGERS
-    # ``may_match``'s calls: ``.capture_begin()``, or a callee that resolves to
-    # torch.cuda[.graphs].graph / make_graphed_callables, whose code spells the last part
-    # (an attribute, or the name an import binds) and ``cuda`` (the attribute or the module
-    # its import names).
-    WORDS = (("capture_begin", "graph", "make_graphed_callables"), ("capture_begin", "cuda"))
+    # A capture region needs a call of torch.cuda.graph (in a `with`), of
+    # make_graphed_callables, or of `.capture_begin()` (``_regions._Collector``).
+    NEEDS = Attribute("capture_begin") | Call(*_regions.GRAPH_CM_NAMES, *_regions.GRAPHED_CALLABLES_NAMES)
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     REGION = "in_capture"
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        # A capture region needs a call of torch.cuda.graph (in a `with`), of
-        # make_graphed_callables, or of `.capture_begin()` (``_regions._Collector``).
-        return ("capture_begin" in facts.calls
-                or any(facts.calls_to(_regions.GRAPH_CM_NAMES | _regions.GRAPHED_CALLABLES_NAMES)))
 
     def hazard(self, node: cst.CSTNode, message: str, fix: Optional[Fix] = None,
                start: Optional[cst.CSTNode] = None) -> None:

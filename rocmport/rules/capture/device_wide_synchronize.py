@@ -10,10 +10,9 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport.analysis import regions as _regions
 from rocmport.analysis.names import qualified_names
+from rocmport.analysis.needs import Call
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case, Rule
-
-from .common import PRE
 
 
 class SynchronizeAnywhere(Rule):
@@ -40,21 +39,48 @@ class SynchronizeAnywhere(Rule):
         NCCL), so rocmport never applies it.
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
-    TRIGGERS = ("synchronize",)
-    WORDS = (("synchronize",), ("cuda",))  # torch.cuda.synchronize, as ``may_match`` asks
+    NEEDS = Call(*_regions.SYNC_NAMES)
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return any(facts.calls_to(_regions.SYNC_NAMES))
     VALID = (
-        Case(PRE + "torch.cuda.current_stream().synchronize()\n"),
-        Case(PRE + "if torch.version.hip:\n    torch.cuda.synchronize()\n"),
-        Case("import threading\nthreading.Event().synchronize()\n"),
+        Case("""
+            import torch
+            torch.cuda.current_stream().synchronize()
+            """),
+        Case("""
+            import torch
+            if torch.version.hip:
+                torch.cuda.synchronize()
+            """),
+        Case("""
+            import threading
+            threading.Event().synchronize()
+            """),
     )
     INVALID = (
-        Case(PRE + "torch.cuda.synchronize()\n"),
-        Case("from torch.cuda import synchronize\nsynchronize()\n"),
+        Case(
+            """
+            import torch
+            torch.cuda.synchronize()
+            """,
+            line=2,
+            column=1,
+            message=(
+                "`torch.cuda.synchronize()` waits for every stream of the device; when only the current stream "
+                "matters, `torch.cuda.current_stream().synchronize()` is cheaper on ROCm"
+            ),
+        ),
+        Case(
+            """
+            from torch.cuda import synchronize
+            synchronize()
+            """,
+            line=2,
+            column=1,
+            message=(
+                "`torch.cuda.synchronize()` waits for every stream of the device; when only the current stream "
+                "matters, `torch.cuda.current_stream().synchronize()` is cheaper on ROCm"
+            ),
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:

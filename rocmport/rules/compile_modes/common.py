@@ -9,6 +9,8 @@ from typing import Dict, Iterator, List, Optional, Set
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
+from rocmport.analysis import gates
+from rocmport.analysis import needs as _needs
 from rocmport.analysis import walk as _walk
 from rocmport.analysis.bindings import dotted as _dotted
 from rocmport.analysis.bindings import import_bindings, top_level
@@ -16,11 +18,16 @@ from rocmport.analysis.names import (
     COMPILE_CONFIG_NAMES,
     COMPILE_NAMES,
     PARTIAL_NAMES,
-    is_module_compile_method,
+    is_module_compile_call,
     is_torch_compile,
     qualified_names,
 )
-from rocmport.analysis.resolve import call_arguments, callee_summary, dict_flow, function_summary
+from rocmport.analysis.resolve import (
+    call_arguments,
+    callee_summary,
+    dict_flow,
+    function_summary,
+)
 from rocmport.analysis.syntax import dotted_name, keyword, literal_string
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Rule
@@ -41,15 +48,15 @@ def _may_call_project_function(facts) -> bool:
     index = facts.index
     if index is None:
         return False
-    if not facts.strings.isdisjoint(ROCM_MODES):
+    if not _needs.strings(facts).isdisjoint(ROCM_MODES):
         return True
-    splat_ok = not facts.dict_keys.isdisjoint(("mode", "options")) or not facts.stored_keys.isdisjoint(
+    splat_ok = not _needs.dict_keys(facts).isdisjoint(("mode", "options")) or not _needs.stored_keys(facts).isdisjoint(
         ("mode", "options"))
     calls = []
-    for call in facts.keyword_calls:
+    for call in _keyword_calls(facts):
         if splat_ok or any(k.arg in ("mode", "options") for k in call.keywords):
             calls.append((call, False))  # else only ** splats, and no dict of the file holds a mode or options
-    if any("cudagraph" in k for k in facts.keywords):
+    if any("cudagraph" in k for k in _needs.keywords(facts)):
         calls += [(call, True) for call in facts.nodes(ast.Call)
                   if any(k.arg is not None and "cudagraph" in k.arg for k in call.keywords)]
     importer = None
@@ -74,6 +81,20 @@ def _may_call_project_function(facts) -> bool:
             if full and index.function(f"{full}.{attributes}" if attributes else full) is not None:
                 return True
     return False
+
+
+def _keyword_calls(facts) -> List[ast.Call]:
+    """The calls with mode=, options= or a ** splat (computed once per file)."""
+    found = facts.memo.get("compile_modes:keyword_calls")
+    if found is None:
+        found = facts.memo["compile_modes:keyword_calls"] = []
+        for call in facts.nodes(ast.Call):
+            for k in call.keywords:
+                arg = k.arg
+                if arg is None or arg == "mode" or arg == "options":
+                    found.append(call)
+                    break
+    return found
 
 
 def _imported_receiver(facts, call: ast.Call) -> bool:
@@ -171,10 +192,17 @@ class CompileCalls(Rule):
 
     @classmethod
     def may_match(cls, facts) -> bool:
+        found = facts.memo.get("compile_modes:may_match")  # the same answer for every rule of the family
+        if found is None:
+            found = facts.memo["compile_modes:may_match"] = cls._may_match(facts)
+        return found  # type: ignore[return-value]
+
+    @staticmethod
+    def _may_match(facts) -> bool:
         # visit_Call below: a call with mode=, options= or ** whose callee is a ``.compile``
         # attribute or may resolve to torch.compile, functools.partial or CompileConfig.
         # functools.partial counts only when its first argument may be torch.compile.
-        for call in facts.keyword_calls:
+        for call in _keyword_calls(facts):
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr == "compile" and not _imported_receiver(facts, call):
                 return True
@@ -191,7 +219,7 @@ class CompileCalls(Rule):
     def compile_call_kind(self, call: cst.Call) -> Optional[str]:
         """"compile", "partial" or "config" when ``call`` hands a mode to torch.compile."""
         func = call.func
-        if is_torch_compile(self, func) or is_module_compile_method(self, func):
+        if is_torch_compile(self, func) or is_module_compile_call(self, call):
             return "compile"
         names = qualified_names(self, func, _COMPILE_LAST)
         if names & PARTIAL_NAMES and call.args and call.args[0].keyword is None and call.args[0].star == "":
@@ -259,16 +287,23 @@ class CompileCalls(Rule):
             if summary is not None:
                 self._wrappers[node] = summary
                 kind = "wrapper"
-        if kind is None or self.in_rocm_branch(node):
+        if kind is None or self.in_rocm_branch(node) or self._disabled(node):
             return
         self.check_call(node, kind)
+
+    def _disabled(self, call: cst.Call) -> bool:
+        """``torch.compile(..., disable=True)`` (or a constant flag that is True): nothing is
+        compiled, whatever the mode."""
+        arg = keyword(call, "disable")
+        return arg is not None and not gates.of(self.context).test(arg.value).false
 
 
     def _file_has_key(self, name: str) -> bool:
         """Does some dict of the file hold the key ``name`` (a display or ``d["name"] = ``)?
         Spares following a ``**kw`` (a scope analysis) where no dict could hold it."""
         facts = self.context.facts
-        return facts is None or name in facts.dict_keys or name in facts.stored_keys or name in facts.keywords
+        return (facts is None or name in _needs.dict_keys(facts) or name in _needs.stored_keys(facts)
+                or name in _needs.keywords(facts))
 
     def _local_callee(self, func: cst.BaseExpression) -> bool:
         """A bare name bound only at module level (a function or partial of this file)."""
@@ -343,10 +378,16 @@ class LiteralMode(CompileCalls):
                     rocm = ROCM_MODES[self.MODE]
                     self.report(
                         leaf,
-                        f'mode="{self.MODE}" turns on CUDA graphs, which hang or slow down on ROCm;'
-                        f' use "{rocm}" there',
+                        f'mode="{self.MODE}" turns on CUDA graphs, which hang or slow down on ROCm'
+                        + self._advice(leaf, rocm),
                         fix=self.gated_literal_fix(leaf, rocm, f'Use mode="{rocm}" on ROCm'),
                     )
+
+    def _advice(self, node: cst.CSTNode, rocm: str) -> str:
+        """The message's advice: the fix's own, unless the code is not a port (a test of CUDA
+        graphs, NVIDIA-only code): the engine then says what to do instead, and the message
+        says one thing."""
+        return "" if self.not_a_port(node) is not None else f'; use "{rocm}" there'
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         """A parameter default that the function hands to torch.compile's mode (directly,
@@ -361,7 +402,7 @@ class LiteralMode(CompileCalls):
                 self.report(
                     param.default,
                     f'the default mode="{self.MODE}" of `{param.name.value}` reaches torch.compile and turns on'
-                    f' CUDA graphs, which hang or slow down on ROCm; use "{rocm}" there',
+                    f' CUDA graphs, which hang or slow down on ROCm' + self._advice(param.default, rocm),
                     fix=self.gated_literal_fix(param.default, rocm, f'Use mode="{rocm}" on ROCm'),
                 )
 

@@ -37,12 +37,110 @@ class MaxAutotuneMode(LiteralMode):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case('import torch\nf = torch.compile(g, mode="max-autotune-no-cudagraphs")\n'),
-        Case('import torch\nMODES = ["max-autotune", "default"]\n'),
+        Case("""
+            import torch
+            f = torch.compile(g, mode="max-autotune-no-cudagraphs")
+            """),
+        Case("""
+            import torch
+            MODES = ["max-autotune", "default"]
+            """),
+        # not nn.Module.compile: a class of this file that is no nn.Module, a keyword
+        # torch.compile does not take (it would raise)
+        Case("""
+            import torch
+
+            class Trainer:
+                def compile(self, optimizer, mode="default"):
+                    self.optimizer, self.mode = optimizer, mode
+
+            Trainer().compile(optimizer="adam", mode="max-autotune")
+            trainer = Trainer()
+            trainer.compile(mode="max-autotune")
+            """),
+        Case("""
+            import torch
+
+            model.compile(optimizer="adam", loss="mse", mode="max-autotune")
+            """),
     )
     INVALID = (
-        Case('import torch\nf = torch.compile(g,\n    mode="max-autotune",\n)\n',
-             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g,\n    mode="max-autotune-no-cudagraphs" if is_rocm else "max-autotune",\n)\n'),
-        Case('import torch\nf = torch.compile(g, mode="max-autotune" if big else "default")\n',
-             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, mode=("max-autotune-no-cudagraphs" if is_rocm else "max-autotune") if big else "default")\n'),
+        # near misses: an nn.Module subclass of this file (through another class), a module's
+        # own compile
+        Case(
+            """
+            import torch
+
+            class Net(torch.nn.Module):
+                pass
+
+            class Big(Net):
+                pass
+
+            Big().compile(mode="max-autotune")
+            """,
+            line=9,
+            column=20,
+            message=(
+                'mode="max-autotune" turns on CUDA graphs, which hang or slow down on ROCm; use '
+                '"max-autotune-no-cudagraphs" there'
+            ),
+        ),
+        Case(
+            """
+            import torch
+
+            class Net(torch.nn.Module):
+                def fast(self):
+                    self.compile(mode="max-autotune")
+            """,
+            line=5,
+            column=27,
+            message=(
+                'mode="max-autotune" turns on CUDA graphs, which hang or slow down on ROCm; use '
+                '"max-autotune-no-cudagraphs" there'
+            ),
+        ),
+        Case(
+            """
+            import torch
+            f = torch.compile(g,
+                mode="max-autotune",
+            )
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            f = torch.compile(g,
+                mode="max-autotune-no-cudagraphs" if is_rocm else "max-autotune",
+            )
+            """,
+            line=3,
+            column=10,
+            message=(
+                'mode="max-autotune" turns on CUDA graphs, which hang or slow down on ROCm; use '
+                '"max-autotune-no-cudagraphs" there'
+            ),
+        ),
+        Case(
+            """
+            import torch
+            f = torch.compile(g, mode="max-autotune" if big else "default")
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            f = torch.compile(g, mode=("max-autotune-no-cudagraphs" if is_rocm else "max-autotune") if big else "default")
+            """,
+            line=2,
+            column=27,
+            message=(
+                'mode="max-autotune" turns on CUDA graphs, which hang or slow down on ROCm; use '
+                '"max-autotune-no-cudagraphs" there'
+            ),
+        ),
     )

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rocmport.analysis.resolve import constant_value, function_summary
+from rocmport.analysis.resolve import assigned_values, constant_value, function_summary
+from rocmport.analysis.statics import default_value
 from rocmport.analysis.syntax import literal_string
 from rocmport.findings import Applicability, Fix
+from rocmport.prelude import MODE_MAPPER
 from rocmport.rules.base import Case
 
 from .common import ROCM_MODES, CompileCalls
-
-MODE_MAPPER = "rocmport_compile_mode"
 
 
 class NonLiteralMode(CompileCalls):
@@ -24,7 +24,11 @@ class NonLiteralMode(CompileCalls):
     WHAT = """
         A `mode=` given by an expression that is not a literal: a variable, an attribute, a
         config field, a parameter, a call. Its value is only known at run time, and config
-        defaults such as `compile_mode: str = "reduce-overhead"` are common.
+        defaults such as `compile_mode: str = "reduce-overhead"` are common. Not reported: a
+        value whose default turns no CUDA graphs on, which is what runs unless a user asks
+        for more: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, `os.getenv("MODE")`,
+        `cfg.get("mode", "default")`, or a name assigned only such values (a default that is a
+        CUDA-graph mode is reported).
         """
     WHY = """
         When the value is "reduce-overhead" or "max-autotune", inductor captures CUDA graphs,
@@ -47,16 +51,95 @@ class NonLiteralMode(CompileCalls):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case('import torch\nf = torch.compile(g, mode=None)\n'),
-        Case('import torch\nf = torch.compile(g, mode=rocmport_compile_mode(cfg.mode))\n'),
-        Case('import torch\nis_rocm = torch.version.hip is not None\n'
-             'f = torch.compile(g, mode={"reduce-overhead": "default"}.get(m, m) if is_rocm else m)\n'),
-        Case('import torch\nf = torch.compile(g, mode="default" if fast else "max-autotune-no-cudagraphs")\n'),
-        Case('import torch\nf = torch.compile(g, mode=m) if not is_rocm else g\n'),
+        Case("""
+            import torch
+            f = torch.compile(g, mode=None)
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, mode=rocmport_compile_mode(cfg.mode))
+            """),
+        Case("""
+            import torch
+            is_rocm = torch.version.hip is not None
+            f = torch.compile(g, mode={"reduce-overhead": "default"}.get(m, m) if is_rocm else m)
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, mode="default" if fast else "max-autotune-no-cudagraphs")
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, mode=m) if not is_rocm else g
+            """),
+        # a default that turns no CUDA graphs on: what runs unless the user asks for more
+        Case("""
+            import os
+            import torch
+
+            model = torch.compile(model, mode=os.environ.get("COMPILE_MODE", "max-autotune-no-cudagraphs"))
+            """),
+        Case("""
+            import os
+            import torch
+
+            def build(model, cfg):
+                mode = cfg.get("compile_mode", "default")
+                return torch.compile(model, mode=mode), torch.compile(model, mode=os.getenv("MODE"))
+            """),
     )
     INVALID = (
-        Case('import torch\ndef build(model, cfg):\n    return torch.compile(model, mode=cfg.compile_mode)\n',
-             'import torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ndef build(model, cfg):\n    return torch.compile(model, mode={"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(cfg.compile_mode, cfg.compile_mode) if is_rocm else cfg.compile_mode)\n'),
+        # near misses of a safe default: a default that is a CUDA-graph mode, an environment
+        # variable read without a default through os.environ[...] (it raises when unset: no default)
+        Case(
+            """
+            import os
+            import torch
+
+            model = torch.compile(model, mode=os.environ.get("COMPILE_MODE", "reduce-overhead"))
+            """,
+            line=4,
+            column=35,
+            message=(
+                'mode=os.environ.get("COMPILE_MODE", "reduc... is decided at run time; if it is "reduce-overhead" or '
+                '"max-autotune", inductor uses CUDA graphs, which hang or slow down on ROCm'
+            ),
+        ),
+        Case(
+            """
+            import os
+            import torch
+
+            model = torch.compile(model, mode=os.environ["COMPILE_MODE"])
+            """,
+            line=4,
+            column=35,
+            message=(
+                'mode=os.environ["COMPILE_MODE"] is decided at run time; if it is "reduce-overhead" or '
+                '"max-autotune", inductor uses CUDA graphs, which hang or slow down on ROCm'
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def build(model, cfg):
+                return torch.compile(model, mode=cfg.compile_mode)
+            """,
+            expected="""
+            import torch
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            def build(model, cfg):
+                return torch.compile(model, mode={"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(cfg.compile_mode, cfg.compile_mode) if is_rocm else cfg.compile_mode)
+            """,
+            line=3,
+            column=38,
+            message=(
+                'mode=cfg.compile_mode is decided at run time; if it is "reduce-overhead" or "max-autotune", '
+                'inductor uses CUDA graphs, which hang or slow down on ROCm'
+            ),
+        ),
     )
 
     def check_call(self, call: cst.Call, kind: str) -> None:
@@ -119,7 +202,21 @@ class NonLiteralMode(CompileCalls):
             summary = function_summary(self, function)
             return summary is not None and summary.flows.get(param.name.value) == "mode"
         ok, value = constant_value(self, leaf)
-        return ok and (value is None or (isinstance(value, str) and value not in ROCM_MODES))
+        if ok:
+            return value is None or (isinstance(value, str) and value not in ROCM_MODES)
+        # what it is by default: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, a
+        # `cfg.get("mode", "default")`, or a name assigned only such values
+        values = [leaf]
+        if isinstance(leaf, cst.Name):
+            values = assigned_values(self, leaf) or [leaf]
+        for value in values:
+            known, default = default_value(value, self._names)
+            if not known or not (default is None or (isinstance(default, str) and default not in ROCM_MODES)):
+                return False
+        return True
+
+    def _names(self, node: cst.CSTNode):
+        return {q.name for q in self.context.qualified_names(node)}
 
 
 def _reads_without_effects(node: cst.BaseExpression) -> bool:

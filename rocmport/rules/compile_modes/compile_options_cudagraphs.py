@@ -46,17 +46,58 @@ class CudagraphsOption(CompileCalls):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case('import torch\nf = torch.compile(g, options={"triton.cudagraphs": False})\n'),
-        Case('import torch\nf = torch.compile(g, options={"max_autotune": True})\n'),
-        Case('import torch\nopts = {"triton.cudagraphs": True}\n'),
+        Case("""
+            import torch
+            f = torch.compile(g, options={"triton.cudagraphs": False})
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, options={"max_autotune": True})
+            """),
+        Case("""
+            import torch
+            opts = {"triton.cudagraphs": True}
+            """),
     )
     INVALID = (
-        Case('import torch\nf = torch.compile(g, options={"triton.cudagraphs": True})\n',
-             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, options={"triton.cudagraphs": False if is_rocm else True})\n'),
-        Case('import torch\ndef build(g):\n    opts = {"epilogue_fusion": True}\n    opts["triton.cudagraphs"] = True\n'
-             '    return torch.compile(g, options=opts)\n',
-             'import torch\n\n{PRELUDE}\n\ndef build(g):\n    opts = {"epilogue_fusion": True}\n    opts["triton.cudagraphs"] = False if is_rocm else True\n'
-             '    return torch.compile(g, options=opts)\n'),
+        Case(
+            """
+            import torch
+            f = torch.compile(g, options={"triton.cudagraphs": True})
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            f = torch.compile(g, options={"triton.cudagraphs": False if is_rocm else True})
+            """,
+            line=2,
+            column=52,
+            message='"triton.cudagraphs" in options= turns on CUDA graphs, which hang or slow down on ROCm',
+        ),
+        Case(
+            """
+            import torch
+            def build(g):
+                opts = {"epilogue_fusion": True}
+                opts["triton.cudagraphs"] = True
+                return torch.compile(g, options=opts)
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            def build(g):
+                opts = {"epilogue_fusion": True}
+                opts["triton.cudagraphs"] = False if is_rocm else True
+                return torch.compile(g, options=opts)
+            """,
+            line=4,
+            column=33,
+            message='"triton.cudagraphs" in options= turns on CUDA graphs, which hang or slow down on ROCm',
+        ),
     )
 
     def __init__(self, context):

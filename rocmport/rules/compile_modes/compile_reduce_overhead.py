@@ -45,29 +45,197 @@ class ReduceOverheadMode(LiteralMode):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case('import torch\nf = torch.compile(g, mode="default")\n'),
-        Case('import torch\nf = torch.compile(g, mode="max-autotune-no-cudagraphs")\n'),
-        Case('import re\np = re.compile("reduce-overhead")\n'),
-        Case('import torch\n# mode="reduce-overhead" is faster\nf = torch.compile(g)\n'),
-        Case('import torch\n"""Use torch.compile(m, mode="reduce-overhead")."""\n'),
-        Case('import argparse\np = argparse.ArgumentParser()\n'
-             'p.add_argument("--mode", choices=["default", "reduce-overhead"], default="default")\n'),
-        Case('import torch\nf = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")\n'),
-        Case('import torch\nif torch.version.hip:\n    f = torch.compile(g)\n'
-             'else:\n    f = torch.compile(g, mode="reduce-overhead")\n'),
-        Case('def compile(fn, mode):\n    return fn\nf = compile(g, mode="reduce-overhead")\n'),
+        Case("""
+            import torch
+            f = torch.compile(g, mode="default")
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, mode="max-autotune-no-cudagraphs")
+            """),
+        Case("""
+            import re
+            p = re.compile("reduce-overhead")
+            """),
+        Case("""
+            import torch
+            # mode="reduce-overhead" is faster
+            f = torch.compile(g)
+            """),
+        Case('''
+            import torch
+            """Use torch.compile(m, mode="reduce-overhead")."""
+            '''),
+        Case("""
+            import argparse
+            p = argparse.ArgumentParser()
+            p.add_argument("--mode", choices=["default", "reduce-overhead"], default="default")
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")
+            """),
+        Case("""
+            import torch
+            if torch.version.hip:
+                f = torch.compile(g)
+            else:
+                f = torch.compile(g, mode="reduce-overhead")
+            """),
+        Case("""
+            def compile(fn, mode):
+                return fn
+            f = compile(g, mode="reduce-overhead")
+            """),
+        # a constant flag decides that nothing is compiled
+        Case("""
+            import torch
+
+            USE_COMPILE = False
+            if USE_COMPILE:
+                decode = torch.compile(decode, mode="reduce-overhead")
+            """),
+        Case("""
+            import torch
+
+            DEBUG_EAGER = True
+            decode = torch.compile(decode, mode="reduce-overhead", disable=DEBUG_EAGER)
+            step = torch.compile(step, mode="reduce-overhead", disable=True)
+            """),
     )
     INVALID = (
-        Case('import torch\nf = torch.compile(g, mode="reduce-overhead")\n',
-             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")\n'),
-        Case("import torch as th\n\n@th.compile(mode='reduce-overhead')\ndef f(x):\n    return x\n",
-             'import torch as th\n\nis_rocm = getattr(th.version, "hip", None) is not None\n\n@th.compile(mode=\'default\' if is_rocm else \'reduce-overhead\')\ndef f(x):\n    return x\n'),
-        Case('import functools\nimport torch\nc = functools.partial(torch.compile, mode="reduce-overhead")\n',
-             'import functools\nimport torch\n\n{PRELUDE}\n\nc = functools.partial(torch.compile, mode="default" if is_rocm else "reduce-overhead")\n'),
-        Case('from torch import compile as tc\nf = tc(mode="reduce-overhead")(g)\n',
-             'import torch\nfrom torch import compile as tc\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nf = tc(mode="default" if is_rocm else "reduce-overhead")(g)\n'),
-        Case('import torch\nmodel.compile(mode="reduce-overhead")\n',
-             'import torch\n\n{PRELUDE}\n\nmodel.compile(mode="default" if is_rocm else "reduce-overhead")\n'),
-        Case('import torch\nf = torch.compile(g, **{"mode": "reduce-overhead"})\n',
-             'import torch\n\n{PRELUDE}\n\nf = torch.compile(g, **{"mode": "default" if is_rocm else "reduce-overhead"})\n'),
+        # near misses of a decided flag: one the environment sets, one a function may turn on
+        Case(
+            """
+            import os
+            import torch
+
+            USE_COMPILE = os.environ.get("USE_COMPILE") == "1"
+            if USE_COMPILE:
+                decode = torch.compile(decode, mode="reduce-overhead")
+            """,
+            line=6,
+            column=41,
+            message='mode="reduce-overhead" turns on CUDA graphs, which hang or slow down on ROCm; use "default" there',
+        ),
+        Case(
+            """
+            import torch
+
+            USE_COMPILE = False
+
+            def enable():
+                global USE_COMPILE
+                USE_COMPILE = True
+
+            decode = torch.compile(decode, mode="reduce-overhead", disable=not USE_COMPILE)
+            """,
+            line=9,
+            column=37,
+            message='mode="reduce-overhead" turns on CUDA graphs, which hang or slow down on ROCm; use "default" there',
+        ),
+        Case(
+            """
+            import torch
+            f = torch.compile(g, mode="reduce-overhead")
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            f = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")
+            """,
+            line=2,
+            column=27,
+            message='mode="reduce-overhead" turns on CUDA graphs, which hang or slow down on ROCm; use "default" there',
+        ),
+        Case(
+            """
+            import torch as th
+
+            @th.compile(mode='reduce-overhead')
+            def f(x):
+                return x
+            """,
+            expected="""
+            import torch as th
+
+            is_rocm = getattr(th.version, "hip", None) is not None
+
+            @th.compile(mode='default' if is_rocm else 'reduce-overhead')
+            def f(x):
+                return x
+            """,
+            line=3,
+            column=18,
+            message='mode="reduce-overhead" turns on CUDA graphs, which hang or slow down on ROCm; use "default" there',
+        ),
+        Case(
+            """
+            import functools
+            import torch
+            c = functools.partial(torch.compile, mode="reduce-overhead")
+            """,
+            expected="""
+            import functools
+            import torch
+
+            {PRELUDE}
+
+            c = functools.partial(torch.compile, mode="default" if is_rocm else "reduce-overhead")
+            """,
+            line=3,
+            column=43,
+            message='mode="reduce-overhead" turns on CUDA graphs, which hang or slow down on ROCm; use "default" there',
+        ),
+        Case(
+            """
+            from torch import compile as tc
+            f = tc(mode="reduce-overhead")(g)
+            """,
+            expected="""
+            import torch
+            from torch import compile as tc
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            f = tc(mode="default" if is_rocm else "reduce-overhead")(g)
+            """,
+            line=2,
+            column=13,
+            message='mode="reduce-overhead" turns on CUDA graphs, which hang or slow down on ROCm; use "default" there',
+        ),
+        Case(
+            """
+            import torch
+            model.compile(mode="reduce-overhead")
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            model.compile(mode="default" if is_rocm else "reduce-overhead")
+            """,
+            line=2,
+            column=20,
+            message='mode="reduce-overhead" turns on CUDA graphs, which hang or slow down on ROCm; use "default" there',
+        ),
+        Case(
+            """
+            import torch
+            f = torch.compile(g, **{"mode": "reduce-overhead"})
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            f = torch.compile(g, **{"mode": "default" if is_rocm else "reduce-overhead"})
+            """,
+            line=2,
+            column=33,
+            message='mode="reduce-overhead" turns on CUDA graphs, which hang or slow down on ROCm; use "default" there',
+        ),
     )

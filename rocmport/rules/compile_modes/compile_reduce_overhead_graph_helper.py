@@ -12,11 +12,10 @@ from rocmport.analysis.names import (
 )
 from rocmport.analysis.syntax import keyword, literal_string, mentions_rocm
 from rocmport.findings import Applicability, Fix
+from rocmport.prelude import GRAPH_HELPER
 from rocmport.rules.base import Case
 
 from .common import CompileCalls
-
-GRAPH_HELPER = "rocmport_cudagraph"
 
 
 class ReduceOverheadGraphHelper(CompileCalls):
@@ -66,20 +65,95 @@ class ReduceOverheadGraphHelper(CompileCalls):
         """
     FIX_APPLICABILITY = Applicability.UNSAFE
     VALID = (
-        Case('import torch\nf = rocmport_cudagraph(torch.compile(g, mode="default" if is_rocm else "reduce-overhead"))\n'),
-        Case('import torch\nmodel.compile(mode="reduce-overhead")\n'),
-        Case('import functools\nimport torch\nc = functools.partial(torch.compile, mode="reduce-overhead")\n'),
-        Case('import torch\nf = torch.compile(g, mode="max-autotune")\n'),
-        Case('import torch\nf = torch.compile(g, mode=cfg.mode)\n'),
-        Case('import torch\n\n@rocmport_cudagraph\n@torch.compile(mode="default" if is_rocm else "reduce-overhead")\n'
-             'def f(x):\n    return x\n'),
-        Case('import torch\nif torch.version.hip:\n    f = g\nelse:\n    f = torch.compile(g, mode="reduce-overhead")\n'),
+        Case("""
+            import torch
+            f = rocmport_cudagraph(torch.compile(g, mode="default" if is_rocm else "reduce-overhead"))
+            """),
+        Case("""
+            import torch
+            model.compile(mode="reduce-overhead")
+            """),
+        Case("""
+            import functools
+            import torch
+            c = functools.partial(torch.compile, mode="reduce-overhead")
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, mode="max-autotune")
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, mode=cfg.mode)
+            """),
+        Case("""
+            import torch
+
+            @rocmport_cudagraph
+            @torch.compile(mode="default" if is_rocm else "reduce-overhead")
+            def f(x):
+                return x
+            """),
+        Case("""
+            import torch
+            if torch.version.hip:
+                f = g
+            else:
+                f = torch.compile(g, mode="reduce-overhead")
+            """),
     )
     INVALID = (
-        Case('import torch\nf = torch.compile(g, mode="reduce-overhead")\n'),
-        Case('import torch\nf = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")\n'),
-        Case('import torch\n\n@torch.compile(mode="reduce-overhead", fullgraph=True)\ndef f(x):\n    return x\n'),
-        Case('from torch import compile as tc\nf = tc(mode="reduce-overhead")(g)\n'),
+        Case(
+            """
+            import torch
+            f = torch.compile(g, mode="reduce-overhead")
+            """,
+            line=2,
+            column=5,
+            message=(
+                'mode="reduce-overhead" becomes "default" on ROCm, which gives up its CUDA graphs; '
+                '`rocmport_cudagraph(...)` captures and replays them by hand there (opt-in)'
+            ),
+        ),
+        Case(
+            """
+            import torch
+            f = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")
+            """,
+            line=2,
+            column=5,
+            message=(
+                'mode="reduce-overhead" becomes "default" on ROCm, which gives up its CUDA graphs; '
+                '`rocmport_cudagraph(...)` captures and replays them by hand there (opt-in)'
+            ),
+        ),
+        Case(
+            """
+            import torch
+
+            @torch.compile(mode="reduce-overhead", fullgraph=True)
+            def f(x):
+                return x
+            """,
+            line=3,
+            column=2,
+            message=(
+                'mode="reduce-overhead" becomes "default" on ROCm, which gives up its CUDA graphs; '
+                '`rocmport_cudagraph(...)` captures and replays them by hand there (opt-in)'
+            ),
+        ),
+        Case(
+            """
+            from torch import compile as tc
+            f = tc(mode="reduce-overhead")(g)
+            """,
+            line=2,
+            column=5,
+            message=(
+                'mode="reduce-overhead" becomes "default" on ROCm, which gives up its CUDA graphs; '
+                '`rocmport_cudagraph(...)` captures and replays them by hand there (opt-in)'
+            ),
+        ),
     )
 
     def check_call(self, call: cst.Call, kind: str) -> None:

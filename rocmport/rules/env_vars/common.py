@@ -9,6 +9,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
 
 from rocmport.analysis.names import qualified_names
+from rocmport.analysis.needs import Call, Key, Need, String, Under
 from rocmport.analysis.resolve import assigned_values, operand, paren, string_subscript
 from rocmport.analysis.syntax import keyword, literal_string, mentions_rocm
 from rocmport.findings import Applicability, Fix
@@ -71,6 +72,21 @@ def py_value(node: cst.BaseExpression):
     return None
 
 
+# An arch list of arch-specific NVIDIA targets only ("9.0a", "10.0a;12.0a", "sm_90a"): a build of
+# Hopper or Blackwell kernels (wgmma, tcgen05), which have no AMD counterpart to target.
+_ARCH_SPECIFIC = re.compile(r"(?i)^(?:sm_?)?\d+\.?\d*a(?:\+ptx)?$")
+# A file that builds for ROCm somewhere: its words.
+ROCM_BUILD_WORD = re.compile(r"(?i)\brocm|\bhip(?:cc|ify|_|\b)|\bamd\b|\bgfx\d|\bmi[23]\d\d|radeon")
+
+
+def nvidia_arch_only(value: Optional[str]) -> bool:
+    """Does an arch list name only arch-specific NVIDIA targets (``9.0a``, ``10.0a``)?"""
+    if not value:
+        return False
+    parts = [p for p in re.split(r"[;,\s]+", value.strip()) if p]
+    return bool(parts) and all(_ARCH_SPECIFIC.match(p) for p in parts)
+
+
 class EnvWrite:
     __slots__ = ("var", "key_node", "value", "where", "live", "anchor")
 
@@ -83,21 +99,17 @@ class EnvWrite:
         self.anchor = anchor  # the statement-level node, for ordering
 
 
+def env_write(*variables: str) -> Need:
+    """What a write of one of the variables needs (each rule's ``NEEDS``): the variable named
+    as a subscript key, a dict key, a keyword (``update``, ``dict``) or the first argument of
+    ``setdefault``, ``__setitem__`` or ``os.putenv``; and a write to os.environ (or a copy of
+    it), os.putenv, or the env= of a subprocess, os.exec*, os.spawn* or asyncio call, which
+    all resolve under os, subprocess or asyncio."""
+    return (Key(*variables) | Call("os.putenv") & String(*variables, whole=True)) & Under("os", "subprocess", "asyncio")
+
+
 class EnvRule(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider, ScopeProvider)
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        # A write names the variable as a subscript key, a dict key, a first argument
-        # (setdefault, putenv, __setitem__) or a keyword (update, dict); it writes to
-        # os.environ (or a copy of it), os.putenv, or the env= of a subprocess, os.exec*,
-        # os.spawn* or asyncio call: all resolve under os, subprocess or asyncio.
-        keys = facts.stored_keys | facts.dict_keys | facts.keywords
-        for method in ("setdefault", "__setitem__", "putenv"):
-            keys |= facts.first_strings(method)
-        if keys.isdisjoint(READ_AT_IMPORT):
-            return False
-        return any(facts.may_reference_under(module) for module in ("os", "subprocess", "asyncio"))
 
     def __init__(self, context):
         super().__init__(context)
@@ -283,16 +295,7 @@ PAIR_VARS = frozenset(VISIBILITY_VARS + (ARCH_LIST_VAR, ROCM_ARCH_VAR))
 class PairRule(EnvRule):
     """Collects this file's writes of ``VARS``; ``pairs`` decides what is reported."""
 
-    VARS: Tuple[str, ...] = ()
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        keys = facts.stored_keys | facts.dict_keys | facts.keywords
-        for method in ("setdefault", "__setitem__", "putenv"):
-            keys |= facts.first_strings(method)
-        if keys.isdisjoint(cls.VARS):
-            return False
-        return any(facts.may_reference_under(module) for module in ("os", "subprocess", "asyncio"))
+    VARS: Tuple[str, ...] = ()  # and ``NEEDS = env_write(*VARS)``
 
     def visit_Module(self, node: cst.Module) -> None:
         self._writes: List[EnvWrite] = []

@@ -14,7 +14,7 @@ from rocmport.analysis.syntax import mentions_rocm
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import VISIBILITY_VARS, PairRule
+from .common import VISIBILITY_VARS, PairRule, env_write
 
 
 def removes(text: str, var: str) -> bool:
@@ -30,6 +30,7 @@ class VisibleDevicesBoth(PairRule):
     NAME = "env-cuda-and-hip-visible-devices"
     TRIGGERS = ("HIP_VISIBLE_DEVICES",)
     VARS = VISIBILITY_VARS
+    NEEDS = env_write(*VARS)
     SUMMARY = "CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES both set: torch on ROCm silently uses one."
     WHAT = """
         A file that sets both `CUDA_VISIBLE_DEVICES` and `HIP_VISIBLE_DEVICES` (the same value
@@ -49,7 +50,9 @@ class VisibleDevicesBoth(PairRule):
         RuntimeError when `HIP_VISIBLE_DEVICES` lists more devices than `ROCR_VISIBLE_DEVICES`.
         Earlier releases raised when both were set (pytorch#139866, #140398). The HIP runtime
         reads both variables as well, so the GPUs torch counts and the GPUs the runtime opens
-        can differ: the wrong GPUs, or none.
+        can differ: the wrong GPUs, or none (the failures: pytorch#140318, where torch seeded
+        devices the visibility variables hid; Parsl/parsl#3858, where setting two of them left
+        torch with no GPU on Frontier's MI250X).
         """
     EXAMPLE = """
         import os
@@ -64,23 +67,96 @@ class VisibleDevicesBoth(PairRule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     VALID = (
-        Case('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'),
-        Case('import os\nif is_rocm:\n    os.environ["HIP_VISIBLE_DEVICES"] = "0"\n'
-             'else:\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'),
-        Case('import os\nvar = "HIP_VISIBLE_DEVICES" if is_rocm else "CUDA_VISIBLE_DEVICES"\nos.environ[var] = "0"\n'),
-        Case('import os\nos.environ["HIP_VISIBLE_DEVICES"] = os.environ.pop("CUDA_VISIBLE_DEVICES", "0")\n'),
-        Case('import os\nprint(os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("HIP_VISIBLE_DEVICES"))\n'),
-        Case('import os\n# os.environ["HIP_VISIBLE_DEVICES"] = "0"\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'
-             'doc = "never set HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES together"\n'),
-        Case('settings = {}\nsettings["CUDA_VISIBLE_DEVICES"] = "0"\nsettings["HIP_VISIBLE_DEVICES"] = "0"\n'),
-        Case('import os\ndef use_xpu():\n    os.environ["CUDA_VISIBLE_DEVICES"] = ""\n'
-             'def use_gpus(ids):\n    os.environ["HIP_VISIBLE_DEVICES"] = ids\n'),
+        Case("""
+            import os
+            os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+            """),
+        Case("""
+            import os
+            if is_rocm:
+                os.environ["HIP_VISIBLE_DEVICES"] = "0"
+            else:
+                os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+            """),
+        Case("""
+            import os
+            var = "HIP_VISIBLE_DEVICES" if is_rocm else "CUDA_VISIBLE_DEVICES"
+            os.environ[var] = "0"
+            """),
+        Case("""
+            import os
+            os.environ["HIP_VISIBLE_DEVICES"] = os.environ.pop("CUDA_VISIBLE_DEVICES", "0")
+            """),
+        Case("""
+            import os
+            print(os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("HIP_VISIBLE_DEVICES"))
+            """),
+        Case("""
+            import os
+            # os.environ["HIP_VISIBLE_DEVICES"] = "0"
+            os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+            doc = "never set HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES together"
+            """),
+        Case("""
+            settings = {}
+            settings["CUDA_VISIBLE_DEVICES"] = "0"
+            settings["HIP_VISIBLE_DEVICES"] = "0"
+            """),
+        Case("""
+            import os
+            def use_xpu():
+                os.environ["CUDA_VISIBLE_DEVICES"] = ""
+            def use_gpus(ids):
+                os.environ["HIP_VISIBLE_DEVICES"] = ids
+            """),
     )
     INVALID = (
-        Case(EXAMPLE.replace("\n        ", "\n").strip() + "\n"),
-        Case('import os\nimport subprocess\nsubprocess.run(cmd, env={**os.environ, "CUDA_VISIBLE_DEVICES": ids,'
-             ' "HIP_VISIBLE_DEVICES": ids})\n'),
-        Case('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\nif is_rocm:\n    os.environ["HIP_VISIBLE_DEVICES"] = "0"\n'),
+        Case(
+            """
+            import os
+            os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"
+            os.environ["HIP_VISIBLE_DEVICES"] = "0,1"
+            """,
+            line=3,
+            column=12,
+            message=(
+                "HIP_VISIBLE_DEVICES is set here and CUDA_VISIBLE_DEVICES at line 2: on a ROCm build torch 2.13 "
+                "counts GPUs from HIP_VISIBLE_DEVICES and ignores CUDA_VISIBLE_DEVICES without a word (earlier "
+                "releases raised), ROCR_VISIBLE_DEVICES is applied before both, and the HIP runtime reads both: set "
+                "only one (HIP_VISIBLE_DEVICES on ROCm)"
+            ),
+        ),
+        Case(
+            """
+            import os
+            import subprocess
+            subprocess.run(cmd, env={**os.environ, "CUDA_VISIBLE_DEVICES": ids, "HIP_VISIBLE_DEVICES": ids})
+            """,
+            line=3,
+            column=69,
+            message=(
+                "HIP_VISIBLE_DEVICES is set here and CUDA_VISIBLE_DEVICES at line 3: on a ROCm build torch 2.13 "
+                "counts GPUs from HIP_VISIBLE_DEVICES and ignores CUDA_VISIBLE_DEVICES without a word (earlier "
+                "releases raised), ROCR_VISIBLE_DEVICES is applied before both, and the HIP runtime reads both: set "
+                "only one (HIP_VISIBLE_DEVICES on ROCm)"
+            ),
+        ),
+        Case(
+            """
+            import os
+            os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+            if is_rocm:
+                os.environ["HIP_VISIBLE_DEVICES"] = "0"
+            """,
+            line=4,
+            column=16,
+            message=(
+                "HIP_VISIBLE_DEVICES is set here and CUDA_VISIBLE_DEVICES at line 2: on a ROCm build torch 2.13 "
+                "counts GPUs from HIP_VISIBLE_DEVICES and ignores CUDA_VISIBLE_DEVICES without a word (earlier "
+                "releases raised), ROCR_VISIBLE_DEVICES is applied before both, and the HIP runtime reads both: set "
+                "only one (HIP_VISIBLE_DEVICES on ROCm)"
+            ),
+        ),
     )
 
     @staticmethod

@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import GatedValue, what
+from .common import AUTOTUNE_VARS, GatedValue, env_write, what
 
 
 class MaxAutotuneEnv(GatedValue):
     CODE = "ROC601"
     NAME = "env-max-autotune"
     TRIGGERS = ("TORCHINDUCTOR_MAX_AUTOTUNE",)
+    NEEDS = env_write(*AUTOTUNE_VARS)
     SUMMARY = "TORCHINDUCTOR_MAX_AUTOTUNE (or _POINTWISE, _GEMM) set to a true value."
     WHAT = what("`TORCHINDUCTOR_MAX_AUTOTUNE`, `TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE` or "
                  "`TORCHINDUCTOR_MAX_AUTOTUNE_GEMM` set to \"1\" (inductor compares with \"1\"; \"0\", \"\" and "
@@ -37,18 +38,90 @@ class MaxAutotuneEnv(GatedValue):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0"\n'),
-        Case('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = ""\n'),
-        Case('import os\nx = os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"]\n'),
-        Case('import os\nif os.environ.get("TORCHINDUCTOR_MAX_AUTOTUNE") == "1":\n    pass\n'),
-        Case('settings = {}\nsettings["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"\n'),
-        Case('import os\n# os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"\n'),
-        Case('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0" if is_rocm else "1"\n'),
+        Case("""
+            import os
+            os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0"
+            """),
+        Case("""
+            import os
+            os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = ""
+            """),
+        Case("""
+            import os
+            x = os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"]
+            """),
+        Case("""
+            import os
+            if os.environ.get("TORCHINDUCTOR_MAX_AUTOTUNE") == "1":
+                pass
+            """),
+        Case("""
+            settings = {}
+            settings["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"
+            """),
+        Case("""
+            import os
+            # os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"
+            """),
+        Case("""
+            import os
+            os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0" if is_rocm else "1"
+            """),
     )
     INVALID = (
-        Case('import os\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"\n',
-             'import os\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0" if is_rocm else "1"\n'),
-        Case("from os import environ as env\nenv.setdefault('TORCHINDUCTOR_MAX_AUTOTUNE_GEMM', '1')\n",
-             'from os import environ as env\n\nimport torch\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nenv.setdefault(\'TORCHINDUCTOR_MAX_AUTOTUNE_GEMM\', \'0\' if is_rocm else \'1\')\n'),
-        Case('import os\nimport subprocess\nsubprocess.run(["python", "t.py"], env={**os.environ, "TORCHINDUCTOR_MAX_AUTOTUNE": "1"})\n'),
+        Case(
+            """
+            import os
+            os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"
+            """,
+            expected="""
+            import os
+
+            import torch
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0" if is_rocm else "1"
+            """,
+            line=2,
+            column=44,
+            message=(
+                "TORCHINDUCTOR_MAX_AUTOTUNE turns on max-autotune, which is slow and fragile on ROCm (set in "
+                "os.environ)"
+            ),
+        ),
+        Case(
+            """
+            from os import environ as env
+            env.setdefault('TORCHINDUCTOR_MAX_AUTOTUNE_GEMM', '1')
+            """,
+            expected="""
+            from os import environ as env
+
+            import torch
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            env.setdefault('TORCHINDUCTOR_MAX_AUTOTUNE_GEMM', '0' if is_rocm else '1')
+            """,
+            line=2,
+            column=51,
+            message=(
+                "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM turns on max-autotune, which is slow and fragile on ROCm (set in "
+                "os.environ)"
+            ),
+        ),
+        Case(
+            """
+            import os
+            import subprocess
+            subprocess.run(["python", "t.py"], env={**os.environ, "TORCHINDUCTOR_MAX_AUTOTUNE": "1"})
+            """,
+            line=3,
+            column=85,
+            message=(
+                "TORCHINDUCTOR_MAX_AUTOTUNE turns on max-autotune, which is slow and fragile on ROCm (set in a child "
+                "process' environment)"
+            ),
+        ),
     )

@@ -16,7 +16,7 @@ from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import READ_AT_IMPORT, EnvRule, EnvWrite
+from .common import READ_AT_IMPORT, EnvRule, EnvWrite, env_write
 
 # Modules whose import imports torch._inductor.config (checked on torch 2.13).
 _INDUCTOR_IMPORTERS = re.compile(r"^torch\.(?:_inductor|_dynamo)(?:\.|$)")
@@ -26,6 +26,7 @@ class LateEnv(EnvRule):
     CODE = "ROC603"
     NAME = "env-set-after-inductor-import"
     TRIGGERS = ("TORCHINDUCTOR_", "TORCH_COMPILE_DEBUG")
+    NEEDS = env_write(*READ_AT_IMPORT)
     SUMMARY = "An inductor environment variable set after torch._inductor was imported: no effect."
     WHAT = """
         An inductor environment variable that is read when `torch._inductor.config` is first
@@ -53,15 +54,72 @@ class LateEnv(EnvRule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     VALID = (
-        Case('import os\nos.environ["TORCHINDUCTOR_CUDAGRAPHS"] = "0"\nimport torch._dynamo\n'),
-        Case('import os\nimport torch\nos.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0"\n'),
-        Case('import torch._dynamo\nimport subprocess\nsubprocess.run(c, env={"TORCHINDUCTOR_MAX_AUTOTUNE": "0"})\n'),
-        Case('import os\nimport torch._inductor.config\nos.environ["TORCHINDUCTOR_CACHE_DIR"] = "/tmp/c"\n'),
+        Case("""
+            import os
+            os.environ["TORCHINDUCTOR_CUDAGRAPHS"] = "0"
+            import torch._dynamo
+            """),
+        Case("""
+            import os
+            import torch
+            os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "0"
+            """),
+        Case("""
+            import torch._dynamo
+            import subprocess
+            subprocess.run(c, env={"TORCHINDUCTOR_MAX_AUTOTUNE": "0"})
+            """),
+        Case("""
+            import os
+            import torch._inductor.config
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = "/tmp/c"
+            """),
     )
     INVALID = (
-        Case('import os\nimport torch._inductor.config\nos.environ["TORCHINDUCTOR_CUDAGRAPHS"] = "0"\n'),
-        Case('import os\nfrom torch import _dynamo\ndef setup():\n    os.environ.setdefault("TORCHINDUCTOR_FREEZING", "1")\n'),
-        Case('import os\nimport torch\nm = torch.compile(m)\nos.environ["TORCH_COMPILE_DEBUG"] = "1"\n'),
+        Case(
+            """
+            import os
+            import torch._inductor.config
+            os.environ["TORCHINDUCTOR_CUDAGRAPHS"] = "0"
+            """,
+            line=3,
+            column=12,
+            message=(
+                "TORCHINDUCTOR_CUDAGRAPHS is set after `import torch._inductor.config` (line 2), which imports "
+                "torch._inductor.config; inductor reads it only then, so this has no effect in this process; set it "
+                "before line 2 or in the launch environment"
+            ),
+        ),
+        Case(
+            """
+            import os
+            from torch import _dynamo
+            def setup():
+                os.environ.setdefault("TORCHINDUCTOR_FREEZING", "1")
+            """,
+            line=4,
+            column=27,
+            message=(
+                "TORCHINDUCTOR_FREEZING is set after `from torch import _dynamo` (line 2), which imports "
+                "torch._inductor.config; inductor reads it only then, so this has no effect in this process; set it "
+                "before line 2 or in the launch environment"
+            ),
+        ),
+        Case(
+            """
+            import os
+            import torch
+            m = torch.compile(m)
+            os.environ["TORCH_COMPILE_DEBUG"] = "1"
+            """,
+            line=4,
+            column=12,
+            message=(
+                "TORCH_COMPILE_DEBUG is set after a torch.compile call (line 3), which imports "
+                "torch._inductor.config; inductor reads it only then, so this has no effect in this process; set it "
+                "before line 3 or in the launch environment"
+            ),
+        ),
     )
 
     def visit_Module(self, node: cst.Module) -> None:

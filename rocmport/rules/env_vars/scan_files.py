@@ -25,7 +25,7 @@ from rocmport.findings import Applicability, Finding, Fix, Position
 from rocmport.source import LineIndex
 
 from .common import (ARCH_LIST_VAR, AUTOTUNE_VARS, BACKEND_VARS, CUDAGRAPH_VARS, MESSAGES, PAIR_VARS, ROCM_ARCH_VAR,
-                     ROCM_VALUES, UNKNOWN_VALUE_MESSAGES, classify)
+                     ROCM_BUILD_WORD, ROCM_VALUES, UNKNOWN_VALUE_MESSAGES, classify, nvidia_arch_only)
 from .env_cuda_and_hip_visible_devices import VisibleDevicesBoth, removes
 from .env_cuda_arch_list_without_rocm_arch import ArchListWithoutRocmArch
 from .env_cudagraphs import CudagraphsEnv
@@ -513,8 +513,12 @@ def _pair_findings(path: str, kind: str, lines: List[str], text: str, hits: List
                 earlier, later = sorted((cuda[0], hip[0]), key=lambda h: (h[0], h[1]))
                 add(VisibleDevicesBoth.CODE, later[0], later[1], later[2],
                     VisibleDevicesBoth.message(later[3], earlier[3], earlier[0]), VisibleDevicesBoth.HINT)
-    arch = [h for h in hits if h[3] == ARCH_LIST_VAR and h[4] != ""]
-    if arch and ROCM_ARCH_VAR not in text and not _NVIDIA_FILE.search(path.replace("\\", "/")):
+    arch = [h for h in hits if h[3] == ARCH_LIST_VAR and h[4] != "" and not nvidia_arch_only(h[4])]
+    # a Dockerfile or YAML file that names ROCm nowhere builds nothing for ROCm (its image and
+    # runners are NVIDIA's or CPU-only); a shell script may run anywhere
+    no_rocm_build = kind in ("dockerfile", "yaml") and ROCM_BUILD_WORD.search(text) is None
+    if arch and ROCM_ARCH_VAR not in text and not _NVIDIA_FILE.search(path.replace("\\", "/")) \
+            and not no_rocm_build:
         row, start, end, var, _ = arch[0]
         add(ArchListWithoutRocmArch.CODE, row, start, end, ArchListWithoutRocmArch.message(var),
             ArchListWithoutRocmArch.HINT)

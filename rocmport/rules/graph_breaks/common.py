@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
@@ -12,25 +10,18 @@ from rocmport.analysis.events import (
     RegionEvent,
 )
 from rocmport.analysis.names import COMPILE_NAMES
+from rocmport.analysis.needs import Call, Decorator
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Rule
 
 
 class GraphBreakRule(_regions.RegionRule, Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
-    TRIGGERS = ("compile",)
-    # torch.compile or torch.compiler.compile, as a decorator or a call: its code spells
-    # ``compile`` and the import it resolves through names ``torch``
-    WORDS = (("compile",), ("torch",))
+    # Compiled code is a function decorated with torch.compile, or the first positional
+    # argument of a torch.compile call (``_regions.Analysis._mark_compiled``).
+    NEEDS = Decorator(*COMPILE_NAMES) | Call(*COMPILE_NAMES, positional=True)
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     REGION = "in_compiled"
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        # Compiled code is a function decorated with torch.compile, or the first positional
-        # argument of a torch.compile call (``_regions.Analysis._mark_compiled``).
-        return facts.decorated_with(COMPILE_NAMES) or any(
-            call.args and not isinstance(call.args[0], ast.Starred) for call in facts.calls_to(COMPILE_NAMES))
 
     def hazard(self, node: cst.CSTNode, message: str) -> None:
         """Report ``node`` once: the first event of a node names the shortest chain."""

@@ -12,7 +12,7 @@ from rocmport.analysis.events import (
 )
 from rocmport.rules.base import Case
 
-from .common import PRE, REACH, GraphBreakRule
+from .common import REACH, GraphBreakRule
 
 
 class CompiledDynamicShape(GraphBreakRule):
@@ -44,17 +44,80 @@ class CompiledDynamicShape(GraphBreakRule):
         operation out of the compiled code.
         """
     VALID = (
-        Case(PRE + "def f(x):\n    return x.nonzero()\n"),
-        Case(PRE + "@torch.compile\ndef f(x, mask):\n    y = x[mask]\n    return y * 2\n"),
-        Case(PRE + "@torch.compile\ndef f(x):\n    return x.repeat_interleave(2)\n"),
-        Case(PRE + "@torch.compile\ndef f(x, mask):\n    return torch.where(mask, x, 0)\n"),
+        Case("""
+            import torch
+            def f(x):
+                return x.nonzero()
+            """),
+        Case("""
+            import torch
+            @torch.compile
+            def f(x, mask):
+                y = x[mask]
+                return y * 2
+            """),
+        Case("""
+            import torch
+            @torch.compile
+            def f(x):
+                return x.repeat_interleave(2)
+            """),
+        Case("""
+            import torch
+            @torch.compile
+            def f(x, mask):
+                return torch.where(mask, x, 0)
+            """),
     )
     INVALID = (
-        Case(PRE + "@torch.compile\ndef f(x):\n    return torch.nonzero(x)\n"),
-        Case(PRE + "@torch.compile\ndef f(x, mask: torch.Tensor):\n    y = x[mask > 0]\n    n = y.numel()\n"
-             "    return y, n\n"),
-        Case(PRE + "class M(torch.nn.Module):\n    def forward(self, x):\n        return x.unique()\n"
-             "model = torch.compile(M().cuda().eval())\n"),
+        Case(
+            """
+            import torch
+            @torch.compile
+            def f(x):
+                return torch.nonzero(x)
+            """,
+            line=4,
+            column=12,
+            message=(
+                "`torch.nonzero()` has a data-dependent shape inside `f`, compiled at line 2: dynamo breaks the "
+                "graph there (or recompiles per shape); keep a fixed shape (`torch.where(mask, x, 0)`, a fixed "
+                "`size=`) or move it out of the compiled code"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            @torch.compile
+            def f(x, mask: torch.Tensor):
+                y = x[mask > 0]
+                n = y.numel()
+                return y, n
+            """,
+            line=4,
+            column=9,
+            message=(
+                "`boolean-mask indexing whose size is then read` has a data-dependent shape inside `f`, compiled at "
+                "line 2: dynamo breaks the graph there (or recompiles per shape); keep a fixed shape "
+                "(`torch.where(mask, x, 0)`, a fixed `size=`) or move it out of the compiled code"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    return x.unique()
+            model = torch.compile(M().cuda().eval())
+            """,
+            line=4,
+            column=16,
+            message=(
+                "`.unique()` has a data-dependent shape inside `M.forward`, compiled at line 5: dynamo breaks the "
+                "graph there (or recompiles per shape); keep a fixed shape (`torch.where(mask, x, 0)`, a fixed "
+                "`size=`) or move it out of the compiled code"
+            ),
+        ),
     )
 
     def on_event(self, event: RegionEvent) -> None:

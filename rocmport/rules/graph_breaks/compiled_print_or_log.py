@@ -12,7 +12,7 @@ from rocmport.analysis.events import (
 )
 from rocmport.rules.base import Case
 
-from .common import PRE, REACH, GraphBreakRule
+from .common import REACH, GraphBreakRule
 
 
 class CompiledPrint(GraphBreakRule):
@@ -41,15 +41,110 @@ class CompiledPrint(GraphBreakRule):
         `if not torch.compiler.is_compiling():`.
         """
     VALID = (
-        Case(PRE + "def f(x):\n    print(x)\n"),
-        Case(PRE + "@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        print(x)\n"
-             "    return x\n"),
-        Case(PRE + "import debug_print\n@torch.compile\ndef f(x):\n    debug_print.print_tensor(x)\n"),
+        Case("""
+            import torch
+            def f(x):
+                print(x)
+            """),
+        Case("""
+            import torch
+            @torch.compile
+            def f(x):
+                if not torch.compiler.is_compiling():
+                    print(x)
+                return x
+            """),
+        Case("""
+            import torch
+            import debug_print
+            @torch.compile
+            def f(x):
+                debug_print.print_tensor(x)
+            """),
+        # a logger that is a no-op object unless an environment variable is set
+        Case("""
+            import logging
+            import os
+
+            import torch
+
+            class _NoOpLogger:
+                def debug(self, *args, **kwargs):
+                    pass
+
+            class _Quiet:
+                def __getattr__(self, name):
+                    return lambda *args, **kwargs: None
+
+            logger = logging.getLogger(__name__) if os.environ.get("MY_DEBUG") else _NoOpLogger()
+            trace_log = logging.getLogger("t") if os.environ.get("TRACE", "0") == "1" else _Quiet()
+
+            @torch.compile
+            def step(x):
+                logger.debug("x %s", x.shape)
+                trace_log.info("step")
+                return x * 2
+            """),
     )
     INVALID = (
-        Case(PRE + "@torch.compile\ndef f(x):\n    print('step')\n    return x\n"),
-        Case(PRE + "import logging\nlogger = logging.getLogger(__name__)\n"
-             "def f(x):\n    logger.info('x')\n    return x\nf = torch.compile(f)\n"),
+        # near miss: the no-op is the arm taken only when the variable is set
+        Case(
+            """
+            import logging
+            import os
+
+            import torch
+
+            class _Quiet:
+                def __getattr__(self, name):
+                    return lambda *args, **kwargs: None
+
+            quiet_log = _Quiet() if os.environ.get("QUIET") else logging.getLogger("q")
+
+            @torch.compile
+            def step(x):
+                quiet_log.info("step")
+                return x * 2
+            """,
+            line=14,
+            column=5,
+            message=(
+                "logging call `quiet_log.info()` breaks the graph inside `step`, compiled at line 12: move it out of "
+                "the compiled code, or guard it with `if not torch.compiler.is_compiling():`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            @torch.compile
+            def f(x):
+                print('step')
+                return x
+            """,
+            line=4,
+            column=5,
+            message=(
+                "`print()` breaks the graph inside `f`, compiled at line 2: move it out of the compiled code, or "
+                "guard it with `if not torch.compiler.is_compiling():`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            import logging
+            logger = logging.getLogger(__name__)
+            def f(x):
+                logger.info('x')
+                return x
+            f = torch.compile(f)
+            """,
+            line=5,
+            column=5,
+            message=(
+                "logging call `logger.info()` breaks the graph inside `f`, compiled at line 7: move it out of the "
+                "compiled code, or guard it with `if not torch.compiler.is_compiling():`"
+            ),
+        ),
     )
 
     def on_event(self, event: RegionEvent) -> None:

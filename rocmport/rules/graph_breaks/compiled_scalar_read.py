@@ -11,7 +11,7 @@ from rocmport.analysis.events import (
 )
 from rocmport.rules.base import Case
 
-from .common import PRE, REACH, GraphBreakRule
+from .common import REACH, GraphBreakRule
 
 
 class CompiledScalarRead(GraphBreakRule):
@@ -39,19 +39,138 @@ class CompiledScalarRead(GraphBreakRule):
         `.item()`.
         """
     VALID = (
-        Case(PRE + "def f(x):\n    return x.item()\n"),
-        Case(PRE + "import torch._dynamo\ntorch._dynamo.config.capture_scalar_outputs = True\n"
-             "@torch.compile\ndef f(x):\n    return x.sum().item()\n"),
-        Case(PRE + "@torch.compile\ndef f(d):\n    return [k for k, v in d.items()]\n"),
-        Case(PRE + "@torch.compiler.disable\ndef f(x):\n    return x.item()\n"),
-        Case(PRE + "@torch.compiler.disable\ndef h(x):\n    return x.item()\n"
-             "@torch.compile\ndef f(x):\n    return h(x)\n"),
+        Case("""
+            import torch
+            def f(x):
+                return x.item()
+            """),
+        Case("""
+            import torch
+            import torch._dynamo
+            torch._dynamo.config.capture_scalar_outputs = True
+            @torch.compile
+            def f(x):
+                return x.sum().item()
+            """),
+        Case("""
+            import torch
+            @torch.compile
+            def f(d):
+                return [k for k, v in d.items()]
+            """),
+        Case("""
+            import torch
+            @torch.compiler.disable
+            def f(x):
+                return x.item()
+            """),
+        Case("""
+            import torch
+            @torch.compiler.disable
+            def h(x):
+                return x.item()
+            @torch.compile
+            def f(x):
+                return h(x)
+            """),
+        # a branch decided before the compiled call: taken only where the function is not compiled
+        Case("""
+            import torch
+
+            def decode(model, x, model_type):
+                if model_type == "mamba":
+                    steps = x.sum().item()
+                return model(x)
+
+            def generate(model, x, model_type):
+                step = decode
+                if model_type != "mamba":
+                    step = torch.compile(decode)
+                return step(model, x, model_type)
+            """),
+        Case("""
+            import torch
+
+            class Runner:
+                def __init__(self, model):
+                    if not isinstance(model, MambaModel):
+                        self.fn = torch.compile(self.step)
+
+                def step(self, model, x):
+                    if isinstance(model, MambaModel):
+                        return x.sum().item()
+                    return model(x)
+            """),
     )
     INVALID = (
-        Case(PRE + "@torch.compile\ndef f(x):\n    return x.sum().item()\n"),
-        Case(PRE + "def h(x):\n    return x.tolist()\n@torch.compile(fullgraph=True)\ndef f(x):\n    return h(x)\n"),
-        Case(PRE + "class M(torch.nn.Module):\n    def forward(self, x):\n        return x.numpy()\n"
-             "model = torch.compile(M())\n"),
+        # near miss: the branch is another decision than the one the compile call makes
+        Case(
+            """
+            import torch
+
+            def decode(model, x, model_type):
+                if isinstance(model, MambaModel):
+                    steps = x.sum().item()
+                return model(x)
+
+            def generate(model, x, model_type):
+                step = decode
+                if model_type != "mamba":
+                    step = torch.compile(decode)
+                return step(model, x, model_type)
+            """,
+            line=5,
+            column=17,
+            message=(
+                "`.item()` breaks the graph inside `decode`, compiled at line 11: keep it a tensor, or set "
+                "`torch._dynamo.config.capture_scalar_outputs = True`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            @torch.compile
+            def f(x):
+                return x.sum().item()
+            """,
+            line=4,
+            column=12,
+            message=(
+                "`.item()` breaks the graph inside `f`, compiled at line 2: keep it a tensor, or set "
+                "`torch._dynamo.config.capture_scalar_outputs = True`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            def h(x):
+                return x.tolist()
+            @torch.compile(fullgraph=True)
+            def f(x):
+                return h(x)
+            """,
+            line=3,
+            column=12,
+            message=(
+                "`.tolist()` breaks the graph inside `f`, compiled at line 4, via h(): keep it a tensor, or set "
+                "`torch._dynamo.config.capture_scalar_outputs = True`"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    return x.numpy()
+            model = torch.compile(M())
+            """,
+            line=4,
+            column=16,
+            message=(
+                "`.numpy()` breaks the graph inside `M.forward`, compiled at line 5: keep it a tensor, or move it "
+                "out of the compiled code"
+            ),
+        ),
     )
 
     def on_event(self, event: RegionEvent) -> None:

@@ -11,7 +11,7 @@ from rocmport.analysis.events import (
 )
 from rocmport.rules.base import Case
 
-from .common import PRE, REACH, GraphBreakRule
+from .common import REACH, GraphBreakRule
 
 
 class CompiledTensorBranch(GraphBreakRule):
@@ -39,15 +39,58 @@ class CompiledTensorBranch(GraphBreakRule):
         the branch before the compiled call.
         """
     VALID = (
-        Case(PRE + "@torch.compile\ndef f(x, k=None):\n    if k is not None and x.shape[0] > 1:\n"
-             "        return x\n    return -x\n"),
-        Case(PRE + "def f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n"),
+        Case("""
+            import torch
+            @torch.compile
+            def f(x, k=None):
+                if k is not None and x.shape[0] > 1:
+                    return x
+                return -x
+            """),
+        Case("""
+            import torch
+            def f(x):
+                if x.sum() > 0:
+                    return x
+                return -x
+            """),
     )
     INVALID = (
-        Case(PRE + "@torch.compile\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n"),
-        Case(PRE + "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-             "        self.forward = torch.compile(self.forward)\n"
-             "    def forward(self, x: torch.Tensor):\n        while x:\n            x = x - 1\n        return x\n"),
+        Case(
+            """
+            import torch
+            @torch.compile
+            def f(x):
+                if x.sum() > 0:
+                    return x
+                return -x
+            """,
+            line=4,
+            column=8,
+            message=(
+                "`if` on a tensor value breaks the graph inside `f`, compiled at line 2 (data-dependent control "
+                "flow): use `torch.where` or `torch.cond`, or decide before the compiled call"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            class M(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.forward = torch.compile(self.forward)
+                def forward(self, x: torch.Tensor):
+                    while x:
+                        x = x - 1
+                    return x
+            """,
+            line=7,
+            column=15,
+            message=(
+                "`while` on a tensor value breaks the graph inside `M.forward`, compiled at line 5 (data-dependent "
+                "control flow): use `torch.where` or `torch.cond`, or decide before the compiled call"
+            ),
+        ),
     )
 
     def on_event(self, event: RegionEvent) -> None:

@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import FrozenSet, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Optional, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
+from libcst.metadata import (
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
 
-from rocmport.analysis.names import COMPILE_NAMES, PARTIAL_NAMES, is_module_compile_method, qualified_names
+from rocmport.analysis import needs as _needs
+from rocmport.analysis.names import (
+    COMPILE_NAMES,
+    PARTIAL_NAMES,
+    is_module_compile_call,
+    qualified_names,
+)
+from rocmport.analysis.needs import Attribute, Keyword, Need, String, Under
 from rocmport.analysis.prescan import PREFILTER
 from rocmport.analysis.resolve import (
     assigned_values,
@@ -76,6 +88,36 @@ def _config_bound(context):
     return frozenset(bound)
 
 
+def _assigned(facts):
+    """(names, attribute name -> targets) that plain assignments (``a = ...``, ``a.b = ...``,
+    annotated too) assign, once per file."""
+    found = facts.memo.get("inductor_config:assigned")
+    if found is None:
+        names: Set[str] = set()
+        attributes: Dict[str, list] = {}
+        for node in facts.nodes(ast.Assign, ast.AnnAssign):
+            for target in node.targets if type(node) is ast.Assign else (node.target,):
+                kind = type(target)
+                if kind is ast.Name:
+                    names.add(target.id)
+                elif kind is ast.Attribute:
+                    attributes.setdefault(target.attr, []).append(target)
+        found = facts.memo["inductor_config:assigned"] = (names, attributes)
+    return found
+
+
+def setting(*keys: str) -> Need:
+    """What a setting of one of ``keys`` needs (each rule's ``NEEDS``): an options dict (the
+    ``options=`` keyword, an "options" key or subscript) that spells one of the keys, as a
+    string or a keyword (``dict(k=v)``), where ``dict_flow`` finds them; or a reference into
+    torch._inductor.config and an assignment to an attribute named like a key's last part,
+    a ``.patch(...)``, or ``setattr`` with a key's name as a string."""
+    lasts = {key.rsplit(".", 1)[-1] for key in keys}
+    suffixes = {".".join(key.split(".")[i:]) for key in keys for i in range(key.count(".") + 1)}
+    return ((Keyword("options") | String("options", whole=True)) & (String(*keys, whole=True) | Keyword(*keys))
+            | Under(CONFIG) & (Attribute(*lasts, assigned=True) | Attribute("patch") | String(*suffixes, whole=True)))
+
+
 class InductorSetting(Rule):
     """Finds every place an inductor config value is set; subclasses pick the keys."""
 
@@ -92,21 +134,22 @@ class InductorSetting(Rule):
         # is itself such a reference): an assignment to an attribute named like one of the
         # keys, ``.patch(...)``, or setattr() with the name as a string.
         # An options dict reports only keys of ``KEYS`` (``keys_in``).
-        if ("options" in facts.keywords or "options" in facts.strings) and cls.keys_in(facts):
+        if ("options" in _needs.keywords(facts) or "options" in _needs.strings(facts)) and cls.keys_in(facts):
             return True
         if not facts.may_reference_under(CONFIG):
             return False
+        names, attributes = _assigned(facts)
 
         def configish(node: ast.AST) -> bool:  # ``config_prefix`` may accept it
             if facts.may_be_under(node, CONFIG):
                 return True
             while isinstance(node, ast.Attribute):
                 node = node.value
-            return isinstance(node, ast.Name) and node.id in facts.assigned_names  # a local alias
+            return isinstance(node, ast.Name) and node.id in names  # a local alias
 
         lasts = {key.rsplit(".", 1)[-1] for key in cls.KEYS}
         suffixes = {".".join(key.split(".")[i:]) for key in cls.KEYS for i in range(key.count(".") + 1)}
-        if any(configish(target.value) for last in lasts for target in facts.assigned_attributes.get(last, ())):
+        if any(configish(target.value) for last in lasts for target in attributes.get(last, ())):
             return True
         patches = facts.calls.get("patch", ())
         if any(isinstance(call.func, ast.Attribute) and configish(call.func.value) for call in patches):
@@ -157,7 +200,7 @@ class InductorSetting(Rule):
     def keys_in(cls, facts) -> bool:
         """Does the file spell one of ``KEYS`` where ``dict_flow`` finds keys: a string literal
         (a dict key, a subscript) or a keyword (``dict(k=v)``, ``.update(k=v)``)?"""
-        return any(key in facts.strings or key in facts.keywords for key in cls.KEYS)
+        return any(key in _needs.strings(facts) or key in _needs.keywords(facts) for key in cls.KEYS)
 
     def config_bound(self):
         """The names a plain assignment may bind to (a part of) inductor's config: the only
@@ -232,7 +275,7 @@ class InductorSetting(Rule):
     # -- the spellings ----------------------------------------------------------------------
     def is_compile_call(self, call: cst.Call) -> bool:
         names = qualified_names(self, call.func, _COMPILE_OR_PARTIAL)
-        if names & COMPILE_NAMES or is_module_compile_method(self, call.func):
+        if names & COMPILE_NAMES or is_module_compile_call(self, call):
             return True
         if names & PARTIAL_NAMES and call.args and call.args[0].keyword is None and call.args[0].star == "":
             return bool(qualified_names(self, call.args[0].value, COMPILE_NAMES) & COMPILE_NAMES)

@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import InductorSetting, what
+from .common import InductorSetting, setting, what
 
 
 class TritonCudagraphTrees(InductorSetting):
     CODE = "ROC202"
     NAME = "inductor-cudagraph-trees"
     KEYS = ("triton.cudagraph_trees",)
+    NEEDS = setting(*KEYS)
     TRIGGERS = ("cudagraph_trees",)
     WHAT_IT_DOES = "is turned on: inductor's CUDA-graph trees hang or slow down on ROCm"
     SUMMARY = "torch._inductor.config.triton.cudagraph_trees turned on."
@@ -40,12 +41,47 @@ class TritonCudagraphTrees(InductorSetting):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case("import torch\ntorch._inductor.config.triton.cudagraph_trees = False\n"),
-        Case("import torch\nprint(torch._inductor.config.triton.cudagraph_trees)\n"),
+        Case("""
+            import torch
+            torch._inductor.config.triton.cudagraph_trees = False
+            """),
+        Case("""
+            import torch
+            print(torch._inductor.config.triton.cudagraph_trees)
+            """),
     )
     INVALID = (
-        Case("import torch\ntorch._inductor.config.triton.cudagraph_trees = True\n",
-             "import torch\n\n{PRELUDE}\n\ntorch._inductor.config.triton.cudagraph_trees = False if is_rocm else True\n"),
-        Case("import torch._inductor.config as c\nsetattr(c.triton, \"cudagraph_trees\", True)\n",
-             'import torch\nimport torch._inductor.config as c\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nsetattr(c.triton, "cudagraph_trees", False if is_rocm else True)\n'),
+        Case(
+            """
+            import torch
+            torch._inductor.config.triton.cudagraph_trees = True
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            torch._inductor.config.triton.cudagraph_trees = False if is_rocm else True
+            """,
+            line=2,
+            column=49,
+            message="triton.cudagraph_trees is turned on: inductor's CUDA-graph trees hang or slow down on ROCm",
+        ),
+        Case(
+            """
+            import torch._inductor.config as c
+            setattr(c.triton, "cudagraph_trees", True)
+            """,
+            expected="""
+            import torch
+            import torch._inductor.config as c
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            setattr(c.triton, "cudagraph_trees", False if is_rocm else True)
+            """,
+            line=2,
+            column=38,
+            message="triton.cudagraph_trees is turned on: inductor's CUDA-graph trees hang or slow down on ROCm",
+        ),
     )

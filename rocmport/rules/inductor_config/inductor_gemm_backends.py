@@ -11,13 +11,14 @@ from rocmport.analysis.syntax import literal_string
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import InductorSetting, falsy, what
+from .common import InductorSetting, falsy, setting, what
 
 
 class GemmBackends(InductorSetting):
     CODE = "ROC204"
     NAME = "inductor-gemm-backends"
     KEYS = ("max_autotune_gemm_backends",)
+    NEEDS = setting(*KEYS)
     TRIGGERS = ("max_autotune_gemm_backends",)
     ROCM_TEXT = '"ATEN"'
     WHAT_IT_DOES = "includes TRITON or CPP GEMM templates, which are slow or fail on ROCm; use \"ATEN\" there"
@@ -40,15 +41,61 @@ class GemmBackends(InductorSetting):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case("import torch\ntorch._inductor.config.max_autotune_gemm_backends = \"ATEN\"\n"),
-        Case("import torch\nb = torch._inductor.config.max_autotune_gemm_backends\n"),
-        Case("import torch\ntorch._inductor.config.max_autotune_gemm_backends = \"ATEN\" if is_rocm else \"TRITON\"\n"),
+        Case("""
+            import torch
+            torch._inductor.config.max_autotune_gemm_backends = "ATEN"
+            """),
+        Case("""
+            import torch
+            b = torch._inductor.config.max_autotune_gemm_backends
+            """),
+        Case("""
+            import torch
+            torch._inductor.config.max_autotune_gemm_backends = "ATEN" if is_rocm else "TRITON"
+            """),
     )
     INVALID = (
-        Case("import torch\ntorch._inductor.config.max_autotune_gemm_backends = 'triton,aten'\n",
-             "import torch\n\n{PRELUDE}\n\ntorch._inductor.config.max_autotune_gemm_backends = 'ATEN' if is_rocm else 'triton,aten'\n"),
-        Case("from torch._inductor import config\nwith config.patch(\"max_autotune_gemm_backends\", \"ATEN,CPP\"):\n    pass\n",
-             'import torch\nfrom torch._inductor import config\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nwith config.patch("max_autotune_gemm_backends", "ATEN" if is_rocm else "ATEN,CPP"):\n    pass\n'),
+        Case(
+            """
+            import torch
+            torch._inductor.config.max_autotune_gemm_backends = 'triton,aten'
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            torch._inductor.config.max_autotune_gemm_backends = 'ATEN' if is_rocm else 'triton,aten'
+            """,
+            line=2,
+            column=53,
+            message=(
+                'max_autotune_gemm_backends includes TRITON or CPP GEMM templates, which are slow or fail on ROCm; '
+                'use "ATEN" there'
+            ),
+        ),
+        Case(
+            """
+            from torch._inductor import config
+            with config.patch("max_autotune_gemm_backends", "ATEN,CPP"):
+                pass
+            """,
+            expected="""
+            import torch
+            from torch._inductor import config
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            with config.patch("max_autotune_gemm_backends", "ATEN" if is_rocm else "ATEN,CPP"):
+                pass
+            """,
+            line=2,
+            column=49,
+            message=(
+                'max_autotune_gemm_backends includes TRITON or CPP GEMM templates, which are slow or fail on ROCm; '
+                'use "ATEN" there'
+            ),
+        ),
     )
 
     def hazardous(self, key: str, value: cst.BaseExpression) -> bool:

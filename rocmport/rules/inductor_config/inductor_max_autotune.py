@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import InductorSetting, what
+from .common import InductorSetting, setting, what
 
 
 class MaxAutotune(InductorSetting):
     CODE = "ROC203"
     NAME = "inductor-max-autotune"
     KEYS = ("max_autotune", "max_autotune_pointwise", "max_autotune_gemm")
+    NEEDS = setting(*KEYS)
     TRIGGERS = ("max_autotune",)
     WHAT_IT_DOES = "turns on exhaustive autotuning, which is slow and fragile on ROCm"
     SUMMARY = "max_autotune, max_autotune_pointwise or max_autotune_gemm turned on."
@@ -40,21 +41,84 @@ class MaxAutotune(InductorSetting):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case("import torch\ntorch._inductor.config.max_autotune = False\n"),
-        Case("import torch\nopts = {\"max_autotune\": False}\nf = torch.compile(g, options=opts)\n"),
-        Case("my_config.max_autotune = True\n"),
-        Case("import torch\ntorch._inductor.config.coordinate_descent_tuning = True\n"),
-        Case("import torch\nsettings = {\"max_autotune\": True}\n"),
-        Case("import torch\ntorch._inductor.config.max_autotune = not is_rocm\n"),
+        Case("""
+            import torch
+            torch._inductor.config.max_autotune = False
+            """),
+        Case("""
+            import torch
+            opts = {"max_autotune": False}
+            f = torch.compile(g, options=opts)
+            """),
+        Case("""
+            my_config.max_autotune = True
+            """),
+        Case("""
+            import torch
+            torch._inductor.config.coordinate_descent_tuning = True
+            """),
+        Case("""
+            import torch
+            settings = {"max_autotune": True}
+            """),
+        Case("""
+            import torch
+            torch._inductor.config.max_autotune = not is_rocm
+            """),
     )
     INVALID = (
-        Case("import torch\nopts = {\"max_autotune\": True, \"triton.cudagraphs\": False}\n"
-             "f = torch.compile(g, options=opts)\n",
-             "import torch\n\n{PRELUDE}\n\nopts = {\"max_autotune\": False if is_rocm else True, \"triton.cudagraphs\": False}\n"
-             "f = torch.compile(g, options=opts)\n"),
-        Case("import torch\nwith torch._inductor.config.patch(max_autotune=True, max_autotune_gemm=True):\n    pass\n",
-             "import torch\n\n{PRELUDE}\n\nwith torch._inductor.config.patch(max_autotune=False if is_rocm else True,"
-             " max_autotune_gemm=False if is_rocm else True):\n    pass\n"),
-        Case("import torch\ncfg = torch._inductor.config\ncfg.max_autotune_pointwise = True\n",
-             "import torch\n\n{PRELUDE}\n\ncfg = torch._inductor.config\ncfg.max_autotune_pointwise = False if is_rocm else True\n"),
+        Case(
+            """
+            import torch
+            opts = {"max_autotune": True, "triton.cudagraphs": False}
+            f = torch.compile(g, options=opts)
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            opts = {"max_autotune": False if is_rocm else True, "triton.cudagraphs": False}
+            f = torch.compile(g, options=opts)
+            """,
+            line=2,
+            column=25,
+            message="max_autotune turns on exhaustive autotuning, which is slow and fragile on ROCm",
+        ),
+        Case(
+            """
+            import torch
+            with torch._inductor.config.patch(max_autotune=True, max_autotune_gemm=True):
+                pass
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            with torch._inductor.config.patch(max_autotune=False if is_rocm else True, max_autotune_gemm=False if is_rocm else True):
+                pass
+            """,
+            line=2,
+            column=48,
+            message="max_autotune turns on exhaustive autotuning, which is slow and fragile on ROCm",
+        ),
+        Case(
+            """
+            import torch
+            cfg = torch._inductor.config
+            cfg.max_autotune_pointwise = True
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            cfg = torch._inductor.config
+            cfg.max_autotune_pointwise = False if is_rocm else True
+            """,
+            line=3,
+            column=30,
+            message="max_autotune_pointwise turns on exhaustive autotuning, which is slow and fragile on ROCm",
+        ),
     )

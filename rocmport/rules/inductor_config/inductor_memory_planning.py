@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import InductorSetting, what
+from .common import InductorSetting, setting, what
 
 
 class MemoryPlanning(InductorSetting):
     CODE = "ROC205"
     NAME = "inductor-memory-planning"
     KEYS = ("memory_planning",)
+    NEEDS = setting(*KEYS)
     TRIGGERS = ("memory_planning",)
     WHAT_IT_DOES = "turns on inductor's memory planning, which has crashed and corrupted results on ROCm"
     SUMMARY = "torch._inductor.config.memory_planning turned on."
@@ -37,12 +38,45 @@ class MemoryPlanning(InductorSetting):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case("from torch._inductor import config\nconfig.memory_planning = False\n"),
-        Case("import torch\n\"\"\"Set torch._inductor.config.memory_planning = True for speed.\"\"\"\n"),
+        Case("""
+            from torch._inductor import config
+            config.memory_planning = False
+            """),
+        Case('''
+            import torch
+            """Set torch._inductor.config.memory_planning = True for speed."""
+            '''),
     )
     INVALID = (
-        Case("from torch._inductor import config\nconfig.memory_planning = True\n",
-             'import torch\nfrom torch._inductor import config\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nconfig.memory_planning = False if is_rocm else True\n'),
-        Case("import torch\nf = torch.compile(g, options={\"memory_planning\": True, \"triton.cudagraphs\": True})\n",
-             codes=("ROC205", "ROC103")),
+        Case(
+            """
+            from torch._inductor import config
+            config.memory_planning = True
+            """,
+            expected="""
+            import torch
+            from torch._inductor import config
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            config.memory_planning = False if is_rocm else True
+            """,
+            line=2,
+            column=26,
+            message=(
+                "memory_planning turns on inductor's memory planning, which has crashed and corrupted results on ROCm"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            f = torch.compile(g, options={"memory_planning": True, "triton.cudagraphs": True})
+            """,
+            codes=("ROC205", "ROC103"),
+            line=2,
+            column=50,
+            message=(
+                "memory_planning turns on inductor's memory planning, which has crashed and corrupted results on ROCm"
+            ),
+        ),
     )

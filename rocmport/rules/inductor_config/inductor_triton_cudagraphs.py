@@ -8,13 +8,14 @@ from __future__ import annotations
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
 
-from .common import InductorSetting, what
+from .common import InductorSetting, setting, what
 
 
 class TritonCudagraphs(InductorSetting):
     CODE = "ROC201"
     NAME = "inductor-triton-cudagraphs"
     KEYS = ("triton.cudagraphs",)
+    NEEDS = setting(*KEYS)
     TRIGGERS = ("cudagraphs",)
     WHAT_IT_DOES = "turns on inductor's CUDA graphs, which hang or slow down on ROCm"
     SUMMARY = "torch._inductor.config.triton.cudagraphs turned on."
@@ -46,23 +47,118 @@ class TritonCudagraphs(InductorSetting):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case("import torch\ntorch._inductor.config.triton.cudagraphs = False\n"),
-        Case("import torch\nif torch._inductor.config.triton.cudagraphs:\n    pass\n"),
-        Case("import torch\nx = torch._inductor.config.triton.cudagraphs\n"),
-        Case("import torch\ntorch._inductor.config.triton.cudagraphs = False if is_rocm else True\n"),
-        Case("import torch\ntorch._inductor.config.triton.cudagraph_trees = False\n"),
-        Case("import torch\nf = torch.compile(g, options={\"triton.cudagraphs\": True})\n"),
-        Case("my_config.triton.cudagraphs = True\n"),
-        Case("import torch\n# torch._inductor.config.triton.cudagraphs = True\n"),
-        Case("import torch\nif not torch.version.hip:\n    torch._inductor.config.triton.cudagraphs = True\n"),
+        Case("""
+            import torch
+            torch._inductor.config.triton.cudagraphs = False
+            """),
+        Case("""
+            import torch
+            if torch._inductor.config.triton.cudagraphs:
+                pass
+            """),
+        Case("""
+            import torch
+            x = torch._inductor.config.triton.cudagraphs
+            """),
+        Case("""
+            import torch
+            torch._inductor.config.triton.cudagraphs = False if is_rocm else True
+            """),
+        Case("""
+            import torch
+            torch._inductor.config.triton.cudagraph_trees = False
+            """),
+        Case("""
+            import torch
+            f = torch.compile(g, options={"triton.cudagraphs": True})
+            """),
+        Case("""
+            my_config.triton.cudagraphs = True
+            """),
+        Case("""
+            import torch
+            # torch._inductor.config.triton.cudagraphs = True
+            """),
+        Case("""
+            import torch
+            if not torch.version.hip:
+                torch._inductor.config.triton.cudagraphs = True
+            """),
     )
     INVALID = (
-        Case("import torch\ntorch._inductor.config.triton.cudagraphs = True\n",
-             "import torch\n\n{PRELUDE}\n\ntorch._inductor.config.triton.cudagraphs = False if is_rocm else True\n"),
-        Case("from torch._inductor import config\n\nwith config.patch({\"triton.cudagraphs\": True}):\n    pass\n",
-             'import torch\nfrom torch._inductor import config\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\nwith config.patch({"triton.cudagraphs": False if is_rocm else True}):\n    pass\n'),
-        Case("import torch._inductor.config as ic\n\n@ic.patch(**{\"triton.cudagraphs\": True})\ndef f():\n    pass\n",
-             'import torch\nimport torch._inductor.config as ic\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\n@ic.patch(**{"triton.cudagraphs": False if is_rocm else True})\ndef f():\n    pass\n'),
-        Case("def setup():\n    from torch._inductor import config\n    config.triton.cudagraphs = 1\n",
-             'def setup():\n    from torch._inductor import config\n    import torch\n    is_rocm = getattr(torch.version, "hip", None) is not None\n    config.triton.cudagraphs = False if is_rocm else 1\n'),
+        Case(
+            """
+            import torch
+            torch._inductor.config.triton.cudagraphs = True
+            """,
+            expected="""
+            import torch
+
+            {PRELUDE}
+
+            torch._inductor.config.triton.cudagraphs = False if is_rocm else True
+            """,
+            line=2,
+            column=44,
+            message="triton.cudagraphs turns on inductor's CUDA graphs, which hang or slow down on ROCm",
+        ),
+        Case(
+            """
+            from torch._inductor import config
+
+            with config.patch({"triton.cudagraphs": True}):
+                pass
+            """,
+            expected="""
+            import torch
+            from torch._inductor import config
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            with config.patch({"triton.cudagraphs": False if is_rocm else True}):
+                pass
+            """,
+            line=3,
+            column=41,
+            message="triton.cudagraphs turns on inductor's CUDA graphs, which hang or slow down on ROCm",
+        ),
+        Case(
+            """
+            import torch._inductor.config as ic
+
+            @ic.patch(**{"triton.cudagraphs": True})
+            def f():
+                pass
+            """,
+            expected="""
+            import torch
+            import torch._inductor.config as ic
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            @ic.patch(**{"triton.cudagraphs": False if is_rocm else True})
+            def f():
+                pass
+            """,
+            line=3,
+            column=35,
+            message="triton.cudagraphs turns on inductor's CUDA graphs, which hang or slow down on ROCm",
+        ),
+        Case(
+            """
+            def setup():
+                from torch._inductor import config
+                config.triton.cudagraphs = 1
+            """,
+            expected="""
+            def setup():
+                from torch._inductor import config
+                import torch
+                is_rocm = getattr(torch.version, "hip", None) is not None
+                config.triton.cudagraphs = False if is_rocm else 1
+            """,
+            line=3,
+            column=32,
+            message="triton.cudagraphs turns on inductor's CUDA graphs, which hang or slow down on ROCm",
+        ),
     )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Optional, Set
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
+from rocmport.analysis.needs import Call, Decorator
 from rocmport.analysis.syntax import ROCM_WORD, dotted_name
 from rocmport.analysis.triton import (
     CONFIG_NAMES,
@@ -17,21 +20,14 @@ from rocmport.analysis.triton import (
 from rocmport.rules.base import Rule
 
 WAVEFRONT = 64
-_TRIGGERS = ("triton",)
+# Kernels need a triton.jit / autotune / heuristics decorator, configs a triton.Config call
+# (``TritonAnalysis._collect``).
+KERNELS_OR_CONFIGS = Decorator(*KERNEL_DECORATORS) | Call(*CONFIG_NAMES)
 
 
 class TritonRule(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
-    TRIGGERS = _TRIGGERS
-    READS_LAUNCHES = False  # the rule reads num_warps= of any ``kernel[grid](...)`` launch (ROC503)
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        # Kernels need a triton.jit / autotune / heuristics decorator, configs a
-        # triton.Config call (``TritonAnalysis._collect``); ROC503 also reads num_warps=
-        # of any ``kernel[grid](...)`` launch.
-        return (facts.decorated_with(KERNEL_DECORATORS) or any(facts.calls_to(CONFIG_NAMES))
-                or (cls.READS_LAUNCHES and "num_warps" in facts.subscript_call_keywords))
+    NEEDS = KERNELS_OR_CONFIGS
 
     def visit_Module(self, node: cst.Module) -> None:
         a = analysis(self.context)
@@ -57,6 +53,28 @@ class TritonRule(Rule):
         if isinstance(parent, (cst.Arg, cst.DictElement, cst.Assign, cst.AnnAssign, cst.Param)):
             return text
         return f"({text})"
+
+
+# Triton's NVIDIA-only TLX extension (warp specialisation, named barriers), and the folders a
+# kernel library keeps for NVIDIA alone (``kernels/nvidia/``, ``backend/_nvidia/``, beside ``amd/``).
+_NVIDIA_ONLY_IMPORTS = ("triton.language.extra.tlx",)
+_NVIDIA_FOLDER = re.compile(r"(?i)(?:^|[/\\])_?nvidia[/\\]")
+
+
+def nvidia_only_file(context) -> bool:
+    """A file whose Triton code does not run on ROCm: it lives in a folder for NVIDIA alone, or
+    imports TLX at module level."""
+    if _NVIDIA_FOLDER.search(context.path or ""):
+        return True
+    tree = context.facts.tree if context.facts is not None else None
+    for node in getattr(tree, "body", ()):
+        if isinstance(node, ast.Import) and any(a.name.startswith(_NVIDIA_ONLY_IMPORTS) for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level and (
+                node.module.startswith(_NVIDIA_ONLY_IMPORTS)
+                or any(f"{node.module}.{a.name}".startswith(_NVIDIA_ONLY_IMPORTS) for a in node.names)):
+            return True
+    return False
 
 
 def in_rocm_named_assignment(rule: Rule, node: cst.CSTNode) -> bool:
@@ -87,7 +105,6 @@ class TritonNameRule(Rule):
     """A rule that looks at names (imports, attributes, calls) rather than the kernels."""
 
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider)
-    TRIGGERS = _TRIGGERS
 
     def qnames(self, node: cst.CSTNode, names) -> Set[str]:
         if not self.context.may_resolve(node, names):

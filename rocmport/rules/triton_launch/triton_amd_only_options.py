@@ -9,6 +9,7 @@ import re
 
 import libcst as cst
 
+from rocmport.analysis.needs import Call, DictKey, Keyword
 from rocmport.analysis.syntax import literal_string
 from rocmport.analysis.triton import (
     AMD_ONLY_OPTIONS,
@@ -18,7 +19,7 @@ from rocmport.analysis.triton import (
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case, SpanError
 
-from .common import STAGES_KERNEL, TritonRule, in_rocm_named_assignment
+from .common import TritonRule, in_rocm_named_assignment
 
 _AMD_PATH = re.compile(r"(?i)(?:^|[/_.-])(?:rocm|hip|amd|aiter)(?:[/_.-]|$)")
 
@@ -27,7 +28,7 @@ class TritonAmdOnlyOptions(TritonRule):
     CODE = "ROC511"
     NAME = "triton-amd-only-options"
     SUMMARY = "waves_per_eu / matrix_instr_nonkdim / kpack passed on every platform: KeyError on NVIDIA."
-    TRIGGERS = AMD_ONLY_OPTIONS
+    NEEDS = DictKey(*AMD_ONLY_OPTIONS) & Call(*CONFIG_NAMES) | Keyword(*AMD_ONLY_OPTIONS, subscripted=True)
     WHAT = """
         The AMD-only Triton options `waves_per_eu`, `matrix_instr_nonkdim` and `kpack` as keys
         of a `triton.Config({...})` dict or as keywords of a kernel launch
@@ -61,26 +62,93 @@ class TritonAmdOnlyOptions(TritonRule):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case('import triton\ncfg = triton.Config({"BLOCK": 64, **({"waves_per_eu": 2} if is_rocm else {})})\n'),
-        Case('import triton\nimport torch\nif torch.version.hip:\n    cfg = triton.Config({"BLOCK": 64, "kpack": 2})\n'),
-        Case('import triton\nHIP_CONFIGS = [triton.Config({"BLOCK": 64, "waves_per_eu": 2})]\n'),
-        Case('import triton\ndef get_hip_autotune_config():\n    return [triton.Config({"BLOCK": 64, "kpack": 2})]\n'),
-        Case('import triton\n# triton.Config({"waves_per_eu": 2})\nopts = {"waves_per_eu": 2}\n'),
-        Case('import triton\ndef f(x):\n    return launch(x, waves_per_eu=2)\n'),
+        Case("""
+            import triton
+            cfg = triton.Config({"BLOCK": 64, **({"waves_per_eu": 2} if is_rocm else {})})
+            """),
+        Case("""
+            import triton
+            import torch
+            if torch.version.hip:
+                cfg = triton.Config({"BLOCK": 64, "kpack": 2})
+            """),
+        Case("""
+            import triton
+            HIP_CONFIGS = [triton.Config({"BLOCK": 64, "waves_per_eu": 2})]
+            """),
+        Case("""
+            import triton
+            def get_hip_autotune_config():
+                return [triton.Config({"BLOCK": 64, "kpack": 2})]
+            """),
+        Case("""
+            import triton
+            # triton.Config({"waves_per_eu": 2})
+            opts = {"waves_per_eu": 2}
+            """),
+        Case("""
+            import triton
+            def f(x):
+                return launch(x, waves_per_eu=2)
+            """),
     )
     INVALID = (
-        Case('import triton\ncfg = triton.Config({"BLOCK_M": 128, "waves_per_eu": 2}, num_warps=8)\n',
-             'import torch\nimport triton\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ncfg = triton.Config({"BLOCK_M": 128, **({"waves_per_eu": 2} if is_rocm else {})}, num_warps=8)\n'),
-        Case(STAGES_KERNEL + "def f(x, n):\n    scale[(1,)](x, n, BLOCK=64, matrix_instr_nonkdim=16, num_warps=4)\n",
-             STAGES_KERNEL.replace("import triton\n", "import torch\nimport triton\n", 1).replace("as tl\n", "as tl\n\n{PRELUDE}\n", 1)
-             + "def f(x, n):\n    scale[(1,)](x, n, BLOCK=64, **({\"matrix_instr_nonkdim\": 16} if is_rocm else {}),"
-               " num_warps=4)\n"),
-    )
+        Case(
+            """
+            import triton
+            cfg = triton.Config({"BLOCK_M": 128, "waves_per_eu": 2}, num_warps=8)
+            """,
+            expected="""
+            import torch
+            import triton
 
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return (bool(facts.dict_keys & set(AMD_ONLY_OPTIONS)) and any(facts.calls_to(CONFIG_NAMES))
-                or bool(facts.subscript_call_keywords & set(AMD_ONLY_OPTIONS)))
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            cfg = triton.Config({"BLOCK_M": 128, **({"waves_per_eu": 2} if is_rocm else {})}, num_warps=8)
+            """,
+            line=2,
+            column=38,
+            message=(
+                "waves_per_eu in a triton.Config is an AMD-only Triton option: Triton raises KeyError for it on "
+                "NVIDIA; pass it on ROCm only"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def scale(x_ptr, n, BLOCK: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+                tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+            def f(x, n):
+                scale[(1,)](x, n, BLOCK=64, matrix_instr_nonkdim=16, num_warps=4)
+            """,
+            expected="""
+            import torch
+            import triton
+            import triton.language as tl
+
+            {PRELUDE}
+
+            @triton.jit
+            def scale(x_ptr, n, BLOCK: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+                tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+            def f(x, n):
+                scale[(1,)](x, n, BLOCK=64, **({"matrix_instr_nonkdim": 16} if is_rocm else {}), num_warps=4)
+            """,
+            line=10,
+            column=33,
+            message=(
+                "matrix_instr_nonkdim in a kernel launch is an AMD-only Triton option: Triton raises KeyError for it "
+                "on NVIDIA; pass it on ROCm only"
+            ),
+        ),
+    )
 
     def check(self, a: TritonAnalysis) -> None:
         if _AMD_PATH.search(self.context.path.replace("\\", "/")):

@@ -82,29 +82,177 @@ class TritonBlockSize(TritonRule):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case(_MASKED_KERNEL + "def f(x, o, n):\n    add_one[(triton.cdiv(n, 64),)](x, o, n, BLOCK_SIZE=64)\n"),
-        Case(_MASKED_KERNEL + "def f(x, o, n):\n    add_one[(triton.cdiv(n, 256),)](x, o, n, BLOCK_SIZE=256)\n"),
-        Case(_MASKED_KERNEL + "def f(x, o, n):\n    b = 64 if is_rocm else 32\n"
-             "    add_one[(triton.cdiv(n, b),)](x, o, n, BLOCK_SIZE=b)\n"),
-        Case(_MASKED_KERNEL + "def f(x, o, n):\n    add_one[(triton.cdiv(n, 64 if is_rocm else 32),)]"
-             "(x, o, n, BLOCK_SIZE=64 if is_rocm else 32)\n"),
-        Case(_MASKED_KERNEL + "def f(x, o, n):\n    if torch.version.hip:\n"
-             "        add_one[(triton.cdiv(n, 32),)](x, o, n, BLOCK_SIZE=32)\n"),
-        Case("import triton\nMXFP4_BLOCK_SIZE = 32\ndef pack(x):\n    return x.view(-1, MXFP4_BLOCK_SIZE)\n"),
-        Case("import triton\nfrom torch.nn.attention.flex_attention import create_block_mask\n"
-             "m = create_block_mask(fn, 1, 1, 128, 128, BLOCK_SIZE=32)\n"),
-        Case(_MASKED_KERNEL + "def f(x, o, n):\n    if is_npu():\n"
-             "        add_one[(triton.cdiv(n, 32),)](x, o, n, BLOCK_SIZE=32)\n"),
-        Case(_MASKED_KERNEL + "def f(x, o, n, b):\n    add_one[(triton.cdiv(n, b),)](x, o, n, BLOCK_SIZE=b)\n"),
+        Case("""
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def add_one(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+                mask = offs < n
+                tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+            def f(x, o, n):
+                add_one[(triton.cdiv(n, 64),)](x, o, n, BLOCK_SIZE=64)
+            """),
+        Case("""
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def add_one(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+                mask = offs < n
+                tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+            def f(x, o, n):
+                add_one[(triton.cdiv(n, 256),)](x, o, n, BLOCK_SIZE=256)
+            """),
+        Case("""
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def add_one(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+                mask = offs < n
+                tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+            def f(x, o, n):
+                b = 64 if is_rocm else 32
+                add_one[(triton.cdiv(n, b),)](x, o, n, BLOCK_SIZE=b)
+            """),
+        Case("""
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def add_one(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+                mask = offs < n
+                tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+            def f(x, o, n):
+                add_one[(triton.cdiv(n, 64 if is_rocm else 32),)](x, o, n, BLOCK_SIZE=64 if is_rocm else 32)
+            """),
+        Case("""
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def add_one(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+                mask = offs < n
+                tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+            def f(x, o, n):
+                if torch.version.hip:
+                    add_one[(triton.cdiv(n, 32),)](x, o, n, BLOCK_SIZE=32)
+            """),
+        Case("""
+            import triton
+            MXFP4_BLOCK_SIZE = 32
+            def pack(x):
+                return x.view(-1, MXFP4_BLOCK_SIZE)
+            """),
+        Case("""
+            import triton
+            from torch.nn.attention.flex_attention import create_block_mask
+            m = create_block_mask(fn, 1, 1, 128, 128, BLOCK_SIZE=32)
+            """),
+        Case("""
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def add_one(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+                mask = offs < n
+                tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+            def f(x, o, n):
+                if is_npu():
+                    add_one[(triton.cdiv(n, 32),)](x, o, n, BLOCK_SIZE=32)
+            """),
+        Case("""
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def add_one(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+                mask = offs < n
+                tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+            def f(x, o, n, b):
+                add_one[(triton.cdiv(n, b),)](x, o, n, BLOCK_SIZE=b)
+            """),
     )
     INVALID = (
-        Case(_MASKED_KERNEL + "def f(x, o, n):\n    add_one[(triton.cdiv(n, 32),)](x, o, n, BLOCK_SIZE=32)\n",
-             _MASKED_KERNEL.replace("as tl\n", "as tl\n\n{PRELUDE}\n", 1)
-             + "def f(x, o, n):\n    add_one[(triton.cdiv(n, 64 if is_rocm else 32),)]"
-               "(x, o, n, BLOCK_SIZE=64 if is_rocm else 32)\n"),
-        Case("import torch\nimport triton\nimport triton.language as tl\n\n"
-             "@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr = 16):\n"
-             "    offs = tl.arange(0, BLOCK)\n    tl.store(x_ptr + offs, 0.0)\n"),
+        Case(
+            """
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def add_one(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+                mask = offs < n
+                tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+            def f(x, o, n):
+                add_one[(triton.cdiv(n, 32),)](x, o, n, BLOCK_SIZE=32)
+            """,
+            expected="""
+            import torch
+            import triton
+            import triton.language as tl
+
+            {PRELUDE}
+
+            @triton.jit
+            def add_one(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+                mask = offs < n
+                tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+            def f(x, o, n):
+                add_one[(triton.cdiv(n, 64 if is_rocm else 32),)](x, o, n, BLOCK_SIZE=64 if is_rocm else 32)
+            """,
+            line=12,
+            column=56,
+            message=(
+                "BLOCK_SIZE=32 is a 1-D Triton block of `add_one` that is not a multiple of 64: AMD wavefronts have "
+                "64 lanes, so lanes idle on every program; use 64 on ROCm"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def k(x_ptr, BLOCK: tl.constexpr = 16):
+                offs = tl.arange(0, BLOCK)
+                tl.store(x_ptr + offs, 0.0)
+            """,
+            line=6,
+            column=36,
+            message=(
+                "BLOCK=16 is a 1-D Triton block of `k` that is not a multiple of 64: AMD wavefronts have 64 lanes, "
+                "so lanes idle on every program; use 64 on ROCm (fix unsafe: `k`: a store indexed by BLOCK has no "
+                "mask, so a larger block reads or writes out of range)"
+            ),
+        ),
     )
 
     def check(self, a: TritonAnalysis) -> None:

@@ -5,12 +5,12 @@ The rule's documentation is its class's (`rocmport rule ROC507` prints it).
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Optional
 
 import libcst as cst
 
+from rocmport.analysis.needs import Import, Name
 from rocmport.analysis.syntax import dotted_name
 from rocmport.analysis.triton import (
     CUDA_LIBDEVICE,
@@ -25,7 +25,7 @@ class TritonCudaLibdevice(TritonNameRule):
     CODE = "ROC507"
     NAME = "triton-cuda-libdevice"
     SUMMARY = "triton.language.extra.cuda.libdevice: NVIDIA's libdevice, absent on ROCm."
-    TRIGGERS = ("libdevice",)
+    NEEDS = Import(CUDA_LIBDEVICE) | Name(CUDA_LIBDEVICE)
     WHAT = """
         An import of `triton.language.extra.cuda.libdevice` (`from triton.language.extra.cuda
         import libdevice`, `import triton.language.extra.cuda.libdevice as ld`, `from
@@ -52,48 +52,113 @@ class TritonCudaLibdevice(TritonNameRule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     VALID = (
-        Case("from triton.language.extra import libdevice\n"),
-        Case("import triton.language as tl\nx = tl.extra.libdevice.exp\n"),
-        Case("import torch\nif torch.version.hip:\n    from triton.language.extra.hip import libdevice\n"
-             "else:\n    from triton.language.extra.cuda import libdevice\n"),
-        Case('import triton\n"""Uses triton.language.extra.cuda.libdevice on NVIDIA."""\n'
-             "# from triton.language.extra.cuda import libdevice\n"),
-        Case("import triton\nfrom mypkg.cuda import libdevice\n"),
-        Case("try:\n    from triton.language.extra import libdevice\nexcept ImportError:\n"
-             "    from triton.language.extra.cuda import libdevice\n"),
-        Case("import triton\nif triton.__version__ >= '3.0':\n    from triton.language.extra import libdevice\n"
-             "else:\n    from triton.language.extra.cuda import libdevice\n"),
+        Case("""
+            from triton.language.extra import libdevice
+            """),
+        Case("""
+            import triton.language as tl
+            x = tl.extra.libdevice.exp
+            """),
+        Case("""
+            import torch
+            if torch.version.hip:
+                from triton.language.extra.hip import libdevice
+            else:
+                from triton.language.extra.cuda import libdevice
+            """),
+        Case('''
+            import triton
+            """Uses triton.language.extra.cuda.libdevice on NVIDIA."""
+            # from triton.language.extra.cuda import libdevice
+            '''),
+        Case("""
+            import triton
+            from mypkg.cuda import libdevice
+            """),
+        Case("""
+            try:
+                from triton.language.extra import libdevice
+            except ImportError:
+                from triton.language.extra.cuda import libdevice
+            """),
+        Case("""
+            import triton
+            if triton.__version__ >= '3.0':
+                from triton.language.extra import libdevice
+            else:
+                from triton.language.extra.cuda import libdevice
+            """),
     )
     INVALID = (
-        Case("from triton.language.extra.cuda import libdevice\n"),
-        Case("import triton.language.extra.cuda.libdevice as ld\n"),
-        Case("import triton.language as tl\nimport triton\n@triton.jit\ndef k(p):\n"
-             "    tl.store(p, tl.extra.cuda.libdevice.tanh(tl.load(p)))\n"),
-        Case("from triton.language.extra.cuda.libdevice import fast_expf\n"),
+        Case(
+            """
+            from triton.language.extra.cuda import libdevice
+            """,
+            line=1,
+            column=1,
+            message=(
+                "this imports NVIDIA's libdevice (triton.language.extra.cuda.libdevice), which AMD GPUs do not have: "
+                "the kernels that call it fail to compile on ROCm; import `from triton.language.extra import "
+                "libdevice` (Triton >= 3.0 maps it per backend)"
+            ),
+        ),
+        Case(
+            """
+            import triton.language.extra.cuda.libdevice as ld
+            """,
+            line=1,
+            column=1,
+            message=(
+                "this imports NVIDIA's libdevice (triton.language.extra.cuda.libdevice), which AMD GPUs do not have: "
+                "the kernels that call it fail to compile on ROCm; import `from triton.language.extra import "
+                "libdevice` (Triton >= 3.0 maps it per backend)"
+            ),
+        ),
+        Case(
+            """
+            import triton.language as tl
+            import triton
+            @triton.jit
+            def k(p):
+                tl.store(p, tl.extra.cuda.libdevice.tanh(tl.load(p)))
+            """,
+            line=5,
+            column=17,
+            message=(
+                "this uses NVIDIA's libdevice (triton.language.extra.cuda.libdevice), which AMD GPUs do not have: "
+                "the kernels that call it fail to compile on ROCm; import `from triton.language.extra import "
+                "libdevice` (Triton >= 3.0 maps it per backend)"
+            ),
+        ),
+        Case(
+            """
+            from triton.language.extra.cuda.libdevice import fast_expf
+            """,
+            line=1,
+            column=1,
+            message=(
+                "this imports from NVIDIA's libdevice (triton.language.extra.cuda.libdevice), which AMD GPUs do not "
+                "have: the kernels that call it fail to compile on ROCm; import `from triton.language.extra import "
+                "libdevice` (Triton >= 3.0 maps it per backend)"
+            ),
+        ),
         # tried first, the CUDA module is what ROCm gets too (Triton wheels ship both)
-        Case("try:\n    from triton.language.extra.cuda import libdevice\nexcept ImportError:\n"
-             "    from triton.language.extra import libdevice\n"),
+        Case(
+            """
+            try:
+                from triton.language.extra.cuda import libdevice
+            except ImportError:
+                from triton.language.extra import libdevice
+            """,
+            line=2,
+            column=5,
+            message=(
+                "this imports NVIDIA's libdevice (triton.language.extra.cuda.libdevice), which AMD GPUs do not have: "
+                "the kernels that call it fail to compile on ROCm; import `from triton.language.extra import "
+                "libdevice` (Triton >= 3.0 maps it per backend)"
+            ),
+        ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        """What ``visit_Import``, ``visit_ImportFrom`` and ``visit_Attribute`` report, on
-        CPython's tree: an import of the CUDA module (or from it, or of ``libdevice`` from
-        ``triton.language.extra.cuda``), or a ``.libdevice`` attribute that may resolve to it."""
-        if facts.tree is None:
-            return True
-        for node in facts.nodes(ast.Import):
-            if any(a.name == CUDA_LIBDEVICE or a.name.startswith(CUDA_LIBDEVICE + ".") for a in node.names):
-                return True
-        for node in facts.nodes(ast.ImportFrom):
-            module = node.module
-            if node.level or module is None:
-                continue
-            if module == CUDA_LIBDEVICE or module.startswith(CUDA_LIBDEVICE + "."):
-                return True
-            if module == "triton.language.extra.cuda" and any(a.name == "libdevice" for a in node.names):
-                return True
-        return any(facts.may_be(n, {CUDA_LIBDEVICE}) for n in facts.attributes.get("libdevice", ()))
 
     def __init__(self, context):
         super().__init__(context)

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from rocmport.analysis import walk as _walk
+from rocmport.analysis.needs import Call, Decorator, String
 from rocmport.analysis.syntax import keyword, literal_string
 from rocmport.analysis.triton import (
     DOT,
@@ -34,7 +35,7 @@ class TritonDotTf32(TritonRule):
     CODE = "ROC510"
     NAME = "triton-dot-tf32"
     SUMMARY = 'tl.dot(..., input_precision="tf32"): a compile error on AMD GPUs other than gfx942.'
-    TRIGGERS = ("dot",)
+    NEEDS = Call(*DOT) & Decorator(*KERNEL_DECORATORS) & String(*_TF32, whole=True, any_case=True)
     WHAT = """
         `tl.dot(..., input_precision="tf32")` or `"tf32x3"` (a string literal, any case) in a
         Triton kernel or `@triton.jit` helper. `allow_tf32=True` is not a finding: from Triton
@@ -70,28 +71,115 @@ class TritonDotTf32(TritonRule):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case(_DOT_HEAD + "    tl.store(c + offs, tl.dot(tl.load(a + offs), tl.load(b + offs), input_precision=\"ieee\"))\n"),
-        Case(_DOT_HEAD + "    tl.store(c + offs, tl.dot(tl.load(a + offs), tl.load(b + offs), allow_tf32=True))\n"),
-        Case(_DOT_HEAD + "    tl.store(c + offs, tl.dot(tl.load(a + offs), tl.load(b + offs), input_precision=P))\n"),
-        Case("import triton\nimport triton.language as tl\nP = tl.constexpr('ieee' if is_rocm else 'tf32')\n"
-             + _DOT_HEAD.split("\n\n\n", 1)[1]
-             + "    tl.store(c + offs, tl.dot(tl.load(a + offs), tl.load(b + offs), input_precision=P))\n"),
-        Case("import torch\nimport triton\nx = torch.ops.aten.mm(a, b)\nnote = 'input_precision=\"tf32\"'\n"),
-        Case("import triton\nimport numpy as np\ndef f(a, b):\n    return np.dot(a, b, input_precision='tf32')\n"),
+        Case("""
+            import triton
+            import triton.language as tl
+
+
+            @triton.jit
+            def mm(a, b, c, N: tl.constexpr):
+                offs = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
+                tl.store(c + offs, tl.dot(tl.load(a + offs), tl.load(b + offs), input_precision="ieee"))
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+
+
+            @triton.jit
+            def mm(a, b, c, N: tl.constexpr):
+                offs = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
+                tl.store(c + offs, tl.dot(tl.load(a + offs), tl.load(b + offs), allow_tf32=True))
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+
+
+            @triton.jit
+            def mm(a, b, c, N: tl.constexpr):
+                offs = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
+                tl.store(c + offs, tl.dot(tl.load(a + offs), tl.load(b + offs), input_precision=P))
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            P = tl.constexpr('ieee' if is_rocm else 'tf32')
+            @triton.jit
+            def mm(a, b, c, N: tl.constexpr):
+                offs = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
+                tl.store(c + offs, tl.dot(tl.load(a + offs), tl.load(b + offs), input_precision=P))
+            """),
+        Case("""
+            import torch
+            import triton
+            x = torch.ops.aten.mm(a, b)
+            note = 'input_precision="tf32"'
+            """),
+        Case("""
+            import triton
+            import numpy as np
+            def f(a, b):
+                return np.dot(a, b, input_precision='tf32')
+            """),
     )
     INVALID = (
-        Case(EXAMPLE, _DOT_HEAD.replace("import triton\n", "import torch\nimport triton\n", 1).replace(
-            "as tl\n", "as tl\n\n{PRELUDE}\n", 1).replace(
-            "\n\n\n@", "\n\n\n_ROCMPORT_DOT_TF32 = tl.constexpr(\"ieee\" if is_rocm else \"tf32\")\n\n\n@")
-            + "    x = tl.dot(tl.load(a + offs), tl.load(b + offs), input_precision=_ROCMPORT_DOT_TF32)\n"
-              "    tl.store(c + offs, x)\n"),
-        Case(_DOT_HEAD + "    acc = tl.dot(tl.load(a + offs), tl.load(b + offs), None, 'tf32x3')\n"
-                         "    tl.store(c + offs, acc)\n"),
-    )
+        Case(
+            """
+            import triton
+            import triton.language as tl
 
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return facts.decorated_with(KERNEL_DECORATORS) and any(s.lower() in _TF32 for s in facts.strings)
+
+            @triton.jit
+            def mm(a, b, c, N: tl.constexpr):
+                offs = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
+                x = tl.dot(tl.load(a + offs), tl.load(b + offs), input_precision="tf32")
+                tl.store(c + offs, x)
+            """,
+            expected="""
+            import torch
+            import triton
+            import triton.language as tl
+
+            {PRELUDE}
+
+
+            _ROCMPORT_DOT_TF32 = tl.constexpr("ieee" if is_rocm else "tf32")
+
+
+            @triton.jit
+            def mm(a, b, c, N: tl.constexpr):
+                offs = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
+                x = tl.dot(tl.load(a + offs), tl.load(b + offs), input_precision=_ROCMPORT_DOT_TF32)
+                tl.store(c + offs, x)
+            """,
+            line=8,
+            column=70,
+            message=(
+                'input_precision="tf32" is not accepted by Triton\'s AMD backend (it allows "ieee", "bf16x3", '
+                '"bf16x6", and "tf32" on gfx942 only): the kernel fails to compile on ROCm; use "ieee" there'
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+
+
+            @triton.jit
+            def mm(a, b, c, N: tl.constexpr):
+                offs = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
+                acc = tl.dot(tl.load(a + offs), tl.load(b + offs), None, 'tf32x3')
+                tl.store(c + offs, acc)
+            """,
+            line=8,
+            column=62,
+            message=(
+                'input_precision="tf32x3" is not accepted by Triton\'s AMD backend (it allows "ieee", "bf16x3", '
+                '"bf16x6", and "tf32" on gfx942 only): the kernel fails to compile on ROCm; use "ieee" there'
+            ),
+        ),
+    )
 
     def check(self, a: TritonAnalysis) -> None:
         found: List[Tuple[Kernel, cst.Call, cst.BaseExpression, str]] = []

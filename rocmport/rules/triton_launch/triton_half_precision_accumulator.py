@@ -55,17 +55,59 @@ class TritonHalfAccumulator(TritonRule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     VALID = (
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(o, B: tl.constexpr):\n"
-             "    acc = tl.zeros((B,), dtype=tl.float32)\n    acc += 1\n    tl.store(o, acc)\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(o, B: tl.constexpr):\n"
-             "    z = tl.zeros((B,), dtype=tl.float16)\n    tl.store(o, z)\n"),
-        Case("import torch\nimport triton\nacc = torch.zeros(4, dtype=torch.float16)\nacc += 1\n"),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(o, B: tl.constexpr):
+                acc = tl.zeros((B,), dtype=tl.float32)
+                acc += 1
+                tl.store(o, acc)
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(o, B: tl.constexpr):
+                z = tl.zeros((B,), dtype=tl.float16)
+                tl.store(o, z)
+            """),
+        Case("""
+            import torch
+            import triton
+            acc = torch.zeros(4, dtype=torch.float16)
+            acc += 1
+            """),
     )
     INVALID = (
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(o, B: tl.constexpr):\n"
-             "    acc = tl.zeros((B,), dtype=tl.float16)\n    acc += 1\n    tl.store(o, acc)\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(a, b, o, B: tl.constexpr):\n"
-             "    acc = tl.zeros((B, B), tl.bfloat16)\n    acc = tl.dot(a, b, acc)\n    tl.store(o, acc)\n"),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(o, B: tl.constexpr):
+                acc = tl.zeros((B,), dtype=tl.float16)
+                acc += 1
+                tl.store(o, acc)
+            """,
+            line=5,
+            column=11,
+            message="`acc` accumulates in half precision; on AMD accumulate in tl.float32 and convert once at the end",
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(a, b, o, B: tl.constexpr):
+                acc = tl.zeros((B, B), tl.bfloat16)
+                acc = tl.dot(a, b, acc)
+                tl.store(o, acc)
+            """,
+            line=5,
+            column=11,
+            message="`acc` accumulates in half precision; on AMD accumulate in tl.float32 and convert once at the end",
+        ),
     )
 
     def check(self, a: TritonAnalysis) -> None:

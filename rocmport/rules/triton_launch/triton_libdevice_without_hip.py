@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from rocmport.analysis.needs import Call
 from rocmport.analysis.triton import (
     LIBDEVICE_PORTABLE,
     LIBDEVICE_WITHOUT_HIP_NAMES,
@@ -21,7 +22,7 @@ class TritonLibdeviceWithoutHip(TritonNameRule):
     CODE = "ROC508"
     NAME = "triton-libdevice-without-hip"
     SUMMARY = "A libdevice function that Triton's AMD libdevice does not have."
-    TRIGGERS = ("libdevice",)
+    NEEDS = Call(*LIBDEVICE_WITHOUT_HIP_NAMES)
     WHAT = """
         A call of a libdevice function, through `triton.language.extra.libdevice` or
         `triton.language.extra.cuda.libdevice` in any spelling, that
@@ -56,27 +57,89 @@ class TritonLibdeviceWithoutHip(TritonNameRule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     VALID = (
-        Case("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
-             "@triton.jit\ndef k(p):\n    tl.store(p, libdevice.tanh(tl.load(p)))\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n"
-             "    tl.store(p, tl.sqrt_rn(tl.load(p)))\n"),
-        Case("import triton\nimport numpy as np\ndef f(x):\n    return np.cbrt(x)\n"),
-        Case("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
-             "@triton.jit\ndef k(p, IS_HIP: tl.constexpr):\n    x = tl.load(p)\n"
-             "    if IS_HIP:\n        y = tl.sqrt(x)\n    else:\n        y = libdevice.sqrt_rn(x)\n    tl.store(p, y)\n"),
+        Case("""
+            import triton
+            import triton.language as tl
+            from triton.language.extra import libdevice
+            @triton.jit
+            def k(p):
+                tl.store(p, libdevice.tanh(tl.load(p)))
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                tl.store(p, tl.sqrt_rn(tl.load(p)))
+            """),
+        Case("""
+            import triton
+            import numpy as np
+            def f(x):
+                return np.cbrt(x)
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            from triton.language.extra import libdevice
+            @triton.jit
+            def k(p, IS_HIP: tl.constexpr):
+                x = tl.load(p)
+                if IS_HIP:
+                    y = tl.sqrt(x)
+                else:
+                    y = libdevice.sqrt_rn(x)
+                tl.store(p, y)
+            """),
     )
     INVALID = (
-        Case("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
-             "@triton.jit\ndef k(p):\n    tl.store(p, libdevice.rsqrt_rn(tl.load(p)))\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n"
-             "    tl.store(p, tl.extra.cuda.libdevice.float_as_int(tl.load(p)))\n"),
-        Case("import triton\nfrom triton.language.extra.libdevice import byte_perm\n"
-             "@triton.jit\ndef k(p):\n    x = byte_perm(p, p, p)\n"),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            from triton.language.extra import libdevice
+            @triton.jit
+            def k(p):
+                tl.store(p, libdevice.rsqrt_rn(tl.load(p)))
+            """,
+            line=6,
+            column=17,
+            message=(
+                "libdevice.rsqrt_rn has no HIP counterpart (Triton's AMD libdevice lacks it): the kernel fails to "
+                "compile on ROCm; use a triton.language operation or a ROCm branch"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                tl.store(p, tl.extra.cuda.libdevice.float_as_int(tl.load(p)))
+            """,
+            line=5,
+            column=17,
+            message=(
+                "libdevice.float_as_int has no HIP counterpart (Triton's AMD libdevice lacks it): the kernel fails "
+                "to compile on ROCm; use x.to(tl.int32, bitcast=True)"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            from triton.language.extra.libdevice import byte_perm
+            @triton.jit
+            def k(p):
+                x = byte_perm(p, p, p)
+            """,
+            line=5,
+            column=9,
+            message=(
+                "libdevice.byte_perm has no HIP counterpart (Triton's AMD libdevice lacks it): the kernel fails to "
+                "compile on ROCm; use a triton.language operation or a ROCm branch"
+            ),
+        ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return any(facts.calls_to(LIBDEVICE_WITHOUT_HIP_NAMES))
 
     def visit_Call(self, node: cst.Call) -> None:
         found = self.qnames(node.func, LIBDEVICE_WITHOUT_HIP_NAMES)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Set
 
+from rocmport.analysis.needs import Call, Keyword
 from rocmport.analysis.syntax import keyword
 from rocmport.analysis.triton import (
     CONFIG_NAMES,
@@ -16,7 +17,7 @@ from rocmport.analysis.triton import (
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import STAGES_KERNEL, TritonRule, in_rocm_named_assignment
+from .common import TritonRule, in_rocm_named_assignment
 
 
 def _only_keyword(text: str, name: str, word: str) -> bool:
@@ -32,7 +33,7 @@ class TritonNumStagesZero(TritonRule):
     CODE = "ROC506"
     NAME = "triton-num-stages-zero"
     SUMMARY = "num_stages=0 in a Triton config or launch: no longer a pipelining mode on AMD."
-    TRIGGERS = ("num_stages", "Config")
+    NEEDS = Call(*CONFIG_NAMES) | Keyword("num_stages", subscripted=True)  # a config, or num_stages= of a launch
     WHAT = """
         `num_stages=0` in a `triton.Config(...)` (keyword or third positional argument) or a
         kernel launch (`kernel[grid](..., num_stages=0)`), given as a literal or as a module or
@@ -43,7 +44,7 @@ class TritonNumStagesZero(TritonRule):
         stream-pipelining scheme. Triton's AMD backend no longer has it: 0 now trips an
         assertion in the pipeliner or silently compiles the loop without software pipelining,
         a large slowdown for GEMM and attention kernels (triton-lang/triton#4845,
-        ROCm/triton#653, ROCm/aiter#3808). The AMD backend's own default is 2
+        ROCm/triton#653). The AMD backend's own default is 2
         (`triton/backends/amd/compiler.py`, Triton 3.9).
         """
     EXAMPLE = """
@@ -61,29 +62,122 @@ class TritonNumStagesZero(TritonRule):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case('import triton\ncfg = triton.Config({"BLOCK": 64}, num_warps=4, num_stages=2)\n'),
-        Case('import triton\ncfg = triton.Config({"BLOCK": 64}, num_warps=4, num_stages=2 if is_rocm else 0)\n'),
-        Case('import triton\nimport torch\nif torch.version.hip:\n'
-             '    cfg = triton.Config({"BLOCK": 64}, num_stages=0)\n'),
-        Case('import triton\nHIP_CONFIGS = [triton.Config({"BLOCK": 64}, num_stages=0)]\n'),
-        Case('import triton\n# triton.Config({"BLOCK": 64}, num_stages=0)\ndoc = "use num_stages=0 on AMD"\n'),
-        Case('import triton\ndef f(x):\n    return helper(x, num_stages=0)\n'),
-        Case('import triton\nimport triton.language as tl\n@triton.jit\ndef k(x, n):\n'
-             '    for i in tl.range(0, n, num_stages=0):\n        pass\n'),
+        Case("""
+            import triton
+            cfg = triton.Config({"BLOCK": 64}, num_warps=4, num_stages=2)
+            """),
+        Case("""
+            import triton
+            cfg = triton.Config({"BLOCK": 64}, num_warps=4, num_stages=2 if is_rocm else 0)
+            """),
+        Case("""
+            import triton
+            import torch
+            if torch.version.hip:
+                cfg = triton.Config({"BLOCK": 64}, num_stages=0)
+            """),
+        Case("""
+            import triton
+            HIP_CONFIGS = [triton.Config({"BLOCK": 64}, num_stages=0)]
+            """),
+        Case("""
+            import triton
+            # triton.Config({"BLOCK": 64}, num_stages=0)
+            doc = "use num_stages=0 on AMD"
+            """),
+        Case("""
+            import triton
+            def f(x):
+                return helper(x, num_stages=0)
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(x, n):
+                for i in tl.range(0, n, num_stages=0):
+                    pass
+            """),
     )
     INVALID = (
-        Case('import triton\ncfg = triton.Config({"BLOCK": 64}, num_warps=4, num_stages=0)\n',
-             'import torch\nimport triton\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ncfg = triton.Config({"BLOCK": 64}, num_warps=4, num_stages=2 if is_rocm else 0)\n'),
-        Case('import triton\ncfg = triton.Config({"BLOCK": 64}, 4, 0)\n',
-             'import torch\nimport triton\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ncfg = triton.Config({"BLOCK": 64}, 4, 2 if is_rocm else 0)\n'),
-        Case(STAGES_KERNEL + "STAGES = 0\ndef f(x, n):\n    scale[(1,)](x, n, BLOCK=64, num_stages=STAGES)\n",
-             STAGES_KERNEL.replace("import triton\n", "import torch\nimport triton\n", 1).replace("as tl\n", "as tl\n\n{PRELUDE}\n", 1)
-             + "STAGES = 2 if is_rocm else 0\ndef f(x, n):\n    scale[(1,)](x, n, BLOCK=64, num_stages=STAGES)\n"),
-    )
+        Case(
+            """
+            import triton
+            cfg = triton.Config({"BLOCK": 64}, num_warps=4, num_stages=0)
+            """,
+            expected="""
+            import torch
+            import triton
 
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        return any(facts.calls_to(CONFIG_NAMES)) or "num_stages" in facts.subscript_call_keywords
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            cfg = triton.Config({"BLOCK": 64}, num_warps=4, num_stages=2 if is_rocm else 0)
+            """,
+            line=2,
+            column=60,
+            message=(
+                "num_stages=0 once selected stream-pipelining on AMD; Triton's AMD backend now asserts or compiles "
+                "without software pipelining; use 2 (the AMD default) on ROCm"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            cfg = triton.Config({"BLOCK": 64}, 4, 0)
+            """,
+            expected="""
+            import torch
+            import triton
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            cfg = triton.Config({"BLOCK": 64}, 4, 2 if is_rocm else 0)
+            """,
+            line=2,
+            column=39,
+            message=(
+                "num_stages=0 once selected stream-pipelining on AMD; Triton's AMD backend now asserts or compiles "
+                "without software pipelining; use 2 (the AMD default) on ROCm"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def scale(x_ptr, n, BLOCK: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+                tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+            STAGES = 0
+            def f(x, n):
+                scale[(1,)](x, n, BLOCK=64, num_stages=STAGES)
+            """,
+            expected="""
+            import torch
+            import triton
+            import triton.language as tl
+
+            {PRELUDE}
+
+            @triton.jit
+            def scale(x_ptr, n, BLOCK: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+                tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+            STAGES = 2 if is_rocm else 0
+            def f(x, n):
+                scale[(1,)](x, n, BLOCK=64, num_stages=STAGES)
+            """,
+            line=9,
+            column=10,
+            message=(
+                "STAGES = 0 (num_stages) once selected stream-pipelining on AMD; Triton's AMD backend now asserts or "
+                "compiles without software pipelining; use 2 (the AMD default) on ROCm"
+            ),
+        ),
+    )
 
     def check(self, a: TritonAnalysis) -> None:
         seen: Set[int] = set()

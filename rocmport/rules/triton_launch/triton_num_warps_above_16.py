@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Set
 
+from rocmport.analysis.needs import Keyword
 from rocmport.analysis.syntax import keyword
 from rocmport.analysis.triton import (
     CONFIG_NAMES,
@@ -16,7 +17,7 @@ from rocmport.analysis.triton import (
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import TritonRule
+from .common import KERNELS_OR_CONFIGS, TritonRule
 
 MAX_WARPS = 16
 
@@ -25,9 +26,8 @@ MAX_WARPS = 16
 class TritonNumWarps(TritonRule):
     CODE = "ROC503"
     NAME = "triton-num-warps-above-16"
-    READS_LAUNCHES = True
     SUMMARY = "num_warps above 16: more than 1024 threads per workgroup on AMD."
-    TRIGGERS = ("triton", "num_warps")  # a launch of an imported kernel need not say "triton"
+    NEEDS = KERNELS_OR_CONFIGS | Keyword("num_warps", subscripted=True)  # or num_warps= of any launch
     WHAT = """
         `num_warps=` above 16 in a Triton launch (`kernel[grid](..., num_warps=32)`) or a
         `triton.Config(..., num_warps=32)`, given as a literal or a constant.
@@ -51,17 +51,81 @@ class TritonNumWarps(TritonRule):
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
-        Case('import triton\ncfg = triton.Config({"BLOCK": 1024}, num_warps=16)\n'),
-        Case('import triton\ncfg = triton.Config({"BLOCK": 1024}, num_warps=16 if is_rocm else 32)\n'),
-        Case('import triton\nimport torch\nif torch.version.hip is None:\n    W = 32\nelse:\n    W = 16\n'),
-        Case('import triton\ndef f(x):\n    return launch(x, num_warps=32)\n'),
+        Case("""
+            import triton
+            cfg = triton.Config({"BLOCK": 1024}, num_warps=16)
+            """),
+        Case("""
+            import triton
+            cfg = triton.Config({"BLOCK": 1024}, num_warps=16 if is_rocm else 32)
+            """),
+        Case("""
+            import triton
+            import torch
+            if torch.version.hip is None:
+                W = 32
+            else:
+                W = 16
+            """),
+        Case("""
+            import triton
+            def f(x):
+                return launch(x, num_warps=32)
+            """),
     )
     INVALID = (
-        Case('import triton\ncfg = triton.Config({"BLOCK": 4096}, num_warps=32)\n',
-             'import torch\nimport triton\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\ncfg = triton.Config({"BLOCK": 4096}, num_warps=16 if is_rocm else 32)\n'),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(x, B: tl.constexpr):\n    pass\n"
-             "W = 32\ndef f(x):\n    k[(1,)](x, B=1024, num_warps=W)\n",
-             'import torch\nimport triton\nimport triton.language as tl\n\nis_rocm = getattr(torch.version, "hip", None) is not None\n\n@triton.jit\ndef k(x, B: tl.constexpr):\n    pass\nW = 16 if is_rocm else 32\ndef f(x):\n    k[(1,)](x, B=1024, num_warps=W)\n'),
+        Case(
+            """
+            import triton
+            cfg = triton.Config({"BLOCK": 4096}, num_warps=32)
+            """,
+            expected="""
+            import torch
+            import triton
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            cfg = triton.Config({"BLOCK": 4096}, num_warps=16 if is_rocm else 32)
+            """,
+            line=2,
+            column=48,
+            message=(
+                "num_warps=32 launches 2048 threads per workgroup on AMD (64-lane warps), above the limit of 1024: "
+                "the kernel fails to launch; cap it at 16 on ROCm"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(x, B: tl.constexpr):
+                pass
+            W = 32
+            def f(x):
+                k[(1,)](x, B=1024, num_warps=W)
+            """,
+            expected="""
+            import torch
+            import triton
+            import triton.language as tl
+
+            is_rocm = getattr(torch.version, "hip", None) is not None
+
+            @triton.jit
+            def k(x, B: tl.constexpr):
+                pass
+            W = 16 if is_rocm else 32
+            def f(x):
+                k[(1,)](x, B=1024, num_warps=W)
+            """,
+            line=6,
+            column=5,
+            message=(
+                "W = 32 launches 2048 threads per workgroup on AMD (64-lane warps), above the limit of 1024: the "
+                "kernel fails to launch; cap it at 16 on ROCm"
+            ),
+        ),
     )
 
     def check(self, a: TritonAnalysis) -> None:

@@ -10,7 +10,6 @@ from typing import List, Optional
 import libcst as cst
 
 from rocmport.analysis.triton import (
-    Kernel,
     TritonAnalysis,
 )
 from rocmport.findings import Applicability, Fix
@@ -50,16 +49,106 @@ class TritonSmallTile(TritonRule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     VALID = (
-        Case(_GEMM_HEAD + "def run(a, b, c):\n    mm[(1,)](a, b, c, BLOCK_M=32, BLOCK_N=16)\n"),
-        Case(_GEMM_HEAD + "def run(a, b, c, n):\n    mm[(1,)](a, b, c, BLOCK_M=4, BLOCK_N=triton.next_power_of_2(n))\n"),
-        Case(_GEMM_HEAD.replace("@triton.jit", "@triton.autotune(configs=[triton.Config({'BLOCK_M': 64, 'BLOCK_N': 16})],"
-                                " key=[])\n@triton.jit")),
-        Case(_GEMM_HEAD + "def run(a, b, c):\n    mm[(1,)](a, b, c, BLOCK_M=16 if is_rocm else 4, BLOCK_N=8)\n"),
+        Case("""
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def mm(a, b, c, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                rm = tl.arange(0, BLOCK_M)
+                rn = tl.arange(0, BLOCK_N)
+                x = tl.load(a + rm[:, None] * BLOCK_N + rn[None, :])
+                tl.store(c + rm[:, None] * BLOCK_N + rn[None, :], x)
+
+            def run(a, b, c):
+                mm[(1,)](a, b, c, BLOCK_M=32, BLOCK_N=16)
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def mm(a, b, c, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                rm = tl.arange(0, BLOCK_M)
+                rn = tl.arange(0, BLOCK_N)
+                x = tl.load(a + rm[:, None] * BLOCK_N + rn[None, :])
+                tl.store(c + rm[:, None] * BLOCK_N + rn[None, :], x)
+
+            def run(a, b, c, n):
+                mm[(1,)](a, b, c, BLOCK_M=4, BLOCK_N=triton.next_power_of_2(n))
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+
+            @triton.autotune(configs=[triton.Config({'BLOCK_M': 64, 'BLOCK_N': 16})], key=[])
+            @triton.jit
+            def mm(a, b, c, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                rm = tl.arange(0, BLOCK_M)
+                rn = tl.arange(0, BLOCK_N)
+                x = tl.load(a + rm[:, None] * BLOCK_N + rn[None, :])
+                tl.store(c + rm[:, None] * BLOCK_N + rn[None, :], x)
+
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def mm(a, b, c, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                rm = tl.arange(0, BLOCK_M)
+                rn = tl.arange(0, BLOCK_N)
+                x = tl.load(a + rm[:, None] * BLOCK_N + rn[None, :])
+                tl.store(c + rm[:, None] * BLOCK_N + rn[None, :], x)
+
+            def run(a, b, c):
+                mm[(1,)](a, b, c, BLOCK_M=16 if is_rocm else 4, BLOCK_N=8)
+            """),
     )
     INVALID = (
-        Case(_GEMM_HEAD + "def run(a, b, c):\n    mm[(1,)](a, b, c, BLOCK_M=4, BLOCK_N=8)\n"),
-        Case(_GEMM_HEAD.replace("@triton.jit", "@triton.autotune(configs=[triton.Config({'BLOCK_M': 2, 'BLOCK_N': 16})],"
-                                " key=[])\n@triton.jit")),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def mm(a, b, c, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                rm = tl.arange(0, BLOCK_M)
+                rn = tl.arange(0, BLOCK_N)
+                x = tl.load(a + rm[:, None] * BLOCK_N + rn[None, :])
+                tl.store(c + rm[:, None] * BLOCK_N + rn[None, :], x)
+
+            def run(a, b, c):
+                mm[(1,)](a, b, c, BLOCK_M=4, BLOCK_N=8)
+            """,
+            line=12,
+            column=5,
+            message=(
+                "`mm` tile 4 x 8 has 32 elements, fewer than one 64-lane AMD wavefront: lanes idle on every program; "
+                "grow it on ROCm"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+
+            @triton.autotune(configs=[triton.Config({'BLOCK_M': 2, 'BLOCK_N': 16})], key=[])
+            @triton.jit
+            def mm(a, b, c, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                rm = tl.arange(0, BLOCK_M)
+                rn = tl.arange(0, BLOCK_N)
+                x = tl.load(a + rm[:, None] * BLOCK_N + rn[None, :])
+                tl.store(c + rm[:, None] * BLOCK_N + rn[None, :], x)
+
+            """,
+            line=4,
+            column=27,
+            message=(
+                "`mm` tile 2 x 16 has 32 elements, fewer than one 64-lane AMD wavefront: lanes idle on every "
+                "program; grow it on ROCm"
+            ),
+        ),
     )
 
     def check(self, a: TritonAnalysis) -> None:
@@ -83,12 +172,9 @@ class TritonSmallTile(TritonRule):
                 if product >= WAVEFRONT or product <= 0:
                     continue
                 node = source if source is not None else kernel.func.name
-                if self.skipped(a, node) or self._gated_source(kernel, source):
+                if self.skipped(a, node):
                     continue
                 shape = " x ".join(str(v) for v in values)
                 self.report(node, f"`{kernel.name}` tile {shape} has {product} elements, fewer than one 64-lane"
                                   " AMD wavefront: lanes idle on every program; grow it on ROCm",
                             fix=Fix(Applicability.DISPLAY_ONLY, "Use a tile of at least 64 elements on ROCm"))
-
-    def _gated_source(self, kernel: Kernel, source: Optional[cst.CSTNode]) -> bool:
-        return False

@@ -57,23 +57,91 @@ class TritonUnclampedExp(TritonRule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     VALID = (
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
-             "    x = tl.clamp(x, -10.0, 10.0)\n    e = tl.exp(2 * x)\n    tl.store(p, (e - 1) / (e + 1))\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
-             "    m = tl.max(x, 0)\n    e = tl.exp(x - m)\n    tl.store(p, e / tl.sum(e, 0))\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
-             "    tl.store(p, 1 / (1 + tl.exp(-tl.abs(x))))\n"),
-        Case("import math\nimport triton\ndef f(x):\n    return 1 / (1 + math.exp(-x))\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
-             "    tl.store(p, 1.0 / (1.0 + tl.exp(-x)))\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
-             "    tl.store(p, x / (1 + tl.exp(-x)))\n"),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                x = tl.load(p)
+                x = tl.clamp(x, -10.0, 10.0)
+                e = tl.exp(2 * x)
+                tl.store(p, (e - 1) / (e + 1))
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                x = tl.load(p)
+                m = tl.max(x, 0)
+                e = tl.exp(x - m)
+                tl.store(p, e / tl.sum(e, 0))
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                x = tl.load(p)
+                tl.store(p, 1 / (1 + tl.exp(-tl.abs(x))))
+            """),
+        Case("""
+            import math
+            import triton
+            def f(x):
+                return 1 / (1 + math.exp(-x))
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                x = tl.load(p)
+                tl.store(p, 1.0 / (1.0 + tl.exp(-x)))
+            """),
+        Case("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                x = tl.load(p)
+                tl.store(p, x / (1 + tl.exp(-x)))
+            """),
     )
     INVALID = (
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
-             "    tl.store(p, (tl.exp(x) - tl.exp(-x)) / (tl.exp(x) + tl.exp(-x)))\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p):\n    x = tl.load(p)\n"
-             "    e = tl.exp(2 * x)\n    tl.store(p, (e - 1) / (e + 1))\n"),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                x = tl.load(p)
+                tl.store(p, (tl.exp(x) - tl.exp(-x)) / (tl.exp(x) + tl.exp(-x)))
+            """,
+            line=6,
+            column=17,
+            message=(
+                "hand-built tanh/sigmoid on tl.exp with no clamp of its input: exp overflows to inf and inf/inf is "
+                "NaN; clamp the input to [-10, 10] first"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p):
+                x = tl.load(p)
+                e = tl.exp(2 * x)
+                tl.store(p, (e - 1) / (e + 1))
+            """,
+            line=7,
+            column=17,
+            message=(
+                "hand-built tanh/sigmoid on tl.exp with no clamp of its input: exp overflows to inf and inf/inf is "
+                "NaN; clamp the input to [-10, 10] first"
+            ),
+        ),
     )
 
     def check(self, a: TritonAnalysis) -> None:

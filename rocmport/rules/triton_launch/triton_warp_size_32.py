@@ -12,6 +12,7 @@ from typing import FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from rocmport.analysis import walk as _walk
+from rocmport.analysis.needs import Import
 from rocmport.analysis.triton import (
     TL,
     TritonAnalysis,
@@ -42,7 +43,8 @@ class TritonWarpSize32(TritonRule):
     CODE = "ROC512"
     NAME = "triton-warp-size-32"
     SUMMARY = "A warp size of 32 in arithmetic: AMD's CDNA wavefronts have 64 lanes."
-    TRIGGERS = ("warp", "WARP", "Warp")
+    TRIGGERS = ("warp", "WARP", "Warp")  # num_warps, or a name _WARP_NAME matches
+    NEEDS = Import("triton")  # and the shapes of ``may_match``, which no need says
     WHAT = """
         `num_warps * 32` or `32 * num_warps` (also `config.num_warps * 32`), and a warp-size
         constant set to 32: `WARP_SIZE = 32`, `WARP_SIZE = tl.constexpr(32)`,
@@ -71,19 +73,92 @@ class TritonWarpSize32(TritonRule):
         """
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     VALID = (
-        Case("import triton\ndef threads(num_warps):\n    return num_warps * 64\n"),
-        Case("import triton\nWARP_SIZE = 64 if is_rocm else 32\n"),
-        Case("import triton\ndef f(num_warps, warp_size):\n    return num_warps * warp_size\n"),
-        Case("import triton\nBLOCK_SIZE = 32\nx = rows * 32\n"),
-        Case('import triton\n# threads = num_warps * 32\ns = "num_warps * 32"\n'),
-        Case("import triton\nimport torch\nif torch.version.hip:\n    WARP_SIZE = 32\n"),
+        Case("""
+            import triton
+            def threads(num_warps):
+                return num_warps * 64
+            """),
+        Case("""
+            import triton
+            WARP_SIZE = 64 if is_rocm else 32
+            """),
+        Case("""
+            import triton
+            def f(num_warps, warp_size):
+                return num_warps * warp_size
+            """),
+        Case("""
+            import triton
+            BLOCK_SIZE = 32
+            x = rows * 32
+            """),
+        Case("""
+            import triton
+            # threads = num_warps * 32
+            s = "num_warps * 32"
+            """),
+        Case("""
+            import triton
+            import torch
+            if torch.version.hip:
+                WARP_SIZE = 32
+            """),
     )
     INVALID = (
-        Case("import triton\ndef threads(num_warps):\n    return num_warps * 32\n"),
-        Case("import triton\nimport triton.language as tl\nWARP_SIZE = tl.constexpr(32)\n"),
-        Case("import triton\nimport triton.language as tl\n@triton.jit\ndef k(p, WARP_SIZE: tl.constexpr = 32):\n"
-             "    pass\n"),
-        Case("import triton\ndef f(cfg):\n    return 32 * cfg.num_warps\n"),
+        Case(
+            """
+            import triton
+            def threads(num_warps):
+                return num_warps * 32
+            """,
+            line=3,
+            column=12,
+            message=(
+                "num_warps * 32 counts 32 threads per warp: a Triton warp is a 64-lane wavefront on AMD CDNA GPUs "
+                "(MI200/MI300), 32 lanes on NVIDIA and RDNA; use the device's warp size"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            WARP_SIZE = tl.constexpr(32)
+            """,
+            line=3,
+            column=13,
+            message=(
+                "WARP_SIZE = 32: a Triton warp is a 64-lane wavefront on AMD CDNA GPUs (MI200/MI300), 32 lanes on "
+                "NVIDIA and RDNA; use the device's warp size"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(p, WARP_SIZE: tl.constexpr = 32):
+                pass
+            """,
+            line=4,
+            column=36,
+            message=(
+                "WARP_SIZE = 32: a Triton warp is a 64-lane wavefront on AMD CDNA GPUs (MI200/MI300), 32 lanes on "
+                "NVIDIA and RDNA; use the device's warp size"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            def f(cfg):
+                return 32 * cfg.num_warps
+            """,
+            line=3,
+            column=12,
+            message=(
+                "num_warps * 32 counts 32 threads per warp: a Triton warp is a 64-lane wavefront on AMD CDNA GPUs "
+                "(MI200/MI300), 32 lanes on NVIDIA and RDNA; use the device's warp size"
+            ),
+        ),
     )
 
     @classmethod

@@ -10,6 +10,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from rocmport import rocm_facts
 from rocmport.analysis.names import qualified_names
+from rocmport.analysis.platforms import ROCM, other_accelerator_path
 from rocmport.analysis.syntax import ROCM_WORD, dotted_name, literal_string, mentions_rocm
 from rocmport.analysis.triton import FOREIGN_TEST, KERNEL_DECORATORS, is_foreign_path
 from rocmport.analysis.walk import children as _children
@@ -114,11 +115,17 @@ class VendorRule(Rule):
     def is_name(self, node: cst.CSTNode, names) -> bool:
         return bool(qualified_names(self, node, names) & names)
 
+    # Decide from the file's name too (``..._sm90.py``, ``nvidia.py``, ``test_rocm_support.py``).
+    # The architecture and fp8 rules (ROC702, ROC705, ROC706, ROC711) set it False: a file named
+    # for ROCm is where those bugs live, and what a file imports and tests decides, not its name.
+    BY_FILE_NAME: bool = True
+
     def gated(self, node: cst.CSTNode) -> bool:
         """Already gated: under a ROCm test (``in_rocm_branch``), or where a test of
         ``torch.version.cuda`` proves a CUDA build (the body of ``if torch.version.cuda:``,
         the ``else`` of ``if torch.version.cuda is None:``, the right of ``cuda and ...``)."""
-        if self.in_rocm_branch(node) or is_foreign_path(self.context.path) or _vendor_path(self.context.path):
+        if self.in_rocm_branch(node) or is_foreign_path(self.context.path) or \
+                other_accelerator_path(self.context.path) or (self.BY_FILE_NAME and _vendor_path(self.context.path)):
             return True
         if self.earlier_exit(node, lambda test: mentions_rocm(test, self.context.gate_name) and not (
                 isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And))):
@@ -187,6 +194,51 @@ class VendorRule(Rule):
     def display_only(self, node: cst.CSTNode, message: str, suggestion: str) -> None:
         self.report(node, message, fix=Fix(Applicability.DISPLAY_ONLY, suggestion))
 
+    def callers_off_rocm(self, node: cst.CSTNode) -> bool:
+        """Is the function around ``node`` called in this file, and only off ROCm (every call
+        under ``if not self.is_rocm_pytorch():``, in a CUDA branch: ``self.platforms``)? Calls
+        are matched by name (``f(...)``, ``x.f(...)``); CPython's tree of the whole file counts
+        them, so a call in a definition a lint left unparsed makes the answer no."""
+        function = next((a for a in self.ancestors(node) if isinstance(a, cst.FunctionDef)), None)
+        if function is None:
+            return False
+        name = function.name.value
+        calls = self.context.shared("vendor-calls-by-name", _calls_by_name).get(name, [])
+        if not calls or len(calls) != _cpython_calls(self.context).get(name, 0):
+            return False
+        return all(ROCM not in self.platforms(call) for call in calls)
+
+
+def _calls_by_name(ctx) -> Dict[str, List[cst.Call]]:
+    found: Dict[str, List[cst.Call]] = {}
+    for n in walk(ctx.module):
+        if isinstance(n, cst.Call):
+            func = n.func
+            name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) \
+                else None
+            if name is not None:
+                found.setdefault(name, []).append(n)
+    return found
+
+
+def _cpython_calls(ctx) -> Dict[str, int]:
+    def count(ctx) -> Dict[str, int]:
+        import ast
+
+        tree = getattr(ctx.facts, "tree", None) if ctx.facts is not None else None
+        out: Dict[str, int] = {}
+        for n in ast.walk(tree) if tree is not None else ():
+            if isinstance(n, ast.Call):
+                func = n.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                if name is not None:
+                    out[name] = out.get(name, 0) + 1
+        return out
+
+    return ctx.shared("vendor-cpython-calls", count)
+
+
+
 
 def facts_doc(topic: str) -> str:
     return "\n".join("        - " + f.claim + " (" + ", ".join(f.sources) + ")"
@@ -252,7 +304,8 @@ PROPERTIES = frozenset({"torch.cuda.get_device_properties"})
 # Features that exist only on NVIDIA: a capability test that guards one is gated off ROCm.
 NVIDIA_ONLY = re.compile(
     r"(?i)(?:^|[^a-z0-9])(?:fa3|tma|wgmma|hopper|blackwell|tcgen05|sm_?9\d+a?|sm_?1[0-2]\d+a?|"
-    r"flash_attn_interface|flash_attn_3|flash_mla|deep_gemm|cutlass|nvfp4|mxfp4_nv)(?:[^a-z]|$)")
+    r"flash_attn_interface|flash_attn_3|flash_mla|deep_gemm|cutlass|nvfp4|mxfp4_nv|marlin|machete|trtllm)"
+    r"(?:[^a-z]|$)")
 
 
 

@@ -6,10 +6,13 @@ The rule's documentation is its class's (`rocmport rule ROC701` prints it).
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, List, Optional, Set
+from typing import Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
+from rocmport.analysis import gates
+from rocmport.analysis.needs import Name
+from rocmport.analysis.platforms import CPU, ROCM
 from rocmport.analysis.syntax import dotted_name, mentions_rocm
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
@@ -17,7 +20,6 @@ from rocmport.rules.base import Case
 from .common import (
     CAPABILITY,
     NVIDIA_ONLY,
-    PRE,
     PROPERTIES,
     VendorRule,
     exits,
@@ -38,15 +40,23 @@ _NVIDIA_WORD = re.compile(r"(?i)nvidia")
 # really a "CUDA build" test, so it must not be widened to ROCm.
 _NVIDIA_TOOLCHAIN = re.compile(
     r"(?i)nvcc|nvidia|nvml|cudnn|cublas|cusparse|cufft|curand|nvrtc|nvtx|cutlass|ptx|cuda_home|-arch|gencode"
-    r"|(?:^|[^a-z])(?:sm_?\d{2,3}a?|compute_\d{2,3})(?:[^a-z0-9]|$)|cuda_?version|\bcu\d{2,3}\b")
+    r"|(?:^|[^a-z])(?:sm_?\d{2,3}a?|compute_\d{2,3})(?:[^a-z0-9]|$)|cuda_?version|\bcu\d{2,3}\b|cuda_arch")
+# A comment that says the code is kept off ROCm (or on CUDA) on purpose.
+_INTENT_COMMENT = re.compile(
+    r"(?i)#.*(?:\b(?:rocm|amd|hip|mi[23]\d\d)\b|cuda[- ]only|only (?:be )?(?:supported |available |works? )?"
+    r"(?:on|for|with) (?:cuda|nvidia)|not (?:yet )?supported on)")
+# The module tells NVIDIA from AMD somewhere: its author knows torch.version.cuda means CUDA.
+_KNOWS_ROCM = re.compile(r"\bversion\.hip\b|\bIS_HIP_EXTENSION\b|\bROCM_HOME\b|\bis_rocm_pytorch\b|"
+                         r"\bis_(?:hip|rocm)\s*\(")
+_SKIP_CALLS = frozenset({"skipIf", "skipUnless", "skipif", "skip_if", "skip_unless"})
+_SKIPPING = frozenset({"skip", "skipTest", "xfail", "SkipTest"})
 
 
 class CudaVersionOnRocm(VendorRule):
     CODE = "ROC701"
     NAME = "cuda-version-on-rocm"
     SUMMARY = "`torch.version.cuda` used as a version or as \"a GPU build is present\": it is None on ROCm."
-    TRIGGERS = ("version",)
-    WORDS = (("cuda",), ("version",))  # the ``.cuda`` attribute, and torch.version's spelling in it or its import
+    NEEDS = Name(*CUDA_VERSION)
     FIX_APPLICABILITY = Applicability.SAFE
     WHAT = """
         `torch.version.cuda` (in any spelling of `torch.version`) used
@@ -64,12 +74,34 @@ class CudaVersionOnRocm(VendorRule):
         earlier `if torch.version.cuda is None: return`), and a truthiness test whose guarded
         code reads the version again (it is a None guard). A value copied to a variable first
         is not followed.
+
+        Not reported either: a truth test that means "a CUDA build, not ROCm" on purpose, which
+        is what `torch.version.cuda` says (its safe fix would turn a deliberate exclusion of
+        ROCm on there):
+        - a vendor dispatch: its `elif` / `else` tests ROCm (`if torch.version.cuda: ... elif
+          torch.version.hip: ...`, `"CUDA" if torch.version.cuda else "HIP" if
+          torch.version.hip else None`);
+        - a test already known to run on a GPU (`torch.cuda.is_available() and
+          torch.version.cuda`, or under `if torch.cuda.is_available():`): there the test can
+          only tell NVIDIA from AMD;
+        - a function or class that tells NVIDIA from AMD elsewhere (`torch.version.hip`,
+          `is_hip()`, `IS_HIP_EXTENSION`), or a comment at the test that says so ("only
+          supported on cuda for now", "on ROCm we don't want this");
+        - guarded code that only makes sense with NVIDIA's toolchain (nvcc flags, `-arch`,
+          `sm_90`, `TORCH_CUDA_ARCH_LIST`, cuDNN, NVML), also after an early exit (`if not
+          torch.version.cuda: return` and the rest of the function);
+        - the condition of a test skip (`@unittest.skipIf(not torch.version.cuda, ...)`,
+          `if not torch.version.cuda: pytest.skip(...)`): a skip on ROCm never fails;
+        - a function that every call of the file makes off ROCm (`if not
+          self.is_rocm_pytorch(): assert_no_cuda_mismatch()`), for version uses too.
         """
     WHY = """
         `torch.version.cuda` is None on ROCm builds. As a version it raises (`float(None)`,
         `None.split`); as a truth value it silently takes the CPU or "disabled" branch, for
-        example turning bf16 off on an MI300 (13 threads: DeepSpeed#6909, pytorch#97013,
-        bitsandbytes#1599, torchtune#597, vllm#3481).
+        example turning bf16 off on an AMD GPU: bitsandbytes-foundation/bitsandbytes#1513
+        (`torch.version.cuda.split` raised on ROCm 6.3), meta-pytorch/torchtune#597 and #801 (bf16
+        reported unsupported on an MI250 and a 7900 XTX), huggingface/transformers#24451 (bf16 check
+        False on an MI250X), DeepSpeed#6909 (`.split` on None in the op builder).
 
 """ + facts_doc("detection") + """
         """
@@ -102,37 +134,334 @@ class CudaVersionOnRocm(VendorRule):
           whether the code means "CUDA" or "any GPU" and test `torch.version.hip` for ROCm.
         """
     VALID = (
-        Case(PRE + "print('CUDA', torch.version.cuda)\n"),
-        Case(PRE + "info = {'cuda': torch.version.cuda, 'hip': torch.version.hip}\n"),
-        Case(PRE + "if torch.version.cuda or torch.version.hip:\n    device = 'cuda'\n"),
-        Case(PRE + "if torch.version.hip:\n    x = 1\nelif float(torch.version.cuda) >= 11:\n    x = 2\n"),
-        Case(PRE + "if torch.version.cuda is not None and float(torch.version.cuda) >= 11:\n    x = 2\n"),
-        Case(PRE + "if torch.version.cuda:\n    major = int(torch.version.cuda.split('.')[0])\n"),
-        Case(PRE + "def f():\n    if torch.version.cuda is None:\n        return None\n"
-             "    return float(torch.version.cuda)\n"),
-        Case(PRE + "if torch.version.cuda == '11.8':\n    x = 1\n"),
-        Case(PRE + "# if float(torch.version.cuda) >= 11:\ns = 'torch.version.cuda.split()'\n"),
-        Case("import my\nif float(my.version.cuda) > 1:\n    pass\n"),
-        Case(PRE + "logger.info(f'cuda {torch.version.cuda}')\n"),
-        Case(PRE + "print(f\"CUDA: {torch.version.cuda or 'N/A'}\")\nlabel = torch.version.cuda or 'cpu'\n"),
-        Case(PRE + "IS_ROCM = torch.version.hip is not None\nIS_CUDA = torch.version.cuda is not None\n"),
-        Case(PRE + "def why_not(x):\n    if x.device.type != 'cuda' or torch.version.cuda is None:\n"
-             "        return 'needs an NVIDIA CUDA device'\n"),
+        # "a CUDA build, not ROCm", on purpose: a vendor dispatch whose other arm tests ROCm
+        Case("""
+            import torch
+
+            def matmul_fp8(a):
+                if torch.version.cuda:
+                    assert a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+                elif torch.version.hip:
+                    assert a.dtype in (torch.float8_e4m3fnuz, torch.float8_e5m2fnuz)
+            """),
+        Case("""
+            import torch
+            BACKEND = "CUDA" if torch.version.cuda else "HIP" if torch.version.hip else None
+            """),
+        # a test already on a GPU can only tell NVIDIA from AMD
+        Case("""
+            import torch
+            if torch.cuda.is_available() and torch.version.cuda:
+                torch.ops.load_library("//tinygemm:tinygemm")
+            """),
+        Case("""
+            import torch
+
+            def platform_at_least(major):
+                if torch.cuda.is_available():
+                    if torch.version.cuda:
+                        return torch.cuda.get_device_capability() >= (major, 0)
+                return False
+            """),
+        # a skip on ROCm never fails
+        Case("""
+            import unittest
+            import torch
+
+            class GemmTest(unittest.TestCase):
+                @unittest.skipIf(not torch.version.cuda, "Skip on AMD: grouped gemm not yet supported.")
+                def test_grouped_gemm(self):
+                    pass
+            """),
+        Case("""
+            import pytest
+            import torch
+
+            def test_fused():
+                if not torch.version.cuda:
+                    pytest.skip("needs CUDA")
+                run_fused()
+            """),
+        # a comment that says so, a module that tells the vendors apart elsewhere
+        Case("""
+            import torch
+
+            def check(model):
+                # on ROCm we don't want this check
+                if torch.version.cuda:
+                    verify_kernels(model)
+            """),
+        Case("""
+            import torch
+
+            def check(model):
+                if torch.version.cuda:  # only supported on cuda for now
+                    verify_kernels(model)
+            """),
+        Case("""
+            import torch
+            from hypothesis import given, strategies as st
+
+            class QuantizeTest:
+                @given(mode=st.sampled_from(["rowwise"] + (["tensorwise"] if torch.version.cuda else [])))
+                def test_matmul(self, mode):
+                    bias = self.bias if torch.version.cuda else None
+                    if bias is not None and torch.version.hip:
+                        self.skipTest("bias fusion not supported on AMD")
+            """),
+        # guarded code that only NVIDIA's toolchain runs, also after an early exit
+        Case("""
+            import torch
+            if torch.version.cuda:
+                flags = ['-arch=sm_80']
+            """),
+        Case("""
+            import os
+            import torch
+
+            def maybe_set_arch_list_env():
+                if not torch.version.cuda:
+                    return
+                arch_list = [f"{m}.{n}" for m, n in caps()]
+                os.environ["TORCH_CUDA_ARCH_LIST"] = ";".join(arch_list)
+            """),
+        # every call of the function is off ROCm (a version use too)
+        Case("""
+            import torch
+
+            def assert_no_cuda_mismatch():
+                torch_cuda_version = ".".join(torch.version.cuda.split(".")[:2])
+                return torch_cuda_version
+
+            class Builder:
+                def flags(self):
+                    if not self.is_rocm_pytorch():
+                        assert_no_cuda_mismatch()
+            """),
+        Case("""
+            import torch
+            print('CUDA', torch.version.cuda)
+            """),
+        Case("""
+            import torch
+            info = {'cuda': torch.version.cuda, 'hip': torch.version.hip}
+            """),
+        Case("""
+            import torch
+            if torch.version.cuda or torch.version.hip:
+                device = 'cuda'
+            """),
+        Case("""
+            import torch
+            if torch.version.hip:
+                x = 1
+            elif float(torch.version.cuda) >= 11:
+                x = 2
+            """),
+        Case("""
+            import torch
+            if torch.version.cuda is not None and float(torch.version.cuda) >= 11:
+                x = 2
+            """),
+        Case("""
+            import torch
+            if torch.version.cuda:
+                major = int(torch.version.cuda.split('.')[0])
+            """),
+        Case("""
+            import torch
+            def f():
+                if torch.version.cuda is None:
+                    return None
+                return float(torch.version.cuda)
+            """),
+        Case("""
+            import torch
+            if torch.version.cuda == '11.8':
+                x = 1
+            """),
+        Case("""
+            import torch
+            # if float(torch.version.cuda) >= 11:
+            s = 'torch.version.cuda.split()'
+            """),
+        Case("""
+            import my
+            if float(my.version.cuda) > 1:
+                pass
+            """),
+        Case("""
+            import torch
+            logger.info(f'cuda {torch.version.cuda}')
+            """),
+        Case("""
+            import torch
+            print(f"CUDA: {torch.version.cuda or 'N/A'}")
+            label = torch.version.cuda or 'cpu'
+            """),
+        Case("""
+            import torch
+            IS_ROCM = torch.version.hip is not None
+            IS_CUDA = torch.version.cuda is not None
+            """),
+        Case("""
+            import torch
+            def why_not(x):
+                if x.device.type != 'cuda' or torch.version.cuda is None:
+                    return 'needs an NVIDIA CUDA device'
+            """),
     )
     INVALID = (
-        Case(PRE + "if torch.version.cuda:\n    device = 'cuda'\nelse:\n    device = 'cpu'\n",
-             PRE + "if torch.version.cuda or torch.version.hip:\n    device = 'cuda'\nelse:\n    device = 'cpu'\n"),
-        Case(PRE + "use_gpu = True if torch.version.cuda is not None else False\n",
-             PRE + "use_gpu = True if (torch.version.cuda or torch.version.hip) is not None else False\n"),
-        Case(PRE + "if version.parse(torch.version.cuda) >= version.parse('11.0'):\n    bf16 = True\n",
-             PRE + "if torch.version.cuda is not None and version.parse(torch.version.cuda) >= "
-             "version.parse('11.0'):\n    bf16 = True\n"),
-        Case("import torch as th\nok = th.cuda.is_available() and int(th.version.cuda.split('.')[0]) >= 11\n",
-             "import torch as th\nok = th.cuda.is_available() and th.version.cuda is not None and "
-             "int(th.version.cuda.split('.')[0]) >= 11\n"),
-        Case(PRE + "CUDA_MAJOR = float(torch.version.cuda)\n"),
-        Case(PRE + "if torch.version.cuda:\n    flags = ['-arch=sm_80']\n"),
-        Case(PRE + "HAS_GPU_BUILD = torch.version.cuda is not None\n"),
+        # near misses of "on purpose": an elif that tests no ROCm, an `and` with no GPU test, a
+        # comment that says nothing of ROCm, a function also called on ROCm
+        Case(
+            """
+            import torch
+            if torch.version.cuda:
+                device = "cuda"
+            elif torch.backends.mps.is_available():
+                device = "mps"
+            """,
+            line=2,
+            column=4,
+            message=(
+                'torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; test '
+                '`torch.version.cuda or torch.version.hip` for "a GPU build"'
+            ),
+        ),
+        Case(
+            """
+            import torch
+            if use_kernels and torch.version.cuda:
+                enable_gpu_kernels()
+            """,
+            line=2,
+            column=20,
+            message=(
+                'torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; test '
+                '`torch.version.cuda or torch.version.hip` for "a GPU build"'
+            ),
+        ),
+        Case(
+            """
+            import torch
+
+            def check(model):
+                # check the CUDA build
+                if torch.version.cuda:
+                    use_fused_adam(model)
+            """,
+            line=5,
+            column=8,
+            message=(
+                'torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; test '
+                '`torch.version.cuda or torch.version.hip` for "a GPU build"'
+            ),
+        ),
+        Case(
+            """
+            import torch
+
+            def cuda_major():
+                return int(torch.version.cuda.split(".")[0])
+
+            class Builder:
+                def flags(self):
+                    if not self.is_rocm_pytorch():
+                        cuda_major()
+                    return cuda_major()
+            """,
+            line=4,
+            column=16,
+            message="torch.version.cuda is None on ROCm: `.split` on it raises AttributeError",
+        ),
+        Case(
+            """
+            import torch
+            if torch.version.cuda:
+                device = 'cuda'
+            else:
+                device = 'cpu'
+            """,
+            expected="""
+            import torch
+            if torch.version.cuda or torch.version.hip:
+                device = 'cuda'
+            else:
+                device = 'cpu'
+            """,
+            line=2,
+            column=4,
+            message=(
+                'torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; test '
+                '`torch.version.cuda or torch.version.hip` for "a GPU build"'
+            ),
+        ),
+        Case(
+            """
+            import torch
+            use_gpu = True if torch.version.cuda is not None else False
+            """,
+            expected="""
+            import torch
+            use_gpu = True if (torch.version.cuda or torch.version.hip) is not None else False
+            """,
+            line=2,
+            column=19,
+            message=(
+                'torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; test '
+                '`torch.version.cuda or torch.version.hip` for "a GPU build"'
+            ),
+        ),
+        Case(
+            """
+            import torch
+            if version.parse(torch.version.cuda) >= version.parse('11.0'):
+                bf16 = True
+            """,
+            expected="""
+            import torch
+            if torch.version.cuda is not None and version.parse(torch.version.cuda) >= version.parse('11.0'):
+                bf16 = True
+            """,
+            line=2,
+            column=18,
+            message="torch.version.cuda is None on ROCm: `parse(None)` raises",
+        ),
+        Case(
+            """
+            import torch as th
+            ok = th.cuda.is_available() and int(th.version.cuda.split('.')[0]) >= 11
+            """,
+            expected="""
+            import torch as th
+            ok = th.cuda.is_available() and th.version.cuda is not None and int(th.version.cuda.split('.')[0]) >= 11
+            """,
+            line=2,
+            column=37,
+            message="torch.version.cuda is None on ROCm: `.split` on it raises AttributeError",
+        ),
+        Case(
+            """
+            import torch
+            CUDA_MAJOR = float(torch.version.cuda)
+            """,
+            line=2,
+            column=20,
+            message="torch.version.cuda is None on ROCm: `float(None)` raises",
+        ),
+        Case(
+            """
+            import torch
+            HAS_GPU_BUILD = torch.version.cuda is not None
+            """,
+            line=2,
+            column=17,
+            message=(
+                'torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; test '
+                '`torch.version.cuda or torch.version.hip` for "a GPU build"'
+            ),
+        ),
     )
 
     @classmethod
@@ -186,12 +515,21 @@ class CudaVersionOnRocm(VendorRule):
     def reach(cls, facts) -> Optional[FrozenSet[str]]:
         """It reports a ``.cuda`` attribute; beyond the statement's own nodes and the
         module-level statements, it reads the statements of the block around it for ``.hip``
-        (``_hip_beside``) and ``.cuda`` (``_read_after``)."""
-        return frozenset({"cuda", "hip"})
+        (``_hip_beside``) and ``.cuda`` (``_read_after``), and the calls of the function that
+        holds it (``callers_off_rocm``): the names of the functions that read a ``.version.cuda``."""
+        import ast
+
+        words = {"cuda", "hip"}
+        for node in facts.nodes(ast.FunctionDef, ast.AsyncFunctionDef):
+            if any(isinstance(n, ast.Attribute) and n.attr == "cuda" and isinstance(n.value, ast.Attribute)
+                   and n.value.attr == "version" for n in ast.walk(node)):
+                words.add(node.name)
+        return frozenset(words)
 
     def __init__(self, context):
         super().__init__(context)
         self._fixed: Set[int] = set()
+        self._knows: Dict[int, bool] = {}
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "cuda" or not self.is_name(node, CUDA_VERSION):
@@ -301,14 +639,20 @@ class CudaVersionOnRocm(VendorRule):
             return  # a None guard, perhaps with an early exit (`if cuda is None: return`)
         if self._guarded_by_earlier_exit(node):
             return
+        if isinstance(holder, cst.If) and holder.test is top and exits(holder.body) and _says_missing(top, node):
+            guarded = guarded + self._rest_of_block(holder)  # `if not cuda: return` guards what follows
         if any(mentions(g, NVIDIA_ONLY) or mentions(g, _NVIDIA_WORD) for g in guarded + [top]) \
                 or self._tests_capability(top):
             return  # deliberately "a CUDA build": it guards an NVIDIA-only feature, generation or message
         if not guarded and self._hip_beside(top):
             return  # `IS_CUDA = cuda is not None` next to `IS_ROCM = hip is not None`: means CUDA
+        if any(mentions(g, _NVIDIA_TOOLCHAIN) for g in guarded):
+            return  # code that only NVIDIA's toolchain runs: "a CUDA build" is what it needs
+        if self._intended(node, top, holder, guarded):
+            return
         message = ("torch.version.cuda is None on ROCm: this test takes the no-GPU branch on an AMD GPU; "
                    "test `torch.version.cuda or torch.version.hip` for \"a GPU build\"")
-        if guarded and not any(mentions(g, _NVIDIA_TOOLCHAIN) for g in guarded):
+        if guarded:
             base = self.context.source(node.value)
             text = f"{base}.cuda or {base}.hip"
             if not (isinstance(holder, (cst.If, cst.IfExp)) and holder.test is node):
@@ -316,13 +660,104 @@ class CudaVersionOnRocm(VendorRule):
             fix = Fix(Applicability.SAFE, "Test for a CUDA or a HIP build", (self.context.replace(node, text),))
             self.report(node, message, fix=fix)
             return
-        reason = ("the guarded code uses NVIDIA's toolchain, so it may really mean \"a CUDA build\""
-                  if guarded else "decide whether it means \"a CUDA build\" or \"a GPU build\"")
-        self.display_only(node, message, f"Test torch.version.hip for ROCm; {reason}")
+        self.display_only(node, message, "Test torch.version.hip for ROCm; decide whether it means \"a CUDA build\""
+                                         " or \"a GPU build\"")
+
+    # -- "a CUDA build, not ROCm", on purpose ---------------------------------------------
+    def _intended(self, node: cst.CSTNode, top: cst.CSTNode, holder, guarded: List[cst.CSTNode]) -> bool:
+        """Does the code around this truth test show that it means "a CUDA build, not ROCm" on
+        purpose: a skip, a vendor dispatch, a test already on a GPU, a module that tells the
+        vendors apart, a comment that says so, or a function only called off ROCm?"""
+        return (self._skip_condition(top, holder, guarded) or self._dispatches(holder, top)
+                or self._on_a_gpu(node, top) or self._knows_rocm(node) or self._intent_comment(top, holder)
+                or self.callers_off_rocm(node))
+
+    def _skip_condition(self, top, holder, guarded) -> bool:
+        """``skipIf(not torch.version.cuda, ...)``, ``pytest.mark.skipif(...)``, or an ``if``
+        whose body only skips the test: a skip on ROCm never fails."""
+        if isinstance(holder, cst.Arg) and holder.value is top and holder.keyword is None:
+            call = self.parent(holder)
+            if isinstance(call, cst.Call) and call.args and call.args[0] is holder:
+                name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+                if name in _SKIP_CALLS:
+                    return True
+        if isinstance(holder, cst.If) and holder.test is top and guarded:
+            body = holder.body.body if isinstance(holder.body, cst.IndentedBlock) else ()
+            lines = [s for s in body if isinstance(s, cst.SimpleStatementLine)]
+            return bool(lines) and len(lines) == len(body) and all(_skips(small) for s in lines for small in s.body)
+        return False
+
+    def _dispatches(self, holder, top) -> bool:
+        """``if cuda: ... elif hip: ...`` / ``a if cuda else b if hip else c``: the other arm tests ROCm."""
+        gate = self.context.gate_name
+        if isinstance(holder, cst.If) and holder.test is top:
+            orelse = holder.orelse
+            if isinstance(orelse, cst.If):
+                return mentions_rocm(orelse.test, gate) or self._dispatches(orelse, orelse.test)
+            if isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock) and orelse.body.body:
+                first = orelse.body.body[0]
+                return isinstance(first, cst.If) and mentions_rocm(first.test, gate)
+        if isinstance(holder, cst.IfExp) and holder.test is top:
+            orelse = holder.orelse
+            while isinstance(orelse, cst.IfExp):
+                if mentions_rocm(orelse.test, gate):
+                    return True
+                orelse = orelse.orelse
+        return False
+
+    def _on_a_gpu(self, node, top) -> bool:
+        """Is the test already known to run on a GPU (``torch.cuda.is_available() and cuda``,
+        or under ``if torch.cuda.is_available():``)? Then it can only tell NVIDIA from AMD."""
+        platforms = gates.of(self.context)
+        current = top
+        while isinstance(self.parent(current), cst.BooleanOperation):
+            current = self.parent(current)
+        for operand in _and_operands(current):
+            if operand is top or any(n is node for n in walk(operand)):
+                continue
+            test = platforms.test(operand)
+            if ROCM in test.true and CPU not in test.true:
+                return True
+        where = self.platforms(top)
+        return ROCM in where and CPU not in where
+
+    def _knows_rocm(self, node: cst.CSTNode) -> bool:
+        """Does the function around ``node`` (its decorators included) or its class tell NVIDIA
+        from AMD elsewhere (``torch.version.hip``, ``is_hip()``)? Its author then means CUDA."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                key = id(ancestor)
+                if key not in self._knows:
+                    self._knows[key] = _KNOWS_ROCM.search(self.context.module.code_for_node(ancestor)) is not None
+                if self._knows[key]:
+                    return True
+        return False
+
+    def _intent_comment(self, top, holder) -> bool:
+        """A comment on the lines just above the statement, on its line or on the first line
+        of what it guards, that says ROCm (or "CUDA only") on purpose."""
+        statement = statement_of(self, top) or holder
+        try:
+            row = self.context.position(statement).start.line
+        except KeyError:
+            return False
+        lines = self.context.lines
+        for r in range(max(1, row - 2), row + 2):
+            start, end = lines.line_span(r) if r <= len(lines.starts) else (0, 0)
+            if _INTENT_COMMENT.search(self.context.text[start:end]):
+                return True
+        return False
+
+    def _rest_of_block(self, statement) -> List[cst.CSTNode]:
+        block = self.parent(statement)
+        body = getattr(block, "body", ())
+        if not isinstance(body, (list, tuple)) or statement not in body:
+            return []
+        return list(body[body.index(statement) + 1:])
 
     # -- a version -------------------------------------------------------------------------
     def _version(self, node: cst.Attribute, why: str) -> None:
-        if self._guarded_by_earlier_exit(node):
+        if self._guarded_by_earlier_exit(node) or self.callers_off_rocm(node):
             return
         message = f"torch.version.cuda is None on ROCm: {why}"
         test = self._version_test(node)
@@ -396,3 +831,31 @@ class CudaVersionOnRocm(VendorRule):
     def _guarded_by_earlier_exit(self, node: cst.CSTNode) -> bool:
         """``if torch.version.cuda is None: return`` (or raise) earlier in an enclosing block."""
         return self.earlier_exit(node, reads_cuda_version)
+
+
+def _says_missing(top: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Is ``top`` true when the CUDA version is missing: ``not torch.version.cuda``,
+    ``torch.version.cuda is None``?"""
+    if isinstance(top, cst.UnaryOperation) and isinstance(top.operator, cst.Not):
+        return top.expression is node
+    if isinstance(top, cst.Comparison) and len(top.comparisons) == 1 and top.left is node:
+        target = top.comparisons[0]
+        return isinstance(target.operator, (cst.Is, cst.Equal)) and is_none(target.comparator)
+    return False
+
+
+def _and_operands(expr: cst.CSTNode) -> List[cst.CSTNode]:
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
+        return _and_operands(expr.left) + _and_operands(expr.right)
+    return [expr]
+
+
+def _skips(small: cst.CSTNode) -> bool:
+    """A statement that skips a test: ``pytest.skip(...)``, ``self.skipTest(...)``,
+    ``raise unittest.SkipTest(...)``."""
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        return (dotted_name(small.value.func) or "").rsplit(".", 1)[-1] in _SKIPPING
+    if isinstance(small, cst.Raise) and small.exc is not None:
+        exc = small.exc.func if isinstance(small.exc, cst.Call) else small.exc
+        return (dotted_name(exc) or "").rsplit(".", 1)[-1] == "SkipTest"
+    return False

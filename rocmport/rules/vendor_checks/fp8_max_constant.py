@@ -6,32 +6,55 @@ The rule's documentation is its class's (`rocmport rule ROC706` prints it).
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, List, Optional
+from typing import List, Optional
 
 import libcst as cst
 
-from rocmport.analysis.syntax import mentions_rocm
+from rocmport.analysis import gates
+from rocmport.analysis.needs import Number
+from rocmport.analysis.platforms import CUDA
+from rocmport.analysis.syntax import dotted_name, mentions_rocm
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import E4M3FN, PRE, Fp8Rule, facts_doc, header_of, is_none, mentions, statement_of, walk
+from .common import (
+    E4M3FN,
+    Fp8Rule,
+    facts_doc,
+    header_of,
+    is_none,
+    mentions,
+    statement_of,
+    walk,
+)
 
 _FP8_WORD = re.compile(r"(?i)fp8|float8|e4m3|f8e4|f8_e4")
 _FP8_MAX_LITERAL = re.compile(r"448(?:\.0*)?")
+# A name that may hold a maximum or a scale: not ``D_NOPE``, ``image_size``, ``hidden``
+_MAX_WORD = re.compile(r"(?i)max|min|fp8|float8|e4m3|f8|range|limit|clip|clamp|bound|scale|val|lim|sat|fmt|dtype")
 
 
 class Fp8MaxConstant(Fp8Rule):
     CODE = "ROC706"
     NAME = "fp8-max-constant"
     SUMMARY = "448 hard-coded as the fp8 maximum: it is 240 for MI300's fnuz format."
-    TRIGGERS = ("448",)
+    # Only ``visit_Integer`` / ``visit_Float`` report, on a literal that spells 448
+    # (``_FP8_MAX_LITERAL``); the dtype it reads is its statement's, or a name's value in the
+    # same function or at module level.
+    NEEDS = Number(448)
+    LOCAL = True
+    BY_FILE_NAME = False
     FIX_APPLICABILITY = Applicability.SAFE
     WHAT = """
         The literal `448` (or `448.0`) in a statement about fp8: one that names fp8 in an
         identifier (`fp8`, `float8`, `e4m3`: `FP8_MAX = 448.0`, `x.clamp(-448, 448).to(fp8_dtype)`,
-        `fp8_max=448`). Not reported: 448 elsewhere (an image size), in strings or comments,
-        in statements that already name the fnuz format or the architecture, and under a ROCm
-        test.
+        `fp8_max=448`). Not reported: 448 elsewhere (an image size, a head dimension such as
+        `D_NOPE=448` in a call about fp8), in strings or comments, in statements that already
+        name the fnuz format or the architecture, 448 already chosen for e4m3fn only
+        (`448.0 if dtype == torch.float8_e4m3fn else 57344.0`, `if dtype is
+        torch.float8_e4m3fn: fp8_max = 448.0`: exactly right on every GPU, so no fix either),
+        code for NVIDIA GPUs only (as ROC705 reads it), and under a ROCm test. A file's name
+        decides nothing.
         """
     WHY = """
         448 is the maximum of `float8_e4m3fn`. MI300 (gfx942) uses `float8_e4m3fnuz`, whose
@@ -41,63 +64,140 @@ class Fp8MaxConstant(Fp8Rule):
 """ + facts_doc("fp8") + """
         """
     EXAMPLE = """
-        fp8_dtype = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn
+        fp8_dtype = torch.float8_e4m3fnuz if uses_fnuz() else torch.float8_e4m3fn
         y = (x / scale).clamp(-448.0, 448.0).to(fp8_dtype)
         """
     FIXED_EXAMPLE = """
-        fp8_dtype = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn
+        fp8_dtype = torch.float8_e4m3fnuz if uses_fnuz() else torch.float8_e4m3fn
         y = (x / scale).clamp(-torch.finfo(fp8_dtype).max, torch.finfo(fp8_dtype).max).to(fp8_dtype)
         """
     FIX = """
         Safe when the statement names the dtype and that dtype is `float8_e4m3fn` on NVIDIA:
         `torch.float8_e4m3fn` itself, or a name whose every assignment in the file is
-        `torch.float8_e4m3fn` or a ROCm conditional whose NVIDIA arm is
-        (`torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn`). `448.0` becomes
+        `torch.float8_e4m3fn` or a conditional on ROCm or on an AMD architecture whose NVIDIA
+        arm is (`torch.float8_e4m3fnuz if uses_fnuz() else torch.float8_e4m3fn`; a vendor test
+        there is ROC711's finding, the maximum follows the dtype either way). `448.0` becomes
         `torch.finfo(dtype).max` and `448` becomes `int(torch.finfo(dtype).max)`: on NVIDIA
         exactly 448.0 / 448 as before; with an fnuz dtype, 240. Not inside a Triton kernel
         (`torch.finfo` is not available there). Otherwise display-only: use
         `torch.finfo(dtype).max` for the dtype in use.
         """
     VALID = (
-        Case("image_size = 448\n"),
-        Case(PRE + "FP8_MAX = torch.finfo(torch.float8_e4m3fn).max\n"),
-        Case(PRE + "FP8_MAX = 240.0 if is_rocm else 448.0\n"),
-        Case(PRE + "# FP8_MAX = 448.0\ns = 'fp8 max 448'\n"),
-        Case(PRE + "fp8_max = 240.0 if 'gfx942' in arch else 448.0\n"),
-        Case(PRE + "resize(img, 448).to(torch.float32)\n"),
+        Case("""
+            image_size = 448
+            """),
+        Case("""
+            import torch
+            FP8_MAX = torch.finfo(torch.float8_e4m3fn).max
+            """),
+        Case("""
+            import torch
+            FP8_MAX = 240.0 if is_rocm else 448.0
+            """),
+        Case("""
+            import torch
+            # FP8_MAX = 448.0
+            s = 'fp8 max 448'
+            """),
+        Case("""
+            import torch
+            fp8_max = 240.0 if 'gfx942' in arch else 448.0
+            """),
+        Case("""
+            import torch
+            resize(img, 448).to(torch.float32)
+            """),
+        # 448 already chosen for e4m3fn: right on every GPU, and no fix
+        Case("""
+            import torch
+            def fp8_max(fp8_type):
+                return 448.0 if fp8_type == torch.float8_e4m3fn else 57344.0
+            def limit(fp8_dtype):
+                if fp8_dtype is torch.float8_e4m3fn:
+                    fp8_max = 448.0
+                return fp8_max
+            """),
+        # a head dimension in a call about fp8; code for NVIDIA GPUs only
+        Case("""
+            import torch
+            flatten_kv(fp8_nope_ptr, fp8_scale_ptr, D_NOPE=448, D_ROPE=64)
+            def quant_sm90(x):
+                return x.clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+            """),
     )
     INVALID = (
-        Case(PRE + "y = x.clamp(-448.0, 448.0).to(torch.float8_e4m3fn)\n",
-             PRE + "y = x.clamp(-torch.finfo(torch.float8_e4m3fn).max, "
-             "torch.finfo(torch.float8_e4m3fn).max).to(torch.float8_e4m3fn)\n"),
-        Case(PRE + "fp8 = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn\n"
-             "y = torch.clamp(x, max=448).to(fp8)\n",
-             PRE + "fp8 = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn\n"
-             "y = torch.clamp(x, max=int(torch.finfo(fp8).max)).to(fp8)\n"),
-        Case(PRE + "FP8_E4M3_MAX = 448.0\n"),
-        Case(PRE + "scale = amax / 448.0  # fp8 e4m3\nq = (x / scale).to(fp8_dtype)\nfp8_scale = amax / 448.0\n"),
-        Case("import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x):\n"
-             "    return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv)\n"),
+        Case(
+            """
+            import torch
+            y = x.clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+            """,
+            expected="""
+            import torch
+            y = x.clamp(-torch.finfo(torch.float8_e4m3fn).max, torch.finfo(torch.float8_e4m3fn).max).to(torch.float8_e4m3fn)
+            """,
+            line=2,
+            column=14,
+            message=(
+                "448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose maximum is 240"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            fp8 = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn
+            y = torch.clamp(x, max=448).to(fp8)
+            """,
+            expected="""
+            import torch
+            fp8 = torch.float8_e4m3fnuz if is_rocm else torch.float8_e4m3fn
+            y = torch.clamp(x, max=int(torch.finfo(fp8).max)).to(fp8)
+            """,
+            line=3,
+            column=24,
+            message=(
+                "448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose maximum is 240"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            FP8_E4M3_MAX = 448.0
+            """,
+            line=2,
+            column=16,
+            message=(
+                "448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose maximum is 240"
+            ),
+        ),
+        Case(
+            """
+            import torch
+            scale = amax / 448.0  # fp8 e4m3
+            q = (x / scale).to(fp8_dtype)
+            fp8_scale = amax / 448.0
+            """,
+            line=4,
+            column=20,
+            message=(
+                "448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose maximum is 240"
+            ),
+        ),
+        Case(
+            """
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def k(x):
+                return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv)
+            """,
+            line=6,
+            column=25,
+            message=(
+                "448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose maximum is 240"
+            ),
+        ),
     )
-
-    @classmethod
-    def may_match(cls, facts) -> bool:
-        """Only ``visit_Integer`` / ``visit_Float`` report, on a literal that spells 448
-        (``_FP8_MAX_LITERAL``): CPython's tree holds each such literal as a constant equal
-        to 448 (it folds nothing: ``-448.0`` keeps the constant 448.0). "448" in a string,
-        a comment, a docstring or a longer number never reaches LibCST."""
-        if facts.tree is None:
-            return True
-        import ast
-
-        Constant = ast.Constant
-        return any(type(n.value) in (int, float) and n.value == 448 for n in facts.nodes(Constant))
-
-    @classmethod
-    def reach(cls, facts) -> Optional[FrozenSet[str]]:
-        """A literal 448; the dtype it reads is its statement's, or a name's value in the same
-        function or at module level."""
-        return frozenset({"448"})
 
     def visit_Integer(self, node: cst.Integer) -> None:
         self._check(node)
@@ -112,7 +212,9 @@ class Fp8MaxConstant(Fp8Rule):
         header = header_of(statement)
         if header is None or not mentions(header, _FP8_WORD, strings=False):
             return
-        if self.gated(node) or self.fnuz_aware(node, statement):
+        if self.gated(node) or self.fnuz_aware(node, statement) or gates.of(self.context).nvidia_only(node):
+            return
+        if self._chosen_per_format(node) or self._not_a_maximum(node):
             return
         message = ("448 is the maximum of float8_e4m3fn only: MI300 (gfx942) uses float8_e4m3fnuz, whose "
                    "maximum is 240")
@@ -127,10 +229,60 @@ class Fp8MaxConstant(Fp8Rule):
         fix = Fix(Applicability.SAFE, "Take the maximum from the dtype", (self.context.replace(node, text),))
         self.report(node, message, fix=fix)
 
+    def _chosen_per_format(self, node: cst.CSTNode) -> bool:
+        """448 already chosen for float8_e4m3fn: ``448.0 if dtype == torch.float8_e4m3fn else
+        57344.0``, ``if dtype is torch.float8_e4m3fn: fp8_max = 448.0``. Exactly right on every
+        GPU (the fnuz dtype takes the other side), so neither a finding nor a fix."""
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+                sign = self._e4m3fn_test(ancestor.test)
+                if sign is not None and (child is ancestor.body) == sign:
+                    return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                return False
+            child = ancestor
+        return False
+
+    def _e4m3fn_test(self, test: cst.CSTNode) -> Optional[bool]:
+        """True for ``x == torch.float8_e4m3fn`` / ``is`` / ``in (...)``, False for ``!=`` /
+        ``is not``; None for any other test."""
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            return None
+        target = test.comparisons[0]
+        operands = [test.left, target.comparator]
+        if not any(self.is_name(n, E4M3FN) for o in operands for n in walk(o)
+                   if isinstance(n, (cst.Attribute, cst.Name))):
+            return None
+        if isinstance(target.operator, (cst.Equal, cst.Is, cst.In)):
+            return True
+        if isinstance(target.operator, (cst.NotEqual, cst.IsNot, cst.NotIn)):
+            return False
+        return None
+
+    def _not_a_maximum(self, node: cst.CSTNode) -> bool:
+        """448 bound to a name that says it is something else: ``D_NOPE=448`` (a head
+        dimension) in a call about fp8, ``image_size = 448``."""
+        parent = self.parent(node)
+        name = None
+        if isinstance(parent, cst.Arg) and parent.keyword is not None:
+            name = parent.keyword.value
+        elif isinstance(parent, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            names = [dotted_name(t) for t in targets]
+            name = names[0] if len(names) == 1 else None
+        elif isinstance(parent, cst.Param):
+            name = parent.name.value
+        return name is not None and not _MAX_WORD.search(name)
+
     def _known_dtype(self, header: cst.CSTNode) -> Optional[cst.CSTNode]:
-        """The one dtype expression of the statement that is float8_e4m3fn on NVIDIA."""
+        """The one dtype expression of the statement that is float8_e4m3fn on NVIDIA (not one
+        that a comparison only inspects)."""
         found: List[cst.CSTNode] = []
+        compared = {id(n) for c in walk(header) if isinstance(c, cst.Comparison) for n in walk(c)}
         for n in walk(header):
+            if id(n) in compared:
+                continue
             if isinstance(n, cst.Attribute) and n.attr.value == "float8_e4m3fn" and self.is_name(n, E4M3FN):
                 found.append(n)
             elif isinstance(n, cst.Name) and _FP8_WORD.search(n.value) and self._nvidia_e4m3fn(n):
@@ -148,10 +300,14 @@ class Fp8MaxConstant(Fp8Rule):
         if isinstance(value, (cst.Attribute, cst.Name)):
             return self.is_name(value, E4M3FN)
         if isinstance(value, cst.IfExp):
+            test = gates.of(self.context).test(value.test)  # `is_rocm`, `uses_fnuz()`, `"gfx94" in arch`
             polarity = _rocm_polarity(value.test, self.context.gate_name)
-            if polarity is None:
+            if CUDA not in test.true or polarity is True:
+                nvidia = value.orelse
+            elif CUDA not in test.false or polarity is False:
+                nvidia = value.body
+            else:
                 return False
-            nvidia = value.orelse if polarity else value.body
             return self._e4m3fn_on_nvidia(nvidia)
         return False
 
