@@ -197,6 +197,22 @@ def test_lines_from_the_tree_that_disagree_with_libcst_are_counted_instead(monke
     assert (STATS - before)["positions:recounted"] >= 1
 
 
+def test_a_statement_counted_before_the_tree_lines_were_dropped_keeps_its_range():
+    """Found by benchmarks/fuzz.py (seed 20261127): with ``\\r`` line endings the lines read
+    from CPython's tree disagree with LibCST's; the ranges counted before they were dropped
+    went with them while the starts counted stayed, and the gate's placement asked for the
+    first statement's range: KeyError, an internal error on every such file."""
+    lines = ['class _W:', '    CFG = {"compile_mode": "reduce-overhead"}', 'def _g():',
+             '  os.environ["HIP_VISIBLE_DEVICES"] = "0,1"', 'def _h():', '\tdef k(x, B: tl.constexpr):',
+             '\t    pass', '\tW = 32', '\tdef f(x):', '\t    k[(1,)](x, B=1024, num_warps=W)', '']
+    codes = {}
+    for newline in ("\r", "\n"):
+        report = check_bytes(newline.join(lines).encode(), "m.py", Settings(), fix=True)
+        assert report.internal_error is None, report.internal_error
+        codes[newline] = sorted((f.code, f.start.row) for f in report.findings)
+    assert codes["\r"] == codes["\n"] and codes["\n"]
+
+
 def _texts():
     from pathlib import Path
 
