@@ -338,6 +338,22 @@ def gate_lines(diff: str, root: Path) -> Dict[str, int]:
     return dict(sorted(per.items()))
 
 
+GATED = re.compile(r"(?i)(?<![\w.])(?:_rocmport_)?(?:is_)?(?:rocm|hip)\w*|version\.hip|[\"']hip[\"']")
+_IMPORT_LINE = re.compile(r"^\+\s*(?:from\s+\S+\s+)?import\s")
+
+
+def gated_expressions(diff: str) -> int:
+    """Lines a ``git diff`` adds that test the ROCm gate (``"default" if is_rocm else ...``,
+    ``not is_rocm``, ``torch.version.hip is None``, a mapping's ``if is_rocm`` line), not
+    counting the lines that bind a gate or import one: how many places the fix gated."""
+    count = 0
+    for line in diff.splitlines():
+        if line.startswith("+") and not line.startswith("+++") and not GATE_LINE.match(line) \
+                and not _IMPORT_LINE.match(line) and GATED.search(line[1:].split("#", 1)[0]):
+            count += 1
+    return count
+
+
 def _package(rel: str, root: Path) -> str:
     parts = Path(rel).parts[:-1]
     for i in range(1, len(parts) + 1):
@@ -654,6 +670,8 @@ class Result:
     ruff_default_new_on_added_lines: List[str] = field(default_factory=list)
     imports_moved: List[str] = field(default_factory=list)
     gate_lines_per_package: Dict[str, int] = field(default_factory=dict)
+    gated_expressions: int = 0  # added lines that test the gate: the places the fix gated
+    fixes_applied: int = 0  # findings `fix --write` fixed: the decisions it gated
 
 
 def lint_findings(rp: Rocmport, root: Path, targets: Sequence[str]) -> Tuple[List[Tuple[str, str]], Optional[str]]:
@@ -893,6 +911,9 @@ def _measure(root: Path, target: str, rp: Rocmport, r: Result, more: Sequence[st
         and default_after_keys[(v["filename"], v["code"])] > default_before_keys.get((v["filename"], v["code"]), 0)
     ]
     r.gate_lines_per_package = gate_lines(git(root, "diff", "--no-renames", "-U0", base, fixed), root)
+    r.gated_expressions = gated_expressions(git(root, "diff", "--no-renames", "-U0", base, fixed))
+    found = re.search(r"Fixed (\d+) finding", r.write_summary or "")
+    r.fixes_applied = int(found.group(1)) if found else 0
 
     # 5. The repository's fixers, then rocmport fix again.
     r.own_fixers = apply_own_fixers(root, checks, files_after)
@@ -967,7 +988,8 @@ def table29(results: Sequence[Result]) -> str:
     """The issue-29 measures: the repository's own pre-commit hooks, ruff's default rules on the
     lines the fix added, imports that moved, gate lines per package."""
     head = ["repository (target)", "pre-commit hooks run (not run)", "hook-clean files broken / new hook violations",
-            "ruff defaults: new on added lines", "imports moved", "gate lines per package (max, packages)"]
+            "ruff defaults: new on added lines", "imports moved", "gate lines per package (max, packages)",
+            "fixes / gated lines", "lines +/-"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in results:
         where = f"{_repo_name(r)} ({r.target})"
@@ -983,7 +1005,8 @@ def table29(results: Sequence[Result]) -> str:
         lines.append("| " + " | ".join([
             where, ran, f"{broken} / {violations}" + (f" ({codes})" if codes else "")
             + (" [hook error]" if r.hooks_error else ""),
-            str(len(r.ruff_default_new_on_added_lines)), str(len(r.imports_moved)), gate_text]) + " |")
+            str(len(r.ruff_default_new_on_added_lines)), str(len(r.imports_moved)), gate_text,
+            f"{r.fixes_applied} / {r.gated_expressions}", f"+{r.lines_added} / -{r.lines_removed}"]) + " |")
     return "\n".join(lines)
 
 

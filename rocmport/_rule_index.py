@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '726f4cd7b06bc55fb11237013e33367f'
+FINGERPRINT = 'c34febb3bcdfb624e98690e249ca35d6'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -151,7 +151,11 @@ RULES = [{'code': 'ROC001',
          "the generated prelude (or a binding of the file's own that means the same). To keep\n"
          'the speed of CUDA graphs on ROCm, capture the compiled function manually\n'
          '(`torch.cuda.graph`), which HIP graphs support. Turn the rule off on stacks where\n'
-         'inductor\'s CUDA graphs work (`ignore = ["ROC101"]`).\n',
+         'inductor\'s CUDA graphs work (`ignore = ["ROC101"]`). A literal handed to the '
+         "project's\n"
+         'own wrapper around torch.compile (a function that hands its parameter to the mode\n'
+         'unchanged) is left where it is when ROC104 maps the mode once inside that wrapper,\n'
+         'for every caller; through `**kwargs` or a partial, each literal is fixed where it is.\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
   'words': []},
  {'code': 'ROC102',
@@ -202,7 +206,9 @@ RULES = [{'code': 'ROC001',
          '## Fix (safe)\n'
          '\n'
          'Safe. `"max-autotune-no-cudagraphs" if is_rocm else "max-autotune"`: unchanged on\n'
-         'NVIDIA; on ROCm the same autotuning, without CUDA graphs.\n',
+         'NVIDIA; on ROCm the same autotuning, without CUDA graphs. A literal handed to the\n'
+         "project's own wrapper around torch.compile is left where it is when ROC104 maps the\n"
+         'mode once inside that wrapper (see ROC101).\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
   'words': []},
  {'code': 'ROC103',
@@ -246,13 +252,14 @@ RULES = [{'code': 'ROC001',
          'After `rocmport fix --write`:\n'
          '\n'
          '```python\n'
-         'opts = {"triton.cudagraphs": False if is_rocm else True, "max_autotune": False}\n'
+         'opts = {"triton.cudagraphs": not is_rocm, "max_autotune": False}\n'
          'step = torch.compile(step, options=opts)\n'
          '```\n'
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. The value becomes `False if is_rocm else <value>`: unchanged on NVIDIA. The\n'
+         'Safe. The value becomes `False if is_rocm else <value>` (`not is_rocm` for a literal '
+         '`True`): unchanged on NVIDIA. The\n'
          'other keys, and the call, stay as they are (rocmport never adds `options=` beside\n'
          '`mode=`: torch raises when both are given).\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
@@ -273,7 +280,24 @@ RULES = [{'code': 'ROC001',
           '`os.getenv("MODE")`,\n'
           '        `cfg.get("mode", "default")`, or a name assigned only such values (a default '
           'that is a\n'
-          '        CUDA-graph mode is reported).\n'
+          '        CUDA-graph mode is reported). Nor a value the project decides where it stores '
+          'it (a\n'
+          '        class attribute or dataclass field `cfg.compile_mode`, an argparse option\n'
+          '        `args.compile_mode`, a module constant, a key of a settings dict; followed '
+          'through the\n'
+          '        files rocmport checks) when every place that decides it holds no CUDA-graph '
+          'mode, is\n'
+          '        gated on ROCm, or holds one that ROC105 gates there: one gate where the value '
+          'is\n'
+          '        decided covers every call that reads it, also those rocmport cannot see. A '
+          'parameter\n'
+          "        of the project's own wrapper around torch.compile (`def "
+          'compile_with_warmup(fn,\n'
+          "        mode=None)`) is decided by the wrapper's callers in the project: reported, and "
+          'mapped\n'
+          '        there once, when one of them hands it a CUDA-graph mode or a value decided at '
+          'run time\n'
+          '        (the callers are then left alone); not reported when none does.\n'
           '        ',
   'why': '\n'
          '        When the value is "reduce-overhead" or "max-autotune", inductor captures CUDA '
@@ -294,7 +318,16 @@ RULES = [{'code': 'ROC001',
          'value whose default turns no CUDA graphs on, which is what runs unless a user asks\n'
          'for more: `os.environ.get("MODE", "max-autotune-no-cudagraphs")`, `os.getenv("MODE")`,\n'
          '`cfg.get("mode", "default")`, or a name assigned only such values (a default that is a\n'
-         'CUDA-graph mode is reported).\n'
+         'CUDA-graph mode is reported). Nor a value the project decides where it stores it (a\n'
+         'class attribute or dataclass field `cfg.compile_mode`, an argparse option\n'
+         '`args.compile_mode`, a module constant, a key of a settings dict; followed through the\n'
+         'files rocmport checks) when every place that decides it holds no CUDA-graph mode, is\n'
+         'gated on ROCm, or holds one that ROC105 gates there: one gate where the value is\n'
+         'decided covers every call that reads it, also those rocmport cannot see. A parameter\n'
+         "of the project's own wrapper around torch.compile (`def compile_with_warmup(fn,\n"
+         "mode=None)`) is decided by the wrapper's callers in the project: reported, and mapped\n"
+         'there once, when one of them hands it a CUDA-graph mode or a value decided at run time\n'
+         '(the callers are then left alone); not reported when none does.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -323,30 +356,36 @@ RULES = [{'code': 'ROC001',
          'unchanged. Safe where reading the expression has no effect (a name, an attribute, a\n'
          'constant subscript), since ROCm reads it twice; unsafe for anything else (a call).\n'
          'Where the repository formats with ruff or black, the statement is wrapped as its\n'
-         'formatter wraps it.\n',
+         'formatter wraps it. Where the mode is decided in the same function, by a local name\n'
+         'assigned only string literals (or None) and read only as compile modes (or tested for\n'
+         'truth, compared with None, shown), the literal is gated where it is assigned instead\n'
+         '(`mode = "default" if is_rocm else "reduce-overhead"`), once; the calls stay.\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
   'words': []},
  {'code': 'ROC105',
   'name': 'cudagraph-mode-default',
-  'summary': 'A CUDA-graph compile mode stored as a default value (a config field, a parameter '
-             'default).',
+  'summary': 'A CUDA-graph compile mode stored as a default value (a config field, a constant, an '
+             'option).',
   'what': '\n'
           '        The literal "reduce-overhead" or "max-autotune" stored where a compile mode is '
           'kept\n'
-          '        for later: a class attribute or dataclass field, an attribute assignment, a\n'
-          '        module-level constant, a parameter default or a config-dict value whose name '
-          'contains\n'
-          '        "mode". Not flagged: a local variable or a parameter that the same code hands '
-          'to\n'
-          '        `torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, '
-          'comments,\n'
-          '        docstrings, lists of choices or comparisons, and a value whose every reader in '
-          'the\n'
-          '        file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if '
-          'is_rocm\n'
-          "        else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the "
-          'value is\n'
-          '        used, so the finding goes with it.\n'
+          '        for later: a class attribute or dataclass field (`field(default=...)` too), an\n'
+          "        attribute assignment, a module-level constant, an argparse option's default, a\n"
+          '        parameter default, a config-dict value or a test parameter\n'
+          '        (`@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`, on a test or '
+          'its\n'
+          '        class) whose name contains "mode". Not flagged: a\n'
+          '        local variable or a parameter that the same code hands to '
+          '`torch.compile(mode=...)`\n'
+          '        (ROC104 or ROC101/ROC102 fix those), the text in strings, comments, '
+          'docstrings,\n'
+          '        lists of choices or comparisons, a value already gated on ROCm, and a value '
+          'whose\n'
+          '        every compile call in the file already maps it on ROCm (`mode={...}.get(m, m) '
+          'if\n'
+          '        is_rocm else m`, or runs only off ROCm): the hazard is fixed where the value is '
+          'used,\n'
+          '        so the finding goes with it.\n'
           '        ',
   'why': '\n'
          '        The value ends up in `torch.compile(mode=...)` somewhere else, often in another '
@@ -354,23 +393,26 @@ RULES = [{'code': 'ROC001',
          '        where it turns on CUDA graphs (see ROC101).\n'
          '        ',
   'default_enabled': True,
-  'fix': 'display-only',
+  'fix': 'safe',
   'doc': '# ROC105 cudagraph-mode-default\n'
          '\n'
-         'A CUDA-graph compile mode stored as a default value (a config field, a parameter '
-         'default).\n'
+         'A CUDA-graph compile mode stored as a default value (a config field, a constant, an '
+         'option).\n'
          '\n'
          '## What it finds\n'
          '\n'
          'The literal "reduce-overhead" or "max-autotune" stored where a compile mode is kept\n'
-         'for later: a class attribute or dataclass field, an attribute assignment, a\n'
-         'module-level constant, a parameter default or a config-dict value whose name contains\n'
-         '"mode". Not flagged: a local variable or a parameter that the same code hands to\n'
-         '`torch.compile(mode=...)` (ROC104 fixes that call), the text in strings, comments,\n'
-         'docstrings, lists of choices or comparisons, and a value whose every reader in the\n'
-         'file is a compile call that already maps it on ROCm (`mode={...}.get(m, m) if is_rocm\n'
-         "else m`, ROC104's fix, or runs only off ROCm): the hazard is fixed where the value is\n"
-         'used, so the finding goes with it.\n'
+         'for later: a class attribute or dataclass field (`field(default=...)` too), an\n'
+         "attribute assignment, a module-level constant, an argparse option's default, a\n"
+         'parameter default, a config-dict value or a test parameter\n'
+         '(`@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`, on a test or its\n'
+         'class) whose name contains "mode". Not flagged: a\n'
+         'local variable or a parameter that the same code hands to `torch.compile(mode=...)`\n'
+         '(ROC104 or ROC101/ROC102 fix those), the text in strings, comments, docstrings,\n'
+         'lists of choices or comparisons, a value already gated on ROCm, and a value whose\n'
+         'every compile call in the file already maps it on ROCm (`mode={...}.get(m, m) if\n'
+         'is_rocm else m`, or runs only off ROCm): the hazard is fixed where the value is used,\n'
+         'so the finding goes with it.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -383,14 +425,42 @@ RULES = [{'code': 'ROC001',
          '@dataclass\n'
          'class PolicyConfig:\n'
          '    compile_mode: str = "reduce-overhead"\n'
+         '\n'
+         'def build(model, cfg: PolicyConfig):\n'
+         '    return torch.compile(model, mode=cfg.compile_mode)\n'
          '```\n'
          '\n'
-         '## Fix (display-only)\n'
+         'After `rocmport fix --write`:\n'
          '\n'
-         'Display-only. Changing a default changes saved configurations (they are serialised,\n'
-         'e.g. to a model hub), so rocmport does not rewrite it: gate the value where it is\n'
-         'handed to `torch.compile` (rocmport fixes such call sites as ROC104), or use a\n'
-         'ROCm-aware default such as `"default" if is_rocm else "reduce-overhead"`.\n',
+         '```python\n'
+         '@dataclass\n'
+         'class PolicyConfig:\n'
+         '    compile_mode: str = "default" if is_rocm else "reduce-overhead"\n'
+         '\n'
+         'def build(model, cfg: PolicyConfig):\n'
+         '    return torch.compile(model, mode=cfg.compile_mode)\n'
+         '```\n'
+         '\n'
+         '## Fix (safe)\n'
+         '\n'
+         'Where the value is decided, once: `"default" if is_rocm else "reduce-overhead"` at the\n'
+         'stored literal, which covers every compile call that reads it, also those rocmport\n'
+         'cannot see, and leaves those call sites unchanged (ROC104 does not map a mode that is\n'
+         'decided, and gated, where it is stored). rocmport follows the value through the project\n'
+         '(the files it checks, by the stored name: `cfg.compile_mode`, `cfg["compile_mode"]`,\n'
+         '`args.compile_mode` of an `--compile-mode` option, a constant read by name or as\n'
+         '`mod.NAME`, through a local name, a kwargs dict splatted into the compile call, another\n'
+         'field it is stored into, or a project function that hands it to torch.compile; for a\n'
+         'test parameter, its reads in the tests it parametrizes). Safe where every reader hands\n'
+         "it to torch.compile's mode, or only logs or formats it (the log then shows the ROCm\n"
+         'mode), tests its truth or compares it with None (a mode and its ROCm form are both\n'
+         'non-empty strings); unsafe where it is also read for something else\n'
+         '(compared, returned, passed on), which then sees the ROCm mode on ROCm too: the\n'
+         'message names the place. On NVIDIA the value is the same. Display-only where no\n'
+         'compile call of the project reads it (the value may reach one in a library), and for\n'
+         'a parameter default or a dict under the bare key "mode". A value read from a\n'
+         'configuration file, a saved configuration (a model hub) or the command line is the\n'
+         "user's choice and is not changed; a configuration saved on ROCm records the ROCm mode.\n",
   'triggers': ['reduce-overhead', 'max-autotune'],
   'words': []},
  {'code': 'ROC106',
@@ -409,9 +479,14 @@ RULES = [{'code': 'ROC001',
           '`@rocmport_cudagraph`),\n'
           '        `model.compile(...)` (it compiles in place and returns nothing to wrap),\n'
           '        `functools.partial(torch.compile, ...)` and `CompileConfig(...)` (the compiled\n'
-          '        callable is made elsewhere), and modes given by expressions (ROC104). Off by '
-          'default:\n'
-          '        enable it with `--extend-select ROC106` and apply it with `--unsafe-fixes`.\n'
+          '        callable is made elsewhere), and modes given by expressions (ROC104). Where a\n'
+          '        function of the file calls the compiled callable by the name it is bound to and '
+          'runs\n'
+          '        `.backward()` (a training step), the finding says where the helper can gain '
+          'instead\n'
+          '        and wraps nothing. Off by default: enable it with `--extend-select ROC106` and '
+          'apply\n'
+          '        it with `--unsafe-fixes`.\n'
           '        ',
   'why': '\n'
          '        ROC101 makes the call safe on ROCm by compiling with "default", which gives up '
@@ -422,6 +497,18 @@ RULES = [{'code': 'ROC001',
          '        Capturing and replaying the "default"-compiled callable by hand (HIP graphs) '
          'works on\n'
          "        ROCm where inductor's own CUDA graphs do not reliably, and gave 160 us.\n"
+         '\n'
+         "        In training the compiled model's outputs require grad, and a captured graph "
+         'cannot\n'
+         "        hold autograd's state, so the helper runs the compiled model plainly on every "
+         'call\n'
+         '        (3819 us a step against 2543 with "reduce-overhead", a 12-layer MLP with Adam, '
+         'H200).\n'
+         '        Around the whole step instead (forward, loss, backward and an optimizer made '
+         'with\n'
+         '        `capturable=True`, returning the loss detached) it captured one graph: 815 us a '
+         'step,\n'
+         '        3.1 times faster than "reduce-overhead" (`benchmarks/gpu_helper_checks.py`).\n'
          '        ',
   'default_enabled': False,
   'fix': 'unsafe',
@@ -442,8 +529,11 @@ RULES = [{'code': 'ROC001',
          'in `rocmport_cudagraph(...)` (or a decorator already under `@rocmport_cudagraph`),\n'
          '`model.compile(...)` (it compiles in place and returns nothing to wrap),\n'
          '`functools.partial(torch.compile, ...)` and `CompileConfig(...)` (the compiled\n'
-         'callable is made elsewhere), and modes given by expressions (ROC104). Off by default:\n'
-         'enable it with `--extend-select ROC106` and apply it with `--unsafe-fixes`.\n'
+         'callable is made elsewhere), and modes given by expressions (ROC104). Where a\n'
+         'function of the file calls the compiled callable by the name it is bound to and runs\n'
+         '`.backward()` (a training step), the finding says where the helper can gain instead\n'
+         'and wraps nothing. Off by default: enable it with `--extend-select ROC106` and apply\n'
+         'it with `--unsafe-fixes`.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -452,6 +542,13 @@ RULES = [{'code': 'ROC001',
          'us a call with "default" against 159 with "reduce-overhead" (H200, torch 2.11).\n'
          'Capturing and replaying the "default"-compiled callable by hand (HIP graphs) works on\n'
          "ROCm where inductor's own CUDA graphs do not reliably, and gave 160 us.\n"
+         '\n'
+         "In training the compiled model's outputs require grad, and a captured graph cannot\n"
+         "hold autograd's state, so the helper runs the compiled model plainly on every call\n"
+         '(3819 us a step against 2543 with "reduce-overhead", a 12-layer MLP with Adam, H200).\n'
+         'Around the whole step instead (forward, loss, backward and an optimizer made with\n'
+         '`capturable=True`, returning the loss detached) it captured one graph: 815 us a step,\n'
+         '3.1 times faster than "reduce-overhead" (`benchmarks/gpu_helper_checks.py`).\n'
          '\n'
          '## Example\n'
          '\n'
@@ -480,7 +577,9 @@ RULES = [{'code': 'ROC001',
          'ROCm the result is a wrapper, not the `OptimizedModule` (attributes are forwarded,\n'
          '`isinstance(..., nn.Module)` is False), and a graph freezes the Python state the\n'
          "function reads at capture (globals, flags, module attributes), as inductor's CUDA\n"
-         'graphs would not.\n',
+         'graphs would not. A training step (the compiled callable called where `.backward()`\n'
+         'runs) gets no edit: the message names the function, where wrapping the whole step\n'
+         'gains and wrapping the model does not.\n',
   'triggers': ['compile', 'CompileConfig', 'reduce-overhead', 'max-autotune', 'cudagraphs'],
   'words': []},
  {'code': 'ROC201',
@@ -501,8 +600,8 @@ RULES = [{'code': 'ROC001',
           '        `torch.compile` (a literal, a dict variable filled in the same file, or a\n'
           '        `{"options": {...}}` kwargs dict). Reads, assignments of a false value and '
           'values that\n'
-          '        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) '
-          'are not\n'
+          '        are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if '
+          'not is_rocm:`) are not\n'
           '        findings. The rule works from names: a name that the installed torch lacks is '
           'still\n'
           '        recognised.\n'
@@ -533,7 +632,8 @@ RULES = [{'code': 'ROC001',
          '`config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of\n'
          '`torch.compile` (a literal, a dict variable filled in the same file, or a\n'
          '`{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that\n'
-         'are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not\n'
+         'are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if not '
+         'is_rocm:`) are not\n'
          'findings. The rule works from names: a name that the installed torch lacks is still\n'
          'recognised.\n'
          '\n'
@@ -559,12 +659,13 @@ RULES = [{'code': 'ROC001',
          '```python\n'
          'import torch._inductor.config\n'
          '\n'
-         'torch._inductor.config.triton.cudagraphs = False if is_rocm else True\n'
+         'torch._inductor.config.triton.cudagraphs = not is_rocm\n'
          '```\n'
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. The value becomes `False if is_rocm else <value>`: on NVIDIA the expression is\n'
+         'Safe. The value becomes `False if is_rocm else <value>` (`not is_rocm` for a literal '
+         '`True`): on NVIDIA the expression is\n'
          'the original value; on ROCm CUDA graphs stay off. `is_rocm` comes from the generated\n'
          'prelude. To keep the speed of CUDA graphs on ROCm, capture the compiled function\n'
          "manually (`torch.cuda.graph`). Turn the rule off on stacks where inductor's CUDA\n"
@@ -589,8 +690,8 @@ RULES = [{'code': 'ROC001',
           '        `torch.compile` (a literal, a dict variable filled in the same file, or a\n'
           '        `{"options": {...}}` kwargs dict). Reads, assignments of a false value and '
           'values that\n'
-          '        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) '
-          'are not\n'
+          '        are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if '
+          'not is_rocm:`) are not\n'
           '        findings. The rule works from names: a name that the installed torch lacks is '
           'still\n'
           '        recognised.\n'
@@ -625,7 +726,8 @@ RULES = [{'code': 'ROC001',
          '`config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of\n'
          '`torch.compile` (a literal, a dict variable filled in the same file, or a\n'
          '`{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that\n'
-         'are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not\n'
+         'are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if not '
+         'is_rocm:`) are not\n'
          'findings. The rule works from names: a name that the installed torch lacks is still\n'
          'recognised.\n'
          '\n'
@@ -647,12 +749,13 @@ RULES = [{'code': 'ROC001',
          'After `rocmport fix --write`:\n'
          '\n'
          '```python\n'
-         'torch._inductor.config.triton.cudagraph_trees = False if is_rocm else True\n'
+         'torch._inductor.config.triton.cudagraph_trees = not is_rocm\n'
          '```\n'
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. `False if is_rocm else <value>`: unchanged on NVIDIA. Note that this alone does\n'
+         'Safe. `False if is_rocm else <value>` (`not is_rocm` for a literal `True`): unchanged on '
+         'NVIDIA. Note that this alone does\n'
          'not turn CUDA graphs off on ROCm: the compile mode (ROC101/ROC102) and\n'
          '`triton.cudagraphs` (ROC201) decide that.\n',
   'triggers': ['cudagraph_trees'],
@@ -676,8 +779,8 @@ RULES = [{'code': 'ROC001',
           '        `torch.compile` (a literal, a dict variable filled in the same file, or a\n'
           '        `{"options": {...}}` kwargs dict). Reads, assignments of a false value and '
           'values that\n'
-          '        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) '
-          'are not\n'
+          '        are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if '
+          'not is_rocm:`) are not\n'
           '        findings. The rule works from names: a name that the installed torch lacks is '
           'still\n'
           '        recognised.\n'
@@ -709,7 +812,8 @@ RULES = [{'code': 'ROC001',
          '`config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of\n'
          '`torch.compile` (a literal, a dict variable filled in the same file, or a\n'
          '`{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that\n'
-         'are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not\n'
+         'are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if not '
+         'is_rocm:`) are not\n'
          'findings. The rule works from names: a name that the installed torch lacks is still\n'
          'recognised.\n'
          '\n'
@@ -730,14 +834,14 @@ RULES = [{'code': 'ROC001',
          'After `rocmport fix --write`:\n'
          '\n'
          '```python\n'
-         'torch_compile_options = {"epilogue_fusion": True, "max_autotune": False if is_rocm else '
-         'True}\n'
+         'torch_compile_options = {"epilogue_fusion": True, "max_autotune": not is_rocm}\n'
          'f = torch.compile(f, options=torch_compile_options)\n'
          '```\n'
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. `False if is_rocm else <value>`: unchanged on NVIDIA; on ROCm the default\n'
+         'Safe. `False if is_rocm else <value>` (`not is_rocm` for a literal `True`): unchanged on '
+         'NVIDIA; on ROCm the default\n'
          'kernels. Turn the rule off where max-autotune works for you (`ignore = ["ROC203"]`).\n',
   'triggers': ['max_autotune'],
   'words': []},
@@ -760,8 +864,8 @@ RULES = [{'code': 'ROC001',
           '        `torch.compile` (a literal, a dict variable filled in the same file, or a\n'
           '        `{"options": {...}}` kwargs dict). Reads, assignments of a false value and '
           'values that\n'
-          '        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) '
-          'are not\n'
+          '        are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if '
+          'not is_rocm:`) are not\n'
           '        findings. The rule works from names: a name that the installed torch lacks is '
           'still\n'
           '        recognised.\n'
@@ -792,7 +896,8 @@ RULES = [{'code': 'ROC001',
          '`config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of\n'
          '`torch.compile` (a literal, a dict variable filled in the same file, or a\n'
          '`{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that\n'
-         'are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not\n'
+         'are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if not '
+         'is_rocm:`) are not\n'
          'findings. The rule works from names: a name that the installed torch lacks is still\n'
          'recognised.\n'
          '\n'
@@ -839,8 +944,8 @@ RULES = [{'code': 'ROC001',
           '        `torch.compile` (a literal, a dict variable filled in the same file, or a\n'
           '        `{"options": {...}}` kwargs dict). Reads, assignments of a false value and '
           'values that\n'
-          '        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) '
-          'are not\n'
+          '        are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if '
+          'not is_rocm:`) are not\n'
           '        findings. The rule works from names: a name that the installed torch lacks is '
           'still\n'
           '        recognised.\n'
@@ -869,7 +974,8 @@ RULES = [{'code': 'ROC001',
          '`config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of\n'
          '`torch.compile` (a literal, a dict variable filled in the same file, or a\n'
          '`{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that\n'
-         'are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not\n'
+         'are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if not '
+         'is_rocm:`) are not\n'
          'findings. The rule works from names: a name that the installed torch lacks is still\n'
          'recognised.\n'
          '\n'
@@ -890,12 +996,13 @@ RULES = [{'code': 'ROC001',
          '\n'
          '```python\n'
          'from torch._inductor import config\n'
-         'config.memory_planning = False if is_rocm else True\n'
+         'config.memory_planning = not is_rocm\n'
          '```\n'
          '\n'
          '## Fix (safe)\n'
          '\n'
-         'Safe. `False if is_rocm else <value>`: unchanged on NVIDIA.\n',
+         'Safe. `False if is_rocm else <value>` (`not is_rocm` for a literal `True`): unchanged on '
+         'NVIDIA.\n',
   'triggers': ['memory_planning'],
   'words': []},
  {'code': 'ROC301',
@@ -1484,6 +1591,24 @@ RULES = [{'code': 'ROC001',
           '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
           'names\n'
           '        the compiled function, the line where it is compiled and the call chain.\n'
+          '\n'
+          '        Compiled code also includes what a project decorator or helper compiles, in '
+          'this\n'
+          '        module or another one (found through the project index): a function or class\n'
+          "        decorated with a decorator that compiles the function, or the class's "
+          '`forward`\n'
+          '        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper '
+          'that\n'
+          '        compiles its argument is given (`maybe_compile(model)`, '
+          '`CompiledWrapper(Model())`,\n'
+          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+          '        helper is recognised when it calls something named `*compile*` (torch.compile, '
+          'a\n'
+          '        `functools.partial` of it, another such helper), and the file that uses it '
+          'must\n'
+          "        spell `compile` in a name (the helper's, an import's; a comment or a string "
+          'does not\n'
+          '        count).\n'
           '        ',
   'why': '\n'
          "        Dynamo cannot trace a tensor's value into Python: it breaks the graph, runs the "
@@ -1515,6 +1640,17 @@ RULES = [{'code': 'ROC001',
          'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
          'the compiled function, the line where it is compiled and the call chain.\n'
          '\n'
+         'Compiled code also includes what a project decorator or helper compiles, in this\n'
+         'module or another one (found through the project index): a function or class\n'
+         "decorated with a decorator that compiles the function, or the class's `forward`\n"
+         '(`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that\n'
+         'compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,\n'
+         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+         'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
+         '`functools.partial` of it, another such helper), and the file that uses it must\n'
+         "spell `compile` in a name (the helper's, an import's; a comment or a string does not\n"
+         'count).\n'
+         '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          "Dynamo cannot trace a tensor's value into Python: it breaks the graph, runs the rest\n"
@@ -1536,7 +1672,7 @@ RULES = [{'code': 'ROC001',
          'compiled function, or set `torch._dynamo.config.capture_scalar_outputs = True` for\n'
          '`.item()`.\n',
   'triggers': ['compile'],
-  'words': [['compile'], ['torch']]},
+  'words': [['torch']]},
  {'code': 'ROC402',
   'name': 'compiled-print-or-log',
   'summary': '`print()` or a logging call in compiled code breaks the graph.',
@@ -1567,6 +1703,24 @@ RULES = [{'code': 'ROC001',
           '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
           'names\n'
           '        the compiled function, the line where it is compiled and the call chain.\n'
+          '\n'
+          '        Compiled code also includes what a project decorator or helper compiles, in '
+          'this\n'
+          '        module or another one (found through the project index): a function or class\n'
+          "        decorated with a decorator that compiles the function, or the class's "
+          '`forward`\n'
+          '        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper '
+          'that\n'
+          '        compiles its argument is given (`maybe_compile(model)`, '
+          '`CompiledWrapper(Model())`,\n'
+          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+          '        helper is recognised when it calls something named `*compile*` (torch.compile, '
+          'a\n'
+          '        `functools.partial` of it, another such helper), and the file that uses it '
+          'must\n'
+          "        spell `compile` in a name (the helper's, an import's; a comment or a string "
+          'does not\n'
+          '        count).\n'
           '        ',
   'why': '\n'
          '        Dynamo graph-breaks on `print` and on logging calls: the compiled function is '
@@ -1599,6 +1753,17 @@ RULES = [{'code': 'ROC001',
          'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
          'the compiled function, the line where it is compiled and the call chain.\n'
          '\n'
+         'Compiled code also includes what a project decorator or helper compiles, in this\n'
+         'module or another one (found through the project index): a function or class\n'
+         "decorated with a decorator that compiles the function, or the class's `forward`\n"
+         '(`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that\n'
+         'compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,\n'
+         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+         'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
+         '`functools.partial` of it, another such helper), and the file that uses it must\n'
+         "spell `compile` in a name (the helper's, an import's; a comment or a string does not\n"
+         'count).\n'
+         '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          'Dynamo graph-breaks on `print` and on logging calls: the compiled function is split\n'
@@ -1619,7 +1784,7 @@ RULES = [{'code': 'ROC001',
          'Display-only: move the print out of the compiled function, or guard it with\n'
          '`if not torch.compiler.is_compiling():`.\n',
   'triggers': ['compile'],
-  'words': [['compile'], ['torch']]},
+  'words': [['torch']]},
  {'code': 'ROC403',
   'name': 'compiled-tensor-branch',
   'summary': 'Python `if` / `while` on a tensor value in compiled code breaks the graph.',
@@ -1648,6 +1813,24 @@ RULES = [{'code': 'ROC001',
           '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
           'names\n'
           '        the compiled function, the line where it is compiled and the call chain.\n'
+          '\n'
+          '        Compiled code also includes what a project decorator or helper compiles, in '
+          'this\n'
+          '        module or another one (found through the project index): a function or class\n'
+          "        decorated with a decorator that compiles the function, or the class's "
+          '`forward`\n'
+          '        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper '
+          'that\n'
+          '        compiles its argument is given (`maybe_compile(model)`, '
+          '`CompiledWrapper(Model())`,\n'
+          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+          '        helper is recognised when it calls something named `*compile*` (torch.compile, '
+          'a\n'
+          '        `functools.partial` of it, another such helper), and the file that uses it '
+          'must\n'
+          "        spell `compile` in a name (the helper's, an import's; a comment or a string "
+          'does not\n'
+          '        count).\n'
           '        ',
   'why': '\n'
          "        Dynamo cannot decide the branch without the tensor's value: it breaks the graph\n"
@@ -1677,6 +1860,17 @@ RULES = [{'code': 'ROC001',
          'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
          'the compiled function, the line where it is compiled and the call chain.\n'
          '\n'
+         'Compiled code also includes what a project decorator or helper compiles, in this\n'
+         'module or another one (found through the project index): a function or class\n'
+         "decorated with a decorator that compiles the function, or the class's `forward`\n"
+         '(`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that\n'
+         'compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,\n'
+         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+         'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
+         '`functools.partial` of it, another such helper), and the file that uses it must\n'
+         "spell `compile` in a name (the helper's, an import's; a comment or a string does not\n"
+         'count).\n'
+         '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          "Dynamo cannot decide the branch without the tensor's value: it breaks the graph\n"
@@ -1698,7 +1892,7 @@ RULES = [{'code': 'ROC001',
          'decide\n'
          'the branch before the compiled call.\n',
   'triggers': ['compile'],
-  'words': [['compile'], ['torch']]},
+  'words': [['torch']]},
  {'code': 'ROC404',
   'name': 'compiled-dynamic-shape',
   'summary': 'An operation whose output shape depends on the data (`nonzero`, `unique`, ...) in '
@@ -1727,6 +1921,24 @@ RULES = [{'code': 'ROC001',
           '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
           'names\n'
           '        the compiled function, the line where it is compiled and the call chain.\n'
+          '\n'
+          '        Compiled code also includes what a project decorator or helper compiles, in '
+          'this\n'
+          '        module or another one (found through the project index): a function or class\n'
+          "        decorated with a decorator that compiles the function, or the class's "
+          '`forward`\n'
+          '        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper '
+          'that\n'
+          '        compiles its argument is given (`maybe_compile(model)`, '
+          '`CompiledWrapper(Model())`,\n'
+          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+          '        helper is recognised when it calls something named `*compile*` (torch.compile, '
+          'a\n'
+          '        `functools.partial` of it, another such helper), and the file that uses it '
+          'must\n'
+          "        spell `compile` in a name (the helper's, an import's; a comment or a string "
+          'does not\n'
+          '        count).\n'
           '        ',
   'why': '\n'
          "        The output's shape depends on the tensor's values. Unless\n"
@@ -1763,6 +1975,17 @@ RULES = [{'code': 'ROC001',
          'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
          'the compiled function, the line where it is compiled and the call chain.\n'
          '\n'
+         'Compiled code also includes what a project decorator or helper compiles, in this\n'
+         'module or another one (found through the project index): a function or class\n'
+         "decorated with a decorator that compiles the function, or the class's `forward`\n"
+         '(`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that\n'
+         'compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,\n'
+         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+         'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
+         '`functools.partial` of it, another such helper), and the file that uses it must\n'
+         "spell `compile` in a name (the helper's, an import's; a comment or a string does not\n"
+         'count).\n'
+         '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
          "The output's shape depends on the tensor's values. Unless\n"
@@ -1786,7 +2009,242 @@ RULES = [{'code': 'ROC001',
          '`nonzero_static`/`unique`, `output_size=` for `repeat_interleave`), or move the\n'
          'operation out of the compiled code.\n',
   'triggers': ['compile'],
-  'words': [['compile'], ['torch']]},
+  'words': [['torch']]},
+ {'code': 'ROC405',
+  'name': 'compiled-untraceable-call',
+  'summary': 'A call Dynamo cannot trace (ctypes, a process, NVML, amdsmi, a device query) in '
+             'compiled code.',
+  'what': '\n'
+          '        A call that Dynamo cannot trace, reached from compiled code: a ctypes foreign\n'
+          '        function (`ctypes.*`, or a function of a library bound with `ctypes.CDLL(...)` '
+          'at\n'
+          '        module level), a process (`subprocess.*`, `os.system`, `os.popen`), NVML '
+          '(`pynvml`,\n'
+          '        `py3nvml`), `amdsmi`, `torch.cuda.device_count()`, '
+          '`torch.cuda.get_device_name()`,\n'
+          '        `torch.cuda.get_arch_list()` (`torch.*` functions that return a non-tensor) '
+          'and\n'
+          '        `triton.runtime.driver.active.get_current_target()`. A function of another '
+          'module of\n'
+          '        the project that makes such a call (directly or through its own calls, found '
+          'through\n'
+          '        the project index) is reported where the compiled code calls it, with the '
+          'module and\n'
+          '        line of the call it makes. `functools.lru_cache` / `functools.cache` on such a\n'
+          '        function does not help: Dynamo ignores the cache and traces the wrapped '
+          "function's\n"
+          '        body on every compile. Not reported: `torch.cuda.get_device_properties(i)` '
+          '(with\n'
+          '        `.gcnArchName`, `.major`, `.name`), `get_device_capability()`, '
+          '`current_device()`,\n'
+          '        `mem_get_info()` and `is_available()`, which Dynamo traces without a break '
+          '(checked\n'
+          '        on an H100; it folds `get_device_properties`, `is_available` and '
+          '`current_device` to\n'
+          '        constants); a helper under `@torch.compiler.disable` (an eager island); a call '
+          'on\n'
+          '        the eager side of `if not torch.compiler.is_compiling():`; code that never runs '
+          'on\n'
+          '        ROCm.\n'
+          '        \n'
+          '        Compiled code is a function decorated with `@torch.compile` (or '
+          '`@torch.compile(...)`),\n'
+          '        a function compiled by assignment (`f = torch.compile(f)`), a method compiled '
+          'in place\n'
+          "        (`self.forward = torch.compile(self.forward)`: that class's method only), and "
+          'the\n'
+          '        `forward` (or `__call__`) of a class of the file whose instance is compiled\n'
+          '        (`model = torch.compile(Model())`, `self.net = torch.compile(self.net)`). The '
+          'analysis\n'
+          '        follows calls to functions and methods of the same file, through '
+          '`self.method()` and\n'
+          '        instances of classes defined in the file, transitively; it does not enter code '
+          'under\n'
+          '        `@torch.compiler.disable` / `torch._dynamo.disable` (an eager island), and '
+          'follows only\n'
+          '        the compiled side of an `if torch.compiler.is_compiling():` guard. The message '
+          'names\n'
+          '        the compiled function, the line where it is compiled and the call chain.\n'
+          '\n'
+          '        Compiled code also includes what a project decorator or helper compiles, in '
+          'this\n'
+          '        module or another one (found through the project index): a function or class\n'
+          "        decorated with a decorator that compiles the function, or the class's "
+          '`forward`\n'
+          '        (`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper '
+          'that\n'
+          '        compiles its argument is given (`maybe_compile(model)`, '
+          '`CompiledWrapper(Model())`,\n'
+          '        `model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+          '        helper is recognised when it calls something named `*compile*` (torch.compile, '
+          'a\n'
+          '        `functools.partial` of it, another such helper), and the file that uses it '
+          'must\n'
+          "        spell `compile` in a name (the helper's, an import's; a comment or a string "
+          'does not\n'
+          '        count).\n'
+          '        ',
+  'why': '\n'
+         '        Dynamo cannot trace into C code it does not know: a ctypes foreign function '
+         'gives\n'
+         '        "Unsupported method call" (with `CDLL.__getattr__` in the traced code, Dynamo '
+         'gives\n'
+         '        up on the whole function: "Failed to handle graph break gracefully. Skipping '
+         'the\n'
+         '        function and falling back to eager"), `subprocess`, NVML and Triton\'s driver '
+         'are\n'
+         '        "Attempted to call function marked as skipped", and '
+         '`torch.cuda.device_count()`,\n'
+         '        `get_device_name()` and `get_arch_list()` are "torch.* op returned non-Tensor". '
+         'Each\n'
+         '        is a graph break (the compiled function runs in pieces with eager Python '
+         'between\n'
+         '        them) and, under `torch.compile(..., fullgraph=True)`, a hard\n'
+         '        `torch._dynamo.exc.Unsupported` error. All of this was run on torch 2.13 (CPU,\n'
+         '        `backend="eager"`) and on torch 2.11 on an H100; `functools.lru_cache` changes\n'
+         '        nothing, even with the cache warm: torch 2.13 wraps a cached function in\n'
+         '        `WrapperUserFunctionVariable(value, "__wrapped__")` and traces its body\n'
+         '        (`torch/_dynamo/variables/builder.py` line 1737, with the warning "Dynamo '
+         'detected a\n'
+         '        call to a `functools.lru_cache`-wrapped function ... Dynamo ignores the cache '
+         'wrapper\n'
+         '        and directly traces the wrapped function", `variables/functions.py` line 2580). '
+         'What\n'
+         '        Dynamo traces instead: `get_device_properties`, `is_available` (and '
+         '`current_device`,\n'
+         '        with a guard) are in its `constant_fold_functions` '
+         '(`torch/_dynamo/variables/torch.py`\n'
+         '        lines 176-210), so it calls them while tracing and keeps the answer;\n'
+         '        `device_count`, `get_device_name` and `get_arch_list` are in-graph functions\n'
+         '        (`torch/_dynamo/trace_rules.py`) that it is not allowed to fold, and their '
+         'non-tensor\n'
+         '        result breaks the graph.\n'
+         '\n'
+         '        ROCm ports add exactly these calls to compiled models: the GPU architecture\n'
+         '        (`gfx942`, `gfx950`) read through amdsmi, `rocminfo` / `rocm_agent_enumerator`, '
+         'or\n'
+         "        Triton's driver target, usually in a cached helper of a platform module, one "
+         'import\n'
+         '        away from the model whose `forward` is compiled by a project decorator. The '
+         'break\n'
+         '        appears only on the path that ROCm takes. Threads that show the failures:\n'
+         "        pytorch/pytorch#128095 (a ctypes `_SimpleCData.__new__` call in bitsandbytes'\n"
+         '        functional code: "Attempted to call function marked as skipped"),\n'
+         '        pytorch/pytorch#150240 (`torch.* op returned non-Tensor` raising `Unsupported` '
+         'under\n'
+         '        `fullgraph=True`), pytorch/pytorch#128071 (third-party C extension calls '
+         'breaking\n'
+         '        the graph).\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC405 compiled-untraceable-call\n'
+         '\n'
+         'A call Dynamo cannot trace (ctypes, a process, NVML, amdsmi, a device query) in compiled '
+         'code.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'A call that Dynamo cannot trace, reached from compiled code: a ctypes foreign\n'
+         'function (`ctypes.*`, or a function of a library bound with `ctypes.CDLL(...)` at\n'
+         'module level), a process (`subprocess.*`, `os.system`, `os.popen`), NVML (`pynvml`,\n'
+         '`py3nvml`), `amdsmi`, `torch.cuda.device_count()`, `torch.cuda.get_device_name()`,\n'
+         '`torch.cuda.get_arch_list()` (`torch.*` functions that return a non-tensor) and\n'
+         '`triton.runtime.driver.active.get_current_target()`. A function of another module of\n'
+         'the project that makes such a call (directly or through its own calls, found through\n'
+         'the project index) is reported where the compiled code calls it, with the module and\n'
+         'line of the call it makes. `functools.lru_cache` / `functools.cache` on such a\n'
+         "function does not help: Dynamo ignores the cache and traces the wrapped function's\n"
+         'body on every compile. Not reported: `torch.cuda.get_device_properties(i)` (with\n'
+         '`.gcnArchName`, `.major`, `.name`), `get_device_capability()`, `current_device()`,\n'
+         '`mem_get_info()` and `is_available()`, which Dynamo traces without a break (checked\n'
+         'on an H100; it folds `get_device_properties`, `is_available` and `current_device` to\n'
+         'constants); a helper under `@torch.compiler.disable` (an eager island); a call on\n'
+         'the eager side of `if not torch.compiler.is_compiling():`; code that never runs on\n'
+         'ROCm.\n'
+         '\n'
+         'Compiled code is a function decorated with `@torch.compile` (or `@torch.compile(...)`),\n'
+         'a function compiled by assignment (`f = torch.compile(f)`), a method compiled in place\n'
+         "(`self.forward = torch.compile(self.forward)`: that class's method only), and the\n"
+         '`forward` (or `__call__`) of a class of the file whose instance is compiled\n'
+         '(`model = torch.compile(Model())`, `self.net = torch.compile(self.net)`). The analysis\n'
+         'follows calls to functions and methods of the same file, through `self.method()` and\n'
+         'instances of classes defined in the file, transitively; it does not enter code under\n'
+         '`@torch.compiler.disable` / `torch._dynamo.disable` (an eager island), and follows only\n'
+         'the compiled side of an `if torch.compiler.is_compiling():` guard. The message names\n'
+         'the compiled function, the line where it is compiled and the call chain.\n'
+         '\n'
+         'Compiled code also includes what a project decorator or helper compiles, in this\n'
+         'module or another one (found through the project index): a function or class\n'
+         "decorated with a decorator that compiles the function, or the class's `forward`\n"
+         '(`@support_compile`, `@compile_forward(dynamic=False)`), and what a helper that\n'
+         'compiles its argument is given (`maybe_compile(model)`, `CompiledWrapper(Model())`,\n'
+         '`model.forward = torch.compile(model.forward)` inside `maybe_compile`). Such a\n'
+         'helper is recognised when it calls something named `*compile*` (torch.compile, a\n'
+         '`functools.partial` of it, another such helper), and the file that uses it must\n'
+         "spell `compile` in a name (the helper's, an import's; a comment or a string does not\n"
+         'count).\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         'Dynamo cannot trace into C code it does not know: a ctypes foreign function gives\n'
+         '"Unsupported method call" (with `CDLL.__getattr__` in the traced code, Dynamo gives\n'
+         'up on the whole function: "Failed to handle graph break gracefully. Skipping the\n'
+         'function and falling back to eager"), `subprocess`, NVML and Triton\'s driver are\n'
+         '"Attempted to call function marked as skipped", and `torch.cuda.device_count()`,\n'
+         '`get_device_name()` and `get_arch_list()` are "torch.* op returned non-Tensor". Each\n'
+         'is a graph break (the compiled function runs in pieces with eager Python between\n'
+         'them) and, under `torch.compile(..., fullgraph=True)`, a hard\n'
+         '`torch._dynamo.exc.Unsupported` error. All of this was run on torch 2.13 (CPU,\n'
+         '`backend="eager"`) and on torch 2.11 on an H100; `functools.lru_cache` changes\n'
+         'nothing, even with the cache warm: torch 2.13 wraps a cached function in\n'
+         '`WrapperUserFunctionVariable(value, "__wrapped__")` and traces its body\n'
+         '(`torch/_dynamo/variables/builder.py` line 1737, with the warning "Dynamo detected a\n'
+         'call to a `functools.lru_cache`-wrapped function ... Dynamo ignores the cache wrapper\n'
+         'and directly traces the wrapped function", `variables/functions.py` line 2580). What\n'
+         'Dynamo traces instead: `get_device_properties`, `is_available` (and `current_device`,\n'
+         'with a guard) are in its `constant_fold_functions` (`torch/_dynamo/variables/torch.py`\n'
+         'lines 176-210), so it calls them while tracing and keeps the answer;\n'
+         '`device_count`, `get_device_name` and `get_arch_list` are in-graph functions\n'
+         '(`torch/_dynamo/trace_rules.py`) that it is not allowed to fold, and their non-tensor\n'
+         'result breaks the graph.\n'
+         '\n'
+         'ROCm ports add exactly these calls to compiled models: the GPU architecture\n'
+         '(`gfx942`, `gfx950`) read through amdsmi, `rocminfo` / `rocm_agent_enumerator`, or\n'
+         "Triton's driver target, usually in a cached helper of a platform module, one import\n"
+         'away from the model whose `forward` is compiled by a project decorator. The break\n'
+         'appears only on the path that ROCm takes. Threads that show the failures:\n'
+         "pytorch/pytorch#128095 (a ctypes `_SimpleCData.__new__` call in bitsandbytes'\n"
+         'functional code: "Attempted to call function marked as skipped"),\n'
+         'pytorch/pytorch#150240 (`torch.* op returned non-Tensor` raising `Unsupported` under\n'
+         '`fullgraph=True`), pytorch/pytorch#128071 (third-party C extension calls breaking\n'
+         'the graph).\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'import functools\n'
+         'import subprocess\n'
+         '\n'
+         '@functools.lru_cache\n'
+         'def gpu_arch():\n'
+         '    return subprocess.check_output(["rocm_agent_enumerator"]).split()[-1]\n'
+         '\n'
+         '@torch.compile(fullgraph=True)\n'
+         'def scale(x):\n'
+         '    factor = 2 if gpu_arch() == b"gfx942" else 1\n'
+         '    return x * factor\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only: compute the value once, outside the compiled code (in `__init__`, or\n'
+         'before the first compiled call) and pass it in or keep it in a plain global; for the\n'
+         'architecture on ROCm, read `torch.cuda.get_device_properties(i).gcnArchName`, which\n'
+         'Dynamo folds to a constant. Marking the helper `@torch.compiler.disable` keeps the\n'
+         'program running but still breaks the graph there.\n',
+  'triggers': ['compile'],
+  'words': [['torch']]},
  {'code': 'ROC501',
   'name': 'triton-block-not-wavefront-multiple',
   'summary': "A 1-D Triton block that is not a multiple of AMD's 64-lane wavefront.",
@@ -1974,7 +2432,13 @@ RULES = [{'code': 'ROC001',
   'what': '\n'
           '        `num_warps=` above 16 in a Triton launch (`kernel[grid](..., num_warps=32)`) or '
           'a\n'
-          '        `triton.Config(..., num_warps=32)`, given as a literal or a constant.\n'
+          '        `triton.Config(..., num_warps=32)`, given as a literal or a constant; and a '
+          'helper\n'
+          "        of a Triton file that decides `num_warps` for its callers' launches and returns "
+          'it\n'
+          '        (`num_warps = 32` in a `calculate_settings(n)` that returns `BLOCK_SIZE, '
+          'num_warps`),\n'
+          '        reported there, where the value is decided, once for every launch.\n'
           '        ',
   'why': '\n'
          '        On AMD a warp is a 64-lane wavefront and a workgroup holds at most 1024 threads, '
@@ -1990,7 +2454,10 @@ RULES = [{'code': 'ROC001',
          '## What it finds\n'
          '\n'
          '`num_warps=` above 16 in a Triton launch (`kernel[grid](..., num_warps=32)`) or a\n'
-         '`triton.Config(..., num_warps=32)`, given as a literal or a constant.\n'
+         '`triton.Config(..., num_warps=32)`, given as a literal or a constant; and a helper\n'
+         "of a Triton file that decides `num_warps` for its callers' launches and returns it\n"
+         '(`num_warps = 32` in a `calculate_settings(n)` that returns `BLOCK_SIZE, num_warps`),\n'
+         'reported there, where the value is decided, once for every launch.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -2015,9 +2482,10 @@ RULES = [{'code': 'ROC001',
          '\n'
          'Safe: the value becomes `16 if is_rocm else <value>`, unchanged on NVIDIA. The number\n'
          'of warps changes speed, not results. A constant that is used for anything other than\n'
-         '`num_warps=` is rewritten only with `--unsafe-fixes`.\n',
+         "`num_warps=` is rewritten only with `--unsafe-fixes`; so is a helper's value that the\n"
+         'helper also computes with before returning it.\n',
   'triggers': ['num_warps', 'triton'],
-  'words': [['num_warps', 'triton'], ['Config', 'autotune', 'heuristics', 'jit', 'num_warps']]},
+  'words': [['num_warps', 'triton']]},
  {'code': 'ROC504',
   'name': 'triton-half-precision-accumulator',
   'summary': 'An fp16/bf16 accumulator in a Triton kernel.',
@@ -4699,4 +5167,274 @@ RULES = [{'code': 'ROC001',
              'float8e4b8',
              'float8e4nv',
              'float8e5b16',
-             'import_module']]}]
+             'import_module']]},
+ {'code': 'ROC712',
+  'name': 'device-query-at-import',
+  'summary': 'A device query initialises the GPU runtime at import, or before the visible devices '
+             'are set.',
+  'what': '\n'
+          '        Two shapes.\n'
+          '\n'
+          '        At import: a call that initialises the GPU runtime, run when the module is '
+          'imported:\n'
+          '        at module level (also inside module-level `if` / `try` / `with` / loops), in a '
+          'class\n'
+          '        body, in a decorator or a default argument value, or inside a function of the '
+          'module\n'
+          '        (or, through the project index, of another module of the project) that one of '
+          'those\n'
+          '        calls. The calls: `torch.cuda.get_device_properties`, `get_device_capability`,\n'
+          '        `get_device_name`, `current_device`, `mem_get_info`, `set_device`, '
+          '`torch.cuda.init`,\n'
+          "        Triton's `triton.runtime.driver.active.get_current_target()` and, for ROCm,\n"
+          '        `torch.cuda.device_count()`. The finding is at the call that runs at import '
+          '(where a\n'
+          "        helper does the query, at the helper's call, naming the query). A helper of "
+          'another\n'
+          "        module is looked for where the file's code spells one of those names, or a "
+          'method of\n'
+          "        such a name (the project's own `get_device_capability()` wrapper, say; a "
+          'comment or\n'
+          '        a string does not count): reading every file of a project for\n'
+          '        helpers of any name costs a fifth of a lint of the torch package, so a '
+          'differently\n'
+          '        named helper of another module is not followed (one of the same module is).\n'
+          '\n'
+          '        Before the visible devices are set: in one function (or at module level), a '
+          'device\n'
+          '        query -- the calls above, `torch.cuda.is_available()`, a method of that name on '
+          'any\n'
+          '        object (`get_torch_device().get_device_name()`, `platform.device_count()`), a '
+          'helper\n'
+          '        that makes one -- that comes before a write of '
+          '`os.environ["CUDA_VISIBLE_DEVICES"]`,\n'
+          '        `["HIP_VISIBLE_DEVICES"]` or `["ROCR_VISIBLE_DEVICES"]` (assignment, `del`, '
+          '`pop`,\n'
+          '        `setdefault`, `update`, `os.putenv`) on the same path.\n'
+          '\n'
+          '        Not reported: files named for NVIDIA alone (`gemm_sm90.py`, `nvidia.py`; a file '
+          'named\n'
+          "        for ROCm is checked: it runs on ROCm) and the modules of another accelerator's "
+          'backend\n'
+          '        tree (`backend/_kunlunxin/`, `npu/`: never imported on an AMD GPU); code under '
+          '`if __name__ == "__main__":`, in\n'
+          '        files that have one, in files that begin with `#!` and in `setup.py` (a '
+          "script's\n"
+          '        module level is its start, not an import); test files (`test_*.py`, '
+          '`*_test.py`,\n'
+          '        `conftest.py`, the modules of a `tests/` folder: pytest imports them to '
+          'collect, and\n'
+          '        their capability checks are how tests are skipped); a query in a function no\n'
+          '        import-time code calls (lazy: `functools.cache`, `if _cap is None: _cap = '
+          '...`); a\n'
+          '        query under `if torch.cuda.is_initialized():` or in a function that tests it '
+          '(it asks\n'
+          '        a runtime already up); a query that an environment variable turns on\n'
+          '        (`os.getenv("USE_X") and ...`, `if os.environ.get(...):`); code that never runs '
+          'on\n'
+          '        ROCm (`if not torch.version.hip:`, and inside a helper: after `if is_rocm(): '
+          'return`,\n'
+          '        right of `is_cuda() and`, under `if torch.version.cuda:`, as the platform '
+          'analysis\n'
+          '        reads those tests); `torch.cuda.is_available()` at import (everywhere, and the '
+          'same\n'
+          '        on both vendors: see below), and so a `device_count()` at import after one (HIP '
+          'is\n'
+          '        already up there); only a query that calls `_lazy_init()` is reported after '
+          'it.\n'
+          '        ',
+  'why': '\n'
+         '        The GPU runtime reads the visible devices once, when it is initialised: on ROCm\n'
+         '        `ROCR_VISIBLE_DEVICES` when ROCr starts and `HIP_VISIBLE_DEVICES` /\n'
+         '        `CUDA_VISIBLE_DEVICES` when HIP starts. A Ray actor, a launcher or a worker that '
+         'sets\n'
+         '        them after importing a module that already initialised the runtime changes '
+         'nothing:\n'
+         '        every worker sees the devices of the parent, and ranks collide or hit "invalid '
+         'device\n'
+         '        ordinal". ROCm ports meet this more than CUDA ones, because Ray hands AMD GPUs '
+         'out as\n'
+         '        `ROCR_VISIBLE_DEVICES` / `HIP_VISIBLE_DEVICES` that frameworks rewrite in the '
+         'process\n'
+         '        (verl-project/verl#1465: the "[SUPPORT AMD]" blocks that copied\n'
+         '        `ROCR_VISIBLE_DEVICES` into `CUDA_VISIBLE_DEVICES` after '
+         '`torch.cuda.is_available()`\n'
+         '        and `get_device_name()` were no-ops; OpenRLHF/OpenRLHF#895, '
+         'radixark/miles#1233,\n'
+         '        meta-pytorch/torchforge#725). A runtime initialised by `torch.cuda._lazy_init()` '
+         'also\n'
+         '        makes `fork()`ed workers fail with "Cannot re-initialize CUDA in forked '
+         'subprocess"\n'
+         '        (deepspeedai/DeepSpeed#7918; #8078 removed the import-time\n'
+         '        `get_device_capability()` and `get_device_properties(0)` calls; #7252).\n'
+         '\n'
+         '        What each call does, on torch 2.13 (`torch/cuda/__init__.py`; checked on torch '
+         '2.11\n'
+         '        on an H100: a query, then `CUDA_VISIBLE_DEVICES=""`, then a tensor on the GPU, '
+         'which\n'
+         '        is created only when the runtime was up before): `get_device_properties` calls\n'
+         '        `_lazy_init()` (line 737), and `get_device_capability` and `get_device_name` '
+         'call it;\n'
+         '        `current_device` calls `_lazy_init()` (line 1205), `mem_get_info` calls\n'
+         '        `current_device()` (`torch/cuda/memory.py` line 859), `set_device` initialises '
+         'the\n'
+         "        device in C++ (`torch._C._cuda_setDevice`, line 689); Triton's "
+         '`get_current_target()`\n'
+         '        initialises it too (checked). `is_available()` returns\n'
+         '        `torch._C._cuda_getDeviceCount() > 0` (line 188: `cudaGetDeviceCount` /\n'
+         '        `hipGetDeviceCount`), which initialises the driver although\n'
+         '        `torch.cuda.is_initialized()` stays False (checked), unless\n'
+         '        `PYTORCH_NVML_BASED_CUDA_CHECK=1`. `device_count()` asks NVML on CUDA and '
+         'initialises\n'
+         '        nothing there (checked), but on ROCm it asks `_device_count_amdsmi()` (line '
+         '1167),\n'
+         '        which returns -1 where the `amdsmi` package cannot be imported (`_HAS_AMDSMI`, '
+         'line\n'
+         '        933), and then falls back to `torch._C._cuda_getDeviceCount()` (line 1170):\n'
+         '        `hipGetDeviceCount`, which initialises HIP. A call that is safe at import on '
+         'CUDA is\n'
+         '        not on ROCm.\n'
+         '        ',
+  'default_enabled': True,
+  'fix': 'display-only',
+  'doc': '# ROC712 device-query-at-import\n'
+         '\n'
+         'A device query initialises the GPU runtime at import, or before the visible devices are '
+         'set.\n'
+         '\n'
+         '## What it finds\n'
+         '\n'
+         'Two shapes.\n'
+         '\n'
+         'At import: a call that initialises the GPU runtime, run when the module is imported:\n'
+         'at module level (also inside module-level `if` / `try` / `with` / loops), in a class\n'
+         'body, in a decorator or a default argument value, or inside a function of the module\n'
+         '(or, through the project index, of another module of the project) that one of those\n'
+         'calls. The calls: `torch.cuda.get_device_properties`, `get_device_capability`,\n'
+         '`get_device_name`, `current_device`, `mem_get_info`, `set_device`, `torch.cuda.init`,\n'
+         "Triton's `triton.runtime.driver.active.get_current_target()` and, for ROCm,\n"
+         '`torch.cuda.device_count()`. The finding is at the call that runs at import (where a\n'
+         "helper does the query, at the helper's call, naming the query). A helper of another\n"
+         "module is looked for where the file's code spells one of those names, or a method of\n"
+         "such a name (the project's own `get_device_capability()` wrapper, say; a comment or\n"
+         'a string does not count): reading every file of a project for\n'
+         'helpers of any name costs a fifth of a lint of the torch package, so a differently\n'
+         'named helper of another module is not followed (one of the same module is).\n'
+         '\n'
+         'Before the visible devices are set: in one function (or at module level), a device\n'
+         'query -- the calls above, `torch.cuda.is_available()`, a method of that name on any\n'
+         'object (`get_torch_device().get_device_name()`, `platform.device_count()`), a helper\n'
+         'that makes one -- that comes before a write of `os.environ["CUDA_VISIBLE_DEVICES"]`,\n'
+         '`["HIP_VISIBLE_DEVICES"]` or `["ROCR_VISIBLE_DEVICES"]` (assignment, `del`, `pop`,\n'
+         '`setdefault`, `update`, `os.putenv`) on the same path.\n'
+         '\n'
+         'Not reported: files named for NVIDIA alone (`gemm_sm90.py`, `nvidia.py`; a file named\n'
+         "for ROCm is checked: it runs on ROCm) and the modules of another accelerator's backend\n"
+         'tree (`backend/_kunlunxin/`, `npu/`: never imported on an AMD GPU); code under `if '
+         '__name__ == "__main__":`, in\n'
+         "files that have one, in files that begin with `#!` and in `setup.py` (a script's\n"
+         'module level is its start, not an import); test files (`test_*.py`, `*_test.py`,\n'
+         '`conftest.py`, the modules of a `tests/` folder: pytest imports them to collect, and\n'
+         'their capability checks are how tests are skipped); a query in a function no\n'
+         'import-time code calls (lazy: `functools.cache`, `if _cap is None: _cap = ...`); a\n'
+         'query under `if torch.cuda.is_initialized():` or in a function that tests it (it asks\n'
+         'a runtime already up); a query that an environment variable turns on\n'
+         '(`os.getenv("USE_X") and ...`, `if os.environ.get(...):`); code that never runs on\n'
+         'ROCm (`if not torch.version.hip:`, and inside a helper: after `if is_rocm(): return`,\n'
+         'right of `is_cuda() and`, under `if torch.version.cuda:`, as the platform analysis\n'
+         'reads those tests); `torch.cuda.is_available()` at import (everywhere, and the same\n'
+         'on both vendors: see below), and so a `device_count()` at import after one (HIP is\n'
+         'already up there); only a query that calls `_lazy_init()` is reported after it.\n'
+         '\n'
+         '## Why it is a problem on ROCm\n'
+         '\n'
+         'The GPU runtime reads the visible devices once, when it is initialised: on ROCm\n'
+         '`ROCR_VISIBLE_DEVICES` when ROCr starts and `HIP_VISIBLE_DEVICES` /\n'
+         '`CUDA_VISIBLE_DEVICES` when HIP starts. A Ray actor, a launcher or a worker that sets\n'
+         'them after importing a module that already initialised the runtime changes nothing:\n'
+         'every worker sees the devices of the parent, and ranks collide or hit "invalid device\n'
+         'ordinal". ROCm ports meet this more than CUDA ones, because Ray hands AMD GPUs out as\n'
+         '`ROCR_VISIBLE_DEVICES` / `HIP_VISIBLE_DEVICES` that frameworks rewrite in the process\n'
+         '(verl-project/verl#1465: the "[SUPPORT AMD]" blocks that copied\n'
+         '`ROCR_VISIBLE_DEVICES` into `CUDA_VISIBLE_DEVICES` after `torch.cuda.is_available()`\n'
+         'and `get_device_name()` were no-ops; OpenRLHF/OpenRLHF#895, radixark/miles#1233,\n'
+         'meta-pytorch/torchforge#725). A runtime initialised by `torch.cuda._lazy_init()` also\n'
+         'makes `fork()`ed workers fail with "Cannot re-initialize CUDA in forked subprocess"\n'
+         '(deepspeedai/DeepSpeed#7918; #8078 removed the import-time\n'
+         '`get_device_capability()` and `get_device_properties(0)` calls; #7252).\n'
+         '\n'
+         'What each call does, on torch 2.13 (`torch/cuda/__init__.py`; checked on torch 2.11\n'
+         'on an H100: a query, then `CUDA_VISIBLE_DEVICES=""`, then a tensor on the GPU, which\n'
+         'is created only when the runtime was up before): `get_device_properties` calls\n'
+         '`_lazy_init()` (line 737), and `get_device_capability` and `get_device_name` call it;\n'
+         '`current_device` calls `_lazy_init()` (line 1205), `mem_get_info` calls\n'
+         '`current_device()` (`torch/cuda/memory.py` line 859), `set_device` initialises the\n'
+         "device in C++ (`torch._C._cuda_setDevice`, line 689); Triton's `get_current_target()`\n"
+         'initialises it too (checked). `is_available()` returns\n'
+         '`torch._C._cuda_getDeviceCount() > 0` (line 188: `cudaGetDeviceCount` /\n'
+         '`hipGetDeviceCount`), which initialises the driver although\n'
+         '`torch.cuda.is_initialized()` stays False (checked), unless\n'
+         '`PYTORCH_NVML_BASED_CUDA_CHECK=1`. `device_count()` asks NVML on CUDA and initialises\n'
+         'nothing there (checked), but on ROCm it asks `_device_count_amdsmi()` (line 1167),\n'
+         'which returns -1 where the `amdsmi` package cannot be imported (`_HAS_AMDSMI`, line\n'
+         '933), and then falls back to `torch._C._cuda_getDeviceCount()` (line 1170):\n'
+         '`hipGetDeviceCount`, which initialises HIP. A call that is safe at import on CUDA is\n'
+         'not on ROCm.\n'
+         '\n'
+         '## Example\n'
+         '\n'
+         '```python\n'
+         'import torch\n'
+         '\n'
+         '_MAJOR, _MINOR = torch.cuda.get_device_capability()\n'
+         '\n'
+         'def use_fp8():\n'
+         '    return (_MAJOR, _MINOR) >= (9, 4)\n'
+         '```\n'
+         '\n'
+         '## Fix (display-only)\n'
+         '\n'
+         'Display-only: query on first use instead of at import -- a `functools.cache` function\n'
+         'called where the value is needed (or a module global filled on the first call, under\n'
+         '`if _cap is None:`). In a function that sets the visible devices, set every\n'
+         '`*_VISIBLE_DEVICES` variable first and query the device after.\n',
+  'triggers': ['current_device',
+               'device_count',
+               'get_current_target',
+               'get_device_capability',
+               'get_device_name',
+               'get_device_properties',
+               'init',
+               'is_available',
+               'mem_get_info',
+               'set_device'],
+  'words': [['cuda',
+             'current_device',
+             'device_count',
+             'get_current_target',
+             'get_device_capability',
+             'get_device_name',
+             'get_device_properties',
+             'is_available',
+             'mem_get_info',
+             'set_device'],
+            ['current_device',
+             'device_count',
+             'get_current_target',
+             'get_device_capability',
+             'get_device_name',
+             'get_device_properties',
+             'init',
+             'is_available',
+             'mem_get_info',
+             'set_device'],
+            ['current_device',
+             'device_count',
+             'get_current_target',
+             'get_device_capability',
+             'get_device_name',
+             'get_device_properties',
+             'is_available',
+             'mem_get_info',
+             'set_device',
+             'torch']]}]

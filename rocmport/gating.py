@@ -59,6 +59,80 @@ def choose_gate(module: cst.Module, text: str, block: Optional[prelude.Block]):
     return name, None
 
 
+class _InlineTests(cst.CSTVisitor):
+    """The comparisons of the file that spell "this torch is a ROCm build" (or its negation)
+    inline: ``<torch>.version.hip is not None`` / ``is None`` (``!=`` / ``==`` too), the left
+    side also as ``getattr(<torch>.version, "hip", None)``; ``<torch>`` one of ``aliases``."""
+
+    def __init__(self, aliases: Set[str]):
+        super().__init__()
+        self.aliases = aliases
+        self.found: List[cst.BaseExpression] = []  # the left sides, in order
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if len(node.comparisons) != 1:
+            return
+        target = node.comparisons[0]
+        if not (isinstance(target.comparator, cst.Name) and target.comparator.value == "None"
+                and isinstance(target.operator, (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual))):
+            return
+        if self._is_hip(node.left):
+            self.found.append(node.left)
+
+    def _is_hip(self, left: cst.BaseExpression) -> bool:
+        if isinstance(left, cst.Attribute) and left.attr.value == "hip":
+            return self._version(left.value)
+        if (isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "getattr"
+                and len(left.args) in (2, 3) and all(a.keyword is None and not a.star for a in left.args)):
+            first, second = left.args[0].value, left.args[1].value
+            default = left.args[2].value if len(left.args) == 3 else None
+            return (self._version(first) and isinstance(second, cst.SimpleString)
+                    and second.evaluated_value == "hip"
+                    and (default is None or (isinstance(default, cst.Name) and default.value == "None")))
+        return False
+
+    def _version(self, node: cst.BaseExpression) -> bool:
+        return (isinstance(node, cst.Attribute) and node.attr.value == "version" and isinstance(node.value, cst.Name)
+                and node.value.value in self.aliases and not node.lpar)
+
+
+_JIT = re.compile(r"(?m)^[ \t]*@\s*(?:\w+\.)*jit\b")
+
+
+def inline_gate(module: cst.Module, wrapper, text: str, lines: LineIndex,
+                starts: List[int]) -> Optional[placement.HouseGate]:
+    """The ROCm test as the file already spells it inline (``torch.version.hip is None`` in
+    some condition of its own): fixes test the same spelling, positive
+    (``torch.version.hip is not None``; their negation is ``torch.version.hip is None``), and
+    no gate line is added. Only where the file imports torch at module level (a simple
+    ``import torch`` statement of its body, not in a ``try``) before every fix (``starts``:
+    where each fix begins), and no fix lies in a Triton kernel (a ``@jit`` function, which
+    cannot read ``torch.version``)."""
+    if "hip" not in text or not starts:
+        return None
+    positions = wrapper.resolve(PositionProvider)
+    bound_at, alias = None, None
+    for stmt in module.body:
+        name = placement.torch_binding(stmt)
+        if name is not None:
+            end = positions[stmt].end
+            bound_at, alias = lines.offset(end.line, end.column), name
+            break
+    if alias is None or min(starts) < bound_at:
+        return None
+    finder = _InlineTests({alias})
+    _walk.visit(module, finder)
+    if not finder.found:
+        return None
+    if _JIT.search(text):
+        for start in starts:
+            for function in enclosing_functions_of(module, wrapper, lines, start):
+                if any(_JIT.match("@" + module.code_for_node(d.decorator)) for d in function.decorators):
+                    return None
+    left = module.code_for_node(finder.found[0])
+    return placement.HouseGate(f"{left} is not None", bound_at)
+
+
 class _FunctionsAround(cst.CSTVisitor):
     """The function definitions around ``offset`` (a class of the module's, not of a call:
     a class made in a function would hold its cells, the file's positions among them, in a
@@ -81,9 +155,14 @@ class _FunctionsAround(cst.CSTVisitor):
 
 def enclosing_functions(analysis: FileAnalysis, offset: int) -> List[cst.FunctionDef]:
     """The function definitions around ``offset``, outermost first."""
-    finder = _FunctionsAround(analysis.wrapper.resolve(PositionProvider), analysis.lines, offset)
+    return enclosing_functions_of(analysis.module, analysis.wrapper, analysis.lines, offset)
+
+
+def enclosing_functions_of(module: cst.Module, wrapper, lines: LineIndex, offset: int) -> List[cst.FunctionDef]:
+    """The function definitions of ``module`` around ``offset``, outermost first."""
+    finder = _FunctionsAround(wrapper.resolve(PositionProvider), lines, offset)
     # only the statements around the offset's line can hold it (the others are not generated)
-    for stmt in analysis.wrapper.statements_at(analysis.lines.position(offset).row):
+    for stmt in wrapper.statements_at(lines.position(offset).row):
         _walk.visit(stmt, finder)
     return finder.found
 

@@ -87,7 +87,8 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
 
     def run(gate: str) -> Optional[List[Finding]]:
         context = RuleContext(path=path, text=text, module=module, wrapper=wrapper, lines=lines,
-                              gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes),
+                              gate_name=gate, options=RuleOptions(unsafe_fixes=settings.unsafe_fixes,
+                                                                   extra={"enabled_for": settings.enabled_codes}),
                               facts=facts, index=index)
         context.quote = style.quote
         context.scopes = ScopeBindings(module, wrapper.parents.get)
@@ -107,15 +108,23 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     findings = run(gate)
     own = None
     needy = [f for f in findings or () if f.fix is not None and f.fix.edits and "gate" in f.fix.requires]
-    if needy and index is not None and binding is None and block is None:
+    if needy and binding is None and block is None:
         # The project's own ROCm test, where the file imports its module and every fix that
-        # tests it comes after that import: the fixes are made again, testing it.
-        own = placement.house_gate(module, wrapper, text, lines, index.module_name(path), index,
-                                   gating.code_names(text), style.line_length, style.force_single_line, tree)
-        if own is not None and all(min(e.start for e in f.fix.edits) >= own.bound_at for f in needy):
+        # tests it comes after that import; else the test as the file spells it inline
+        # (`torch.version.hip is None`), after its `import torch`: the fixes are made again,
+        # testing it. A project test the file already imports comes first; one that needs an
+        # import edit comes after the file's own spelling.
+        starts = [min(e.start for e in f.fix.edits) for f in needy]
+        project = None
+        if index is not None:
+            project = placement.house_gate(module, wrapper, text, lines, index.module_name(path), index,
+                                         gating.code_names(text), style.line_length, style.force_single_line, tree)
+            if project is not None and not all(start >= project.bound_at for start in starts):
+                project = None
+        inline = gating.inline_gate(module, wrapper, text, lines, starts)
+        own = project if project is not None and project.edit is None else (inline or project)
+        if own is not None:
             findings, gate = run(own.text), own.text
-        else:
-            own = None
     if findings is None:
         return FileAnalysis(text, unreadable(path, "cannot analyse: nesting too deep", 1, 1, enabled), lines=lines)
     analysis = FileAnalysis(text, findings, module, wrapper, lines, gate, binding, block, own)

@@ -532,10 +532,34 @@ def is_own_block(text: str, block: Block, options: PreludeOptions) -> bool:
         return same_code(content, render_inline(block.gate, block.parts, opts, define_gate=False,
                                                 torch_name=torch_name, os_name=os_name, optional=optional))
     for define_gate in (True, False):
-        if same_code(content, render_inline(block.gate, block.parts, opts, define_gate=define_gate,
-                                            torch_name=torch_name, optional=optional)):
+        rendered = render_inline(block.gate, block.parts, opts, define_gate=define_gate, torch_name=torch_name,
+                                 optional=optional)
+        if same_code(content, rendered) or any(same_code(content, rendered.replace(now, before))
+                                               for now, before in _EARLIER_HELPER):
             return True
     return False
+
+
+# What the graph helper said before, in blocks written by an earlier rocmport of the same
+# version (v2): still rocmport's own block, regenerated in the current form. (The capture's
+# two `with` statements became one, ruff's SIM117; the fallback's `except Exception` says
+# why it is broad, ruff's BLE001: any error of the capture or of the call runs the plain call.)
+_EARLIER_HELPER = ((
+    """            with torch.cuda.device(device), torch.cuda.graph(graph, stream=side):
+                try:
+                    static_out = self.__wrapped__(*static_args, **static_kwargs)
+                except Exception as exc:
+                    raised.append(exc)
+                    raise
+        except Exception as exc:  # noqa: BLE001 (whatever failed, the plain call runs)""",
+    """            with torch.cuda.device(device):
+                with torch.cuda.graph(graph, stream=side):
+                    try:
+                        static_out = self.__wrapped__(*static_args, **static_kwargs)
+                    except Exception as exc:
+                        raised.append(exc)
+                        raise
+        except Exception as exc:"""),)
 
 
 def is_generated_module(data: bytes) -> bool:
@@ -706,14 +730,13 @@ class _RocmportGraphed:
                     static_kwargs[slot] = static
             graph = torch.cuda.CUDAGraph()
             side = self._rocmport_stream(device)
-            with torch.cuda.device(device):
-                with torch.cuda.graph(graph, stream=side):
-                    try:
-                        static_out = self.__wrapped__(*static_args, **static_kwargs)
-                    except Exception as exc:
-                        raised.append(exc)
-                        raise
-        except Exception as exc:
+            with torch.cuda.device(device), torch.cuda.graph(graph, stream=side):
+                try:
+                    static_out = self.__wrapped__(*static_args, **static_kwargs)
+                except Exception as exc:
+                    raised.append(exc)
+                    raise
+        except Exception as exc:  # noqa: BLE001 (whatever failed, the plain call runs)
             # torch.cuda.graph's exit ends the capture before it leaves its stream: when ending
             # the capture raises (it does once the call broke it), its stream stays current
             torch.cuda.set_stream(current)

@@ -36,9 +36,13 @@ def test_finding_positions_are_one_based_and_cover_the_literal():
     assert (finding.end.row, finding.end.column) == (3, 27)
 
 
-def test_modes_in_variables_are_wrapped_at_the_call():
+def test_a_mode_constant_is_gated_where_it_is_decided_not_at_the_call():
+    """Issue 29, fix at the source: the constant is the decision; ROC104 leaves the call."""
     src = 'import torch\nMODE = "reduce-overhead"\nf = torch.compile(g, mode=MODE)\n'
-    assert codes(src) == ["ROC104"]  # ROC105 stays quiet: the call site is fixed
+    assert codes(src) == ["ROC105"]
+    out = fix(src).fixed.decode()
+    assert 'MODE = "default" if is_rocm else "reduce-overhead"\nf = torch.compile(g, mode=MODE)\n' in out
+    assert lint(out) == []
 
 
 def test_config_defaults_are_display_only():
@@ -70,9 +74,10 @@ def test_form_feed_indentation_and_two_hazards_on_one_line(newline):
     assert b"'max-autotune-no-cudagraphs' if is_rocm else 'max-autotune'" in body
 
 
-def test_roc105_goes_once_rocmport_has_gated_every_compile_call_that_reads_the_value():
-    """Issue 28, findings follow fixes: ROC104's fix maps the mode at the compile call; the
-    stored default is then fixed where it is used, so ROC105 no longer asks to gate it."""
+def test_a_stored_default_every_compile_call_reads_is_gated_where_it_is_decided():
+    """Issue 29, fix at the source: ROC105 gates the default that every reader hands to
+    torch.compile's mode, and ROC104 leaves the compile call (issue 28's "findings follow
+    fixes" still holds where the calls are gated by hand: ROC105's VALID cases)."""
     src = textwrap.dedent("""\
         import torch
         from dataclasses import dataclass
@@ -86,7 +91,8 @@ def test_roc105_goes_once_rocmport_has_gated_every_compile_call_that_reads_the_v
         def build(model, cfg):
             return torch.compile(model, mode=cfg.compile_mode)
         """)
-    assert sorted(f.code for f in lint(src)) == ["ROC104", "ROC105"]
+    assert [f.code for f in lint(src)] == ["ROC105"]
     fixed = fix(src).fixed
-    assert fixed is not None and b"if is_rocm else cfg.compile_mode" in fixed
+    assert fixed is not None and b'compile_mode: str = "default" if is_rocm else "reduce-overhead"' in fixed
+    assert b"mode=cfg.compile_mode)" in fixed
     assert [f.code for f in lint(fixed)] == []

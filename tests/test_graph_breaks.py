@@ -6,7 +6,7 @@ import pytest
 
 from .harness import FIXTURES, assert_fix_properties, codes, fixture_pairs, lint
 
-CODES = ["ROC401", "ROC402", "ROC403"]
+CODES = ["ROC401", "ROC402", "ROC403", "ROC405"]
 
 EXPECTED = {
     "near_misses.py": [],
@@ -14,6 +14,9 @@ EXPECTED = {
                    (63, "ROC401")],
     "scalar_outputs.py": [(10, "ROC401")],
     "which_forward.py": [(13, "ROC403")],
+    # the cached process call, through gfx_target(); device_count(): not the eager side of
+    # is_compiling(), the @torch.compiler.disable island, the folded get_device_properties
+    "untraceable.py": [(14, "ROC405"), (40, "ROC405")],
 }
 
 

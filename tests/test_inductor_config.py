@@ -33,8 +33,8 @@ def test_options_key_of_roc103_is_not_reported_twice():
     src = 'import torch\nf = torch.compile(g, options={"triton.cudagraphs": True, "max_autotune": True})\n'
     assert sorted(codes(src)) == ["ROC103", "ROC203"]
     out = fix(src).fixed.decode()
-    assert out.endswith('options={"triton.cudagraphs": False if is_rocm else True, '
-                        '"max_autotune": False if is_rocm else True})\n')
+    assert out.endswith('options={"triton.cudagraphs": not is_rocm, '
+                        '"max_autotune": not is_rocm})\n')
 
 
 def test_cudagraph_trees_false_is_neither_finding_nor_mitigation():
@@ -63,7 +63,7 @@ def test_dynamo_config_look_alike_is_not_inductor():
 def test_gate_name_taken_uses_free_name():
     src = "import torch\nis_rocm = 3\ntorch._inductor.config.max_autotune = True\n"
     out = fix(src, select=SELECT).fixed.decode()
-    assert "max_autotune = False if _rocmport_is_rocm else True" in out
+    assert "max_autotune = not _rocmport_is_rocm" in out
 
 
 # ------------------------------------------------------------------------------------------

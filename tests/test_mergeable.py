@@ -397,3 +397,21 @@ def test_gate_lines_are_counted_per_package(tmp_path):
         +f = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")
         """)
     assert mergeable.gate_lines(diff, tmp_path) == {"pkg": 2, "scripts": 1}
+
+
+def test_gated_expressions_count_the_places_a_fix_gated():
+    diff = textwrap.dedent("""\
+        --- a/pkg/a.py
+        +++ b/pkg/a.py
+        @@ -1,0 +2,9 @@
+        +is_rocm = getattr(torch.version, "hip", None) is not None
+        +from pkg.utils import is_hip
+        +f = torch.compile(g, mode="default" if is_rocm else "reduce-overhead")
+        +    mode={
+        +        "reduce-overhead": "default",
+        +    }.get(m, m)
+        +    if is_rocm
+        +opts = {"triton.cudagraphs": torch.version.hip is None}  # is_rocm in a comment
+        +x = compile_mode  # no gate
+        """)
+    assert mergeable.gated_expressions(diff) == 3

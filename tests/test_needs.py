@@ -20,6 +20,7 @@ from rocmport.analysis.needs import (
     Call,
     Decorator,
     DictKey,
+    Identifier,
     Import,
     Key,
     Keyword,
@@ -110,6 +111,8 @@ def test_a_name_call_or_reference_in_any_spelling_passes_every_prefilter(source)
     (Attribute("num_warps", assigned=True), "n = c.num_warps\ndel c.num_warps\n"),
     (Keyword("num_warps", subscripted=True), "f(num_warps=4)\ntriton.Config({}, num_warps=4)\n"),
     (Call("torch.compile", positional=True), "import torch\ntorch.compile(*a, **k)\ntorch.compile(mode='max-autotune')\n"),
+    (Identifier("get_device_name"), "# get_device_name()\nx = 'get_device_name'\nget_device_names()\n"),
+    (Identifier("compile", part=True), "# maybe_compile(model)\nx = 'support_compile'\nf(model)\n"),
 ])
 def test_near_misses_do_not_hold(need, source):
     assert not need.holds(facts_of(source))
@@ -150,11 +153,28 @@ def test_near_misses_do_not_hold(need, source):
     (Call("torch.cuda.synchronize"), "from torch import cuda as c\nc.synchronize()\n"),
     (Call("torch.cuda.synchronize"), "import torch.cuda\ntorch.cuda.synchronize()\n"),
     (Attribute("capture_begin") | Call("torch.cuda.graph"), "g.capture_begin()\n"),
+    (Identifier("get_device_name"), "from .util import get_device_name\nNAME = get_device_name()\n"),
+    (Identifier("get_device_name"), "NAME = platform.get_device_name(0)\n"),
+    (Identifier("get_device_name"), "from .util import get_device_name as gdn\n"),
+    (Identifier("get_device_name"), "def get_device_name():\n    pass\n"),
+    (Identifier("compile", part=True), "from .c import support_torch_compile\n@support_torch_compile\nclass M:\n    pass\n"),
+    (Identifier("compile", part=True), "model = utils.maybe_compile(model)\n"),
+    (Identifier("compile", part=True), "import pkg.compile_helpers as ch\n"),
     (Attribute("capture_begin") | Call("torch.cuda.graph"), "from torch.cuda import graph as G\nwith G(g):\n    pass\n"),
 ])
 def test_what_a_need_names_holds_and_passes_the_text(need, source):
     assert need.holds(facts_of(source))
     assert passes_text(need, source)
+
+
+def test_an_identifier_part_is_text_but_no_whole_word():
+    need = Identifier("compile", part=True)
+    assert need.triggers() == ("compile",) and need.words() == ()
+    assert Identifier("get_device_name").words() == (("get_device_name",),)
+    source = "from .c import support_torch_compile\nx = maybe_compile(y)\n"
+    assert need.spelled(facts_of(source)) == {"support_torch_compile", "maybe_compile"}
+    with pytest.raises(ValueError):
+        Identifier("torch.compile")
 
 
 def test_combinations():

@@ -109,7 +109,7 @@ def _analysis(monkeypatch, src: str, select):
 
     monkeypatch.setattr(_regions, "analysis", spy)
     # the engine releases the analysis once the rules are done: kept whole here, to be read
-    monkeypatch.setattr(_regions.Analysis, "release", lambda self: None)
+    monkeypatch.setattr(_regions.RegionAnalysis, "release", lambda self: None)
     findings = lint(src, select=select)
     assert len(built) == 1
     return built[0], findings
@@ -220,14 +220,14 @@ def test_the_region_analysis_reads_names_from_the_resolvers_tables(monkeypatch):
     from rocmport.analysis.resolve import ScopeBindings
 
     made = []
-    original = _regions.Analysis.__init__
+    original = _regions.RegionAnalysis.__init__
 
     def spy(self, ctx, collector=None):
         original(self, ctx, collector)
         made.append((self, collector))
 
-    monkeypatch.setattr(_regions.Analysis, "__init__", spy)
-    monkeypatch.setattr(_regions.Analysis, "release", lambda self: None)  # kept whole, to be read
+    monkeypatch.setattr(_regions.RegionAnalysis, "__init__", spy)
+    monkeypatch.setattr(_regions.RegionAnalysis, "release", lambda self: None)  # kept whole, to be read
     assert [f.code for f in lint(_BINDINGS, select=["ROC401"])] == ["ROC401"]
     (analysis, collector), = made
     names = analysis.names

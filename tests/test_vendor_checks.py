@@ -46,6 +46,8 @@ def test_every_architecture_spelling_is_found():
     assert found == {
         (12, "ROC702", True), (14, "ROC702", True), (18, "ROC702", False),
         (22, "ROC706", False), (23, "ROC706", True), (27, "ROC706", False), (23, "ROC705", False),
+        # the capability queries at module level initialise the runtime at import
+        (12, "ROC712", False), (14, "ROC712", False), (15, "ROC712", False), (18, "ROC712", False),
     }
     (fp8,) = [f for f in lint((DIR / "arch_spellings.py").read_bytes(), select=["ROC705"])]
     assert "1 more place in this file follows from this decision: line 27" in fp8.message
@@ -122,7 +124,12 @@ def test_file_names_do_not_decide_the_architecture_rules():
     src = "import torch\nif torch.cuda.get_device_capability() >= (9, 0):\n    import flash_attn_interface\n"
     for path in ("m.py", "kernels/gemm_sm90.py", "hardware/nvidia.py", "rocm_attention.py", "ops_hip.py",
                  "tests/test_rocm_support.py", "layers_amd.py"):
-        assert codes(src, select=SELECT, path=path) == ["ROC702"], path
+        assert [c for c in codes(src, select=SELECT, path=path) if c != "ROC712"] == ["ROC702"], path
+    # the query at import is ROC712's, which leaves alone files named for NVIDIA and tests
+    for path in ("m.py", "rocm_attention.py", "ops_hip.py", "layers_amd.py"):
+        assert codes(src, select=SELECT, path=path) == ["ROC702", "ROC712"], path
+    for path in ("kernels/gemm_sm90.py", "hardware/nvidia.py", "tests/test_rocm_support.py", "trt_export.py"):
+        assert codes(src, select=["ROC712"], path=path) == [], path
     fp8 = "import torch\nFP8 = torch.float8_e4m3fnuz if torch.version.hip else torch.float8_e4m3fn\n"
     assert codes(fp8, select=SELECT, path="rocm_fp8.py") == ["ROC711"]
     nvidia = "import cutlass\nimport torch\n" + src.split("\n", 1)[1]

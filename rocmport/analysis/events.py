@@ -9,7 +9,7 @@ graph-break rule (``graph_breaks.py``) picks the events it reports and writes it
 message and fix. The same fact can matter to both families: ``.item()`` is a host sync in a
 capture and a graph break in compiled code.
 
-``Analysis.events`` lists them in the order the regions are walked (regions by line, each
+``RegionAnalysis.events`` lists them in the order the regions are walked (regions by line, each
 one breadth first through its calls), so that the first event of a node names the shortest
 chain of the first region that reaches it.
 """
@@ -170,3 +170,23 @@ class CompiledCall(RegionEvent):
 
     compiled_line: int = 0
     warmed_up: bool = False
+
+
+# -- calls Dynamo cannot trace -------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class UntraceableCall(RegionEvent):
+    """A call that Dynamo cannot trace: ``kind`` is "ctypes" (a foreign function), "subprocess"
+    (a process: ``subprocess``, ``os.system``), "nvml" (``pynvml``), "amdsmi", "non-tensor" (a
+    ``torch.*`` function returning a non-tensor, ``torch.cuda.device_count``) or
+    "triton-driver" (``triton.runtime.driver.active.get_current_target``); ``what`` is its
+    qualified name. When ``through`` is set, ``node`` calls a function of another module
+    (``through`` as spelled here) whose body makes the call, at ``line`` of ``module``;
+    ``cached`` when that function is ``functools.lru_cache``/``cache``-decorated."""
+
+    kind: str = ""
+    what: str = ""
+    through: str = ""
+    module: str = ""
+    line: int = 0
+    cached: bool = False

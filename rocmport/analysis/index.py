@@ -45,6 +45,9 @@ from rocmport.source import read_regular
 
 from .bindings import dotted as _dotted
 from .bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names, walk
+from .effects import NONE as _NO_EFFECTS
+from .effects import WORDS as _EFFECT_WORDS
+from .effects import Effects, ModuleFacts
 from .platforms import Env, Test, module_tests
 from .triton_values import LaunchFact, ModuleValues, pow2_checks
 
@@ -134,9 +137,13 @@ class ProjectIndex:
         self._platform_imports: Dict[str, Dict[str, str]] = {}
         self._platform_deps: Dict[str, Set[str]] = {}  # module -> the modules its predicates read
         self._inputs: Dict[str, str] = {}  # inventory entry -> digest of its input files
+        self._calls: Dict[str, Optional[ModuleFacts]] = {}  # module -> its compilers and effects
+        self._calls_deps: Dict[str, Set[str]] = {}  # module -> the "module|name" its answers read
+        self._calls_stack: List[str] = []  # the modules whose answers are being computed
         self._values: Dict[str, Optional["ModuleValues"]] = {}  # module -> its Triton launch facts (parsed once)
         self._mentions: Dict[str, List[str]] = {}  # word -> modules whose bytes spell it
         self._subscripted: Optional[Dict[str, List[str]]] = None  # name -> modules that subscript it
+        self.memo: Dict[object, object] = {}  # what shared analyses (``decisions``) computed once per run
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
@@ -364,6 +371,28 @@ class ProjectIndex:
             found = self._inventory[package] = [(module, name, kind) for module, name, kind, _ in self.rocm_tests(package)]
         return found
 
+    def modules_mentioning(self, word: str) -> List[Tuple[str, str, bytes]]:
+        """(module, path, bytes) of every linted file whose bytes spell ``word`` as a whole
+        identifier (``mentioning``), in module order, read once per run. The current file's
+        findings then depend on that list: a file that starts or stops spelling the word, or
+        changes, changes its cache key."""
+        if self._record is not None:
+            self._record.add(_MENTIONS + word)
+        out = []
+        for module in self.mentioning(word):
+            path = self.path_of(module)
+            blob = self._bytes(path) if path else None
+            if path and blob is not None:
+                out.append((module, path, blob))
+        return out
+
+    def tree(self, name: str, blob: bytes, path: str) -> Optional[ast.AST]:
+        """CPython's tree of a module's bytes (None where it does not parse)."""
+        try:
+            return compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
     def _inventory_digest(self, entry: str) -> str:
         tests = self.rocm_tests_in(entry[len(_INVENTORY):])
         return hashlib.blake2b(repr(tests).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
@@ -428,6 +457,114 @@ class ProjectIndex:
         tests = self.platform_tests(name)
         text = repr(sorted((key, sorted(t.true), sorted(t.false), t.arch) for key, t in tests.items()))
         return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
+    # -- compilers and what calling a function does (``effects``) -------------------------
+    def _module_calls(self, name: str, attr: str) -> Optional[ModuleFacts]:
+        """Module ``name``'s call facts, parsed once: only a module whose bytes hold a word
+        of ``effects.WORDS``, ``compile`` or an import of ``attr`` (a re-export) can answer."""
+        if name in self._calls:
+            found = self._calls[name]
+            if found is not None or self._parsed_for_reexport(name, attr) is None:
+                return found
+        path = self.path_of(name)
+        blob = self._bytes(path) if path else None
+        self._calls[name] = None
+        if not blob:
+            return None
+        if not (b"compile" in blob or any(word in blob for word in _EFFECT_WORDS)
+                or self._parsed_for_reexport(name, attr, blob)):
+            return None
+        try:
+            tree = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        found = self._calls[name] = ModuleFacts(name, tree, lambda module, level: self.absolute(name, module, level),
+                                                self.effects, self.compiler, self.platform_test)
+        return found
+
+    def _parsed_for_reexport(self, name: str, attr: str, blob: Optional[bytes] = None) -> Optional[bool]:
+        """Does module ``name`` import ``attr`` (by its bytes): a re-export to follow?"""
+        if blob is None:
+            path = self.path_of(name)
+            blob = self._bytes(path) if path else None
+            if not blob:
+                return None
+        return bool(re.search(rb"\bimport\b[^\n]*\b" + re.escape(attr.encode()) + rb"\b", blob)) or None
+
+    def _calls_lookup(self, dotted: str, depth: int):
+        """(module facts, name) for an absolute dotted name of the project, following
+        re-exports; None when it is no function or class the index can read. Each module on
+        the way is a dependency of the answer (``_CALLS`` + "module|name" keys: of the file
+        being linted, and of the answer being computed, ``_calls_stack``)."""
+        seen: Set[str] = set()
+        while depth <= _MAX_DEPTH and dotted not in seen:
+            seen.add(dotted)
+            module, _, attr = dotted.rpartition(".")
+            if not module or self.path_of(module) is None:
+                return None
+            self._calls_depend(module, attr)
+            facts = self._module_calls(module, attr)
+            if facts is None:
+                return None
+            if attr in facts.functions or attr in facts.classes or attr in facts.partials:
+                return facts, attr
+            target = facts.imports.get(attr)
+            if target is None:
+                return None
+            dotted, depth = target, depth + 1
+        return None
+
+    def _calls_depend(self, module: str, attr: str) -> None:
+        key = f"{module}|{attr}"
+        if self._record is not None:
+            self._record.add(_CALLS + key)
+        for asking in self._calls_stack:  # a module's answers are computed together: the
+            if asking != module:  # module, not the one name, depends on what they read
+                self._calls_deps.setdefault(asking, set()).add(key)
+
+    def _calls_answer(self, dotted: str, depth: int, what: str):
+        found = self._calls_lookup(dotted, depth)
+        if found is None:
+            return None if what == "compiler" else _NO_EFFECTS
+        facts, attr = found
+        self._calls_stack.append(facts.name)
+        try:
+            return facts.compiler(attr) if what == "compiler" else facts.effects(attr, depth)
+        finally:
+            self._calls_stack.pop()
+
+    def compiler(self, dotted: str, depth: int = 0) -> Optional[str]:
+        """How the project's function (or class) ``dotted`` compiles what it is given:
+        "call", "class", "factory" (``effects.ModuleFacts.compilers``), or None."""
+        return self._calls_answer(dotted, depth, "compiler")
+
+    def effects(self, dotted: str, depth: int = 0) -> Effects:
+        """What calling the project's function ``dotted`` does (``effects.Effects``)."""
+        return self._calls_answer(dotted, depth, "effects")
+
+    def _calls_digest(self, key: str) -> str:
+        """The answers for "module|name": what it compiles, what calling it does."""
+        module, _, attr = key.partition("|")
+        dotted = f"{module}.{attr}"
+        record, self._record = self._record, None  # computing a digest records nothing
+        try:
+            text = repr((self.compiler(dotted), self.effects(dotted)))
+        finally:
+            self._record = record
+        return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
+    def _calls_closure(self, keys: Set[str]) -> Set[str]:
+        """``keys`` and every "module|name" that the answers of their modules read,
+        transitively."""
+        out: Set[str] = set()
+        todo = list(keys)
+        while todo:
+            key = todo.pop()
+            if key in out:
+                continue
+            out.add(key)
+            todo.extend(self._calls_deps.get(key.partition("|")[0], ()))
+        return out
 
     # -- Triton launches across modules (ROC513) --------------------------------------------
     def module_values(self, name: str, record: bool = True) -> Optional["ModuleValues"]:
@@ -561,8 +698,16 @@ class ProjectIndex:
         """{module: (hash of its bytes, digest of its summary)} for the modules consulted
         since ``start_recording``: what the file's findings depend on besides its own text."""
         names, self._record = self._record or set(), None
+        calls = {name[len(_CALLS):] for name in names if name.startswith(_CALLS)}
+        if calls:
+            names |= {_CALLS + key for key in self._calls_closure(calls)}
         out = {}
         for name in sorted(names):
+            if name.startswith(_CALLS):
+                key = name[len(_CALLS):]
+                path = self.path_of(key.partition("|")[0])
+                out[name] = (_hash(self._bytes(path) if path else None), self._calls_digest(key))
+                continue
             if name.startswith(_INVENTORY):
                 out[name] = (self._inventory_inputs(name), self._inventory_digest(name))
                 continue
@@ -606,6 +751,14 @@ class ProjectIndex:
                 same = _hash(self._bytes(path) if path else None) == recorded_hash
                 parts.append(f"{name}:{recorded_digest if same else self._platform_digest(module)}")
                 continue
+            if name.startswith(_CALLS):
+                key = name[len(_CALLS):]
+                path = self.path_of(key.partition("|")[0])
+                if _hash(self._bytes(path) if path else None) == recorded_hash:
+                    parts.append(f"{name}:{recorded_digest}")
+                else:
+                    parts.append(f"{name}:{self._calls_digest(key)}")
+                continue
             if name.startswith(_LAUNCHES) or name.startswith(_MENTIONS):
                 parts.append(f"{name}:{self._launch_inputs(name.partition('>:')[2], name.startswith(_MENTIONS))}")
                 continue
@@ -626,6 +779,7 @@ class ProjectIndex:
 
 _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package
 _PLATFORMS = "<platform-tests>:"  # a recorded dependency on a module's platform predicates
+_CALLS = "<calls>:"  # a recorded dependency on what a function of a module compiles and does ("module|name")
 _LAUNCHES = "<triton-launches>:"  # a recorded dependency on which modules subscript a kernel's name
 _MENTIONS = "<mentions>:"  # a recorded dependency on which modules spell a word
 # An identifier subscripted, maybe through a call: ``kernel[grid]``, ``wrap_triton(kernel)[grid]``.

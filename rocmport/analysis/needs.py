@@ -256,6 +256,48 @@ class Attribute(_Words):
         return any(type(node.ctx) is Store for name in self.names for node in found.get(name, ()))
 
 
+class Identifier(_Words):
+    """A name or an attribute used in the code, a defined or imported name, spelled as one of
+    the names (``Identifier("get_device_name")``: ``get_device_name()``, ``p.get_device_name``,
+    ``from .util import get_device_name``); with ``part``, one that contains one
+    (``Identifier("compile", part=True)``: ``maybe_compile``, ``support_torch_compile``). For a
+    finding that a project's own function can cause (another module's wrapper or decorator,
+    found through the index), whose qualified name no need can list. Comments and strings do
+    not count."""
+
+    def __init__(self, *names: str, part: bool = False):
+        super().__init__(*names)
+        if any(not name.isidentifier() for name in names):
+            raise ValueError("Identifier() takes identifiers (no dots: name each part)")
+        self.part = part
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + (", part=True)" if self.part else ")")
+
+    def words(self) -> Groups:
+        # a part is no whole word (``maybe_compile`` holds ``compile`` only as text)
+        return () if self.part else (self.triggers(),)
+
+    def holds(self, facts: "Facts") -> bool:
+        if facts.tree is None:
+            return True
+        found = identifiers(facts)
+        if not self.part:
+            return not found.isdisjoint(self.names)
+        return bool(self._containing(facts))
+
+    def _containing(self, facts: "Facts") -> FrozenSet[str]:
+        key = ("needs:identifiers:part", self.names)
+        out = facts.memo.get(key)
+        if out is None:
+            names = self.names
+            out = facts.memo[key] = frozenset(i for i in identifiers(facts) if any(n in i for n in names))
+        return out  # type: ignore[return-value]
+
+    def spelled(self, facts: "Facts") -> FrozenSet[str]:
+        return self._containing(facts) if self.part else self.names
+
+
 class String(Need):
     """A string constant (a plain or f-string's literal part) that contains one of the parts;
     with ``whole``, that is one of them; with ``any_case``, in any case (``"TF32"``)."""
@@ -456,6 +498,23 @@ def keywords(facts: "Facts") -> FrozenSet[str]:
     if found is None:
         found = facts.memo["needs:keywords"] = frozenset(
             node.arg for node in facts.nodes(ast.keyword) if node.arg is not None)
+    return found  # type: ignore[return-value]
+
+
+def identifiers(facts: "Facts") -> FrozenSet[str]:
+    """Every identifier of the code: names used or bound, attributes, and each part of an
+    imported module's or name's path and its alias."""
+    found = facts.memo.get("needs:identifiers")
+    if found is None:
+        out: Set[str] = set(facts.names) | set(facts.attributes) | facts.other_bindings | set(facts.bindings)
+        for node in facts.nodes(ast.alias):
+            out.update(node.name.split("."))
+            if node.asname:
+                out.add(node.asname)
+        for node in facts.nodes(ast.ImportFrom):
+            if node.module:
+                out.update(node.module.split("."))
+        found = facts.memo["needs:identifiers"] = frozenset(out)
     return found  # type: ignore[return-value]
 
 

@@ -3,15 +3,17 @@
 One pass over a file collects its functions, classes, instance bindings and the regions
 that matter: CUDA-graph captures (``with torch.cuda.graph(...)``, ``capture_begin`` /
 ``capture_end``, ``make_graphed_callables``) and compiled code (``@torch.compile``,
-``f = torch.compile(f)``, compiled module instances). Each region is then followed through
+``f = torch.compile(f)``, compiled module instances, and what a project decorator or helper
+that compiles is given: ``effects.ModuleFacts.compilers``, through the project index for
+another module's). Each region is then followed through
 the calls it makes to functions and methods of the same file (``f()``, ``self.m()``,
 instances of classes defined in the file through ``__call__`` / ``forward``), transitively
 and with a guard against cycles. What the code met on the way does becomes a typed event
 (``_events``: a fact, with its region and the chain of calls that reaches it), listed in
-``Analysis.events``; the rules of both families pick their events and write their own
+``RegionAnalysis.events``; the rules of both families pick their events and write their own
 findings. The analysis knows no rule code and writes no message. It runs once per file
 (``RuleContext.shared``), however many of those rules are enabled. What a name stands for in
-a scope is the resolver's answer (``Analysis.names``, a ``_resolve.ScopeBindings`` whose
+a scope is the resolver's answer (``RegionAnalysis.names``, a ``_resolve.ScopeBindings`` whose
 tables the collection pass records on the same visits).
 
 Cost: the collection pass is linear in the file; every reached function is scanned once
@@ -20,6 +22,7 @@ Cost: the collection pass is linear in the file; every reached function is scann
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
@@ -27,6 +30,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from . import effects as _effects
 from . import walk as _walk
 from .events import (
     BooleanMaskIndex,
@@ -47,6 +51,7 @@ from .events import (
     TensorBranch,
     TensorFormatted,
     TensorToPython,
+    UntraceableCall,
 )
 from .names import COMPILE_NAMES
 from .resolve import BindingRecorder, ScopeBindings
@@ -150,7 +155,7 @@ class Scope:
     instances: Dict[str, Set["ClassInfo"]] = field(default_factory=dict)
     compiled_names: Dict[str, int] = field(default_factory=dict)  # name -> line compiled
     # ``x.attr = value`` (attributes of instances and modules: names are the resolver's,
-    # ``Analysis.names``)
+    # ``RegionAnalysis.names``)
     attribute_assigns: List[Tuple[cst.Attribute, cst.BaseExpression]] = field(default_factory=list)
     globals: Set[str] = field(default_factory=set)
     island: bool = False  # @torch.compiler.disable
@@ -173,6 +178,7 @@ class ClassInfo:
     bases: List[str] = field(default_factory=list)
     attrs: Dict[str, Set["ClassInfo"]] = field(default_factory=dict)
     compiled_attrs: Dict[str, int] = field(default_factory=dict)
+    compiled_line: Optional[int] = None  # decorated with a project decorator that compiles its forward
 
 
 @dataclass
@@ -211,7 +217,7 @@ class Region:
 # ----------------------------------------------------------------------------------------
 
 class _Collector(cst.CSTVisitor):
-    def __init__(self, analysis: "Analysis"):
+    def __init__(self, analysis: "RegionAnalysis"):
         super().__init__()
         self.a = analysis
         self.stack: List[object] = [analysis.module_scope]
@@ -331,6 +337,8 @@ class _Collector(cst.CSTVisitor):
             self.a.capture_begins.append((self.scope(), node))
             return
         if not self.a.ctx.may_resolve(func, _COLLECT_LAST):
+            if node.args and self.a.project_compile_call(node):
+                self.a.compile_calls.append((self.scope(), node, self._enclosing_class()))
             return
         names = self.a.qnames(func)
         if names & GRAPHED_CALLABLES_NAMES:
@@ -339,6 +347,8 @@ class _Collector(cst.CSTVisitor):
             self.a.compile_calls.append((self.scope(), node, self._enclosing_class()))
         elif names & DISABLE_NAMES and node.args:
             self.a.disable_calls.append((self.scope(), node, self._enclosing_class()))
+        elif node.args and self.a.project_compile_call(node):
+            self.a.compile_calls.append((self.scope(), node, self._enclosing_class()))
 
     def _enclosing_class(self) -> Optional[ClassInfo]:
         scope = self.scope()
@@ -349,7 +359,7 @@ class _Collector(cst.CSTVisitor):
 # The analysis
 # ----------------------------------------------------------------------------------------
 
-class Analysis:
+class RegionAnalysis:
     def __init__(self, ctx, collector: Optional["Feeder"] = None):
         self.ctx = ctx
         self.module = ctx.module
@@ -365,6 +375,10 @@ class Analysis:
         # the file turns ``torch._dynamo.config.capture_scalar_outputs`` on
         self.capture_scalars = bool(_CAPTURE_SCALARS.search(self.text))
         self.events: List[RegionEvent] = []
+        self._project: Optional[Tuple[object, Optional[_effects.ModuleFacts]]] = None
+        self._compiler_kinds: Dict[str, Optional[str]] = {}
+        self._callee_effects: Dict[str, _effects.Effects] = {}
+        self._libraries: Optional[Set[str]] = None
         self._offset_cache: Dict[int, int] = {}
         self._values: Dict[int, Dict[str, List[cst.BaseExpression]]] = {}  # id(scope) -> values()
 
@@ -375,8 +389,10 @@ class Analysis:
         self.names = ScopeBindings(self.module, self._parent)  # what a name stands for in a scope
         self.names.adopt(self.recorder)
         self.compiled: List[Tuple[Scope, int]] = []
+        self._mark_project_decorated()
         if not (self.capture_withs or self.capture_begins or self.graphed_calls or self.compile_calls
-                or any(f.compiled_line is not None for f in self.all_functions)):
+                or any(f.compiled_line is not None for f in self.all_functions)
+                or any(c.compiled_line is not None for c in self.all_classes)):
             return  # no capture and nothing compiled: no region, nothing to resolve
         self._bind_instances()
         self._mark_compiled()
@@ -529,7 +545,8 @@ class Analysis:
                 held = self.classes_of(func.value, scope, depth + 1)  # Model().cuda().eval(): still a Model
                 if held:
                     return held
-            if expr.args and self.ctx.may_resolve(func, COMPILE_NAMES) and self.qnames(func) & COMPILE_NAMES:
+            if expr.args and ((self.ctx.may_resolve(func, COMPILE_NAMES) and self.qnames(func) & COMPILE_NAMES)
+                              or self.project_compile_call(expr)):
                 return self.classes_of(expr.args[0].value, scope, depth + 1)
             found: Set[ClassInfo] = set()
             for arg in expr.args:  # nn.Sequential(A(), B()), nn.ModuleList([...])
@@ -656,6 +673,10 @@ class Analysis:
         for scope in self.all_functions:
             if scope.compiled_line is not None:
                 self.compiled.append((scope, scope.compiled_line))
+        for cls in self.all_classes:
+            if cls.compiled_line is not None:
+                for target in self.call_targets(cls):
+                    self.compiled.append((target, cls.compiled_line))
         for scope, call, _cls in self.disable_calls:
             for target in self._compile_targets(call.args[0].value, scope):
                 target.island = True
@@ -669,6 +690,10 @@ class Analysis:
         for scope in self.all_functions:
             if scope.compiled_line is not None:
                 self.compiled_when.setdefault(id(scope), set()).add(None)
+        for cls in self.all_classes:
+            if cls.compiled_line is not None:
+                for target in self.call_targets(cls):
+                    self.compiled_when.setdefault(id(target), set()).add(None)
         # names bound to compiled callables (called in a capture, they compile there)
         for scope in self._all_scopes():
             for name, values in self.values(scope).items():
@@ -683,9 +708,114 @@ class Analysis:
                         cls.compiled_attrs.setdefault(target.attr.value, self.line(value))
 
     def _compiles(self, value: cst.BaseExpression) -> bool:
-        """``torch.compile(...)`` (any spelling)."""
-        return (isinstance(value, cst.Call) and self.ctx.may_resolve(value.func, COMPILE_NAMES)
-                and bool(self.qnames(value.func) & COMPILE_NAMES))
+        """``torch.compile(...)`` (any spelling), or a call of a project function that
+        compiles its argument."""
+        if not isinstance(value, cst.Call):
+            return False
+        if self.ctx.may_resolve(value.func, COMPILE_NAMES) and self.qnames(value.func) & COMPILE_NAMES:
+            return True
+        return bool(value.args) and self.project_compile_call(value)
+
+    # -- the project: compilers declared in other modules (or this one), calls' effects -----
+    def _project_facts(self):
+        """(the project index, this module's call facts from its current tree)."""
+        if self._project is None:
+            from .index import ProjectIndex
+
+            ctx = self.ctx
+            index = ctx.index if ctx.index is not None else ctx.shared("own_index", lambda c: ProjectIndex([c.path]))
+            name = index.module_name(ctx.path) or "__main__"
+            tree = ctx.facts.tree if ctx.facts is not None else None
+            own = None
+            if tree is not None:
+                own = _effects.ModuleFacts(name, tree, lambda module, level: index.absolute(name, module, level),
+                                           index.effects, index.compiler, index.platform_test)
+            self._project = (index, own)
+        return self._project
+
+    def compiler_kind(self, func: cst.BaseExpression) -> Optional[str]:
+        """How the callee ``func`` compiles what it is given when it is a function (or
+        class) of the project that does: "call", "class" or "factory"
+        (``effects.ModuleFacts.compilers``); None otherwise."""
+        spelled = dotted_name(func)
+        if spelled is None:
+            return None
+        if spelled in self._compiler_kinds:
+            return self._compiler_kinds[spelled]
+        self._compiler_kinds[spelled] = None
+        index, own = self._project_facts()
+        kind = None
+        if own is not None:
+            root, _, rest = spelled.partition(".")
+            if not rest and root not in own.imports:
+                kind = own.compiler(root)
+            else:
+                full = own.resolve(_cst_to_ast(spelled))
+                if full is not None and full.split(".", 1)[0] not in ("torch", "functools", "builtins"):
+                    kind = index.compiler(full)
+        self._compiler_kinds[spelled] = kind
+        return kind
+
+    def project_compile_call(self, call: cst.Call) -> bool:
+        """A call that compiles its first argument through a project helper:
+        ``maybe_compile(model)``, ``CompiledWrapper(Model())``, ``make_compiler(**kw)(fn)``."""
+        if "compile" not in self.text:
+            return False
+        func = call.func
+        if isinstance(func, cst.Call):
+            return self.compiler_kind(func.func) == "factory"
+        return self.compiler_kind(func) == "call"
+
+    def _mark_project_decorated(self) -> None:
+        """Functions and classes decorated with a project decorator that compiles: a
+        function's own code, a class's ``forward`` (or ``__call__``)."""
+        if "compile" not in self.text or self.ctx.facts is None:
+            return
+        for scope in self.all_functions:
+            if scope.compiled_line is None and not scope.island:
+                for decorator in scope.node.decorators:
+                    if self._compiling_decorator(decorator, for_class=False):
+                        scope.compiled_line = self.line(decorator)
+                        break
+        for cls in self.all_classes:
+            for decorator in cls.node.decorators:
+                if self._compiling_decorator(decorator, for_class=True):
+                    cls.compiled_line = self.line(decorator)
+                    break
+
+    def _compiling_decorator(self, decorator: cst.Decorator, for_class: bool) -> bool:
+        expr = decorator.decorator
+        if isinstance(expr, cst.Call):
+            return self.compiler_kind(expr.func) == "factory"
+        kind = self.compiler_kind(expr)
+        return kind == "call" or (for_class and kind == "class")
+
+    def callee_effects(self, func: cst.BaseExpression) -> _effects.Effects:
+        """What calling ``func`` does when it is a function of another module of the project
+        (``effects.Effects``: an untraceable call in its body, through its calls)."""
+        spelled = dotted_name(func)
+        if spelled is None:
+            return _effects.NONE
+        found = self._callee_effects.get(spelled)
+        if found is None:
+            found = _effects.NONE
+            index, own = self._project_facts()
+            if own is not None:
+                root = spelled.partition(".")[0]
+                if root in own.imports:
+                    full = own.resolve(_cst_to_ast(spelled))
+                    if full is not None and full.split(".", 1)[0] not in ("torch", "functools", "builtins"):
+                        found = index.effects(full)
+            self._callee_effects[spelled] = found
+        return found
+
+    def ctypes_library(self, func: cst.BaseExpression) -> bool:
+        """``lib.fn`` where ``lib`` is a module-level name bound to a ctypes library."""
+        if self._libraries is None:
+            _index, own = self._project_facts()
+            self._libraries = own.libraries if own is not None else set()
+        spelled = dotted_name(func)
+        return spelled is not None and "." in spelled and spelled.split(".", 1)[0] in self._libraries
 
     def compiled_callee(self, func: cst.BaseExpression, scope: Optional[Scope]) -> Optional[int]:
         """The line where the callee ``func`` was compiled, when it is a compiled callable."""
@@ -965,6 +1095,13 @@ class Analysis:
                 targets = self.resolve_callee(node.func, scope)
                 if targets:
                     calls.append((node, targets))
+                elif not (events and events[-1].node is node):
+                    found = self.callee_effects(node.func).untraceable
+                    if found is not None:
+                        events.append(UntraceableCall(node, kind=found.kind, what=found.what,
+                                                      through=self.code(node.func), module=found.module,
+                                                      line=found.line,
+                                                      cached=self.callee_effects(node.func).cached))
             elif isinstance(node, cst.FormattedString):
                 if id(node) not in skip and any(self.is_tensor(part.expression, scope) for part in node.parts
                                                 if isinstance(part, cst.FormattedStringExpression)):
@@ -1022,6 +1159,14 @@ class Analysis:
                        skip: Set[int]) -> None:
         func = node.func
         names = self.qnames(func)
+        for name in sorted(names):
+            kind = _effects.classify(name)
+            if kind is not None:
+                events.append(UntraceableCall(node, kind=kind, what=name))
+                return
+        if self.ctypes_library(func):
+            events.append(UntraceableCall(node, kind="ctypes", what=dotted_name(func) or ""))
+            return
         if isinstance(func, cst.Name) and names == {"builtins.print"}:
             of_tensor = False
             for arg in node.args:
@@ -1383,6 +1528,15 @@ class Analysis:
         return False
 
 
+def _cst_to_ast(spelled: str) -> ast.AST:
+    """The ``ast`` expression of a dotted name."""
+    parts = spelled.split(".")
+    node: ast.AST = ast.Name(parts[0], ast.Load())
+    for part in parts[1:]:
+        node = ast.Attribute(node, part, ast.Load())
+    return node
+
+
 def _trivial(function: cst.CSTNode) -> bool:
     """A function whose body does nothing: ``pass``, ``...``, a docstring, ``return [None]``."""
     if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
@@ -1472,7 +1626,7 @@ def _statement_calls(stmt: cst.CSTNode, call: cst.Call) -> bool:
     return False
 
 
-def _ends_capture(stmt: cst.CSTNode, receiver: str, analysis: Analysis) -> bool:
+def _ends_capture(stmt: cst.CSTNode, receiver: str, analysis: RegionAnalysis) -> bool:
     if isinstance(stmt, cst.SimpleStatementLine):
         for small in stmt.body:
             value = small.value if isinstance(small, cst.Expr) else None
@@ -1534,11 +1688,11 @@ class Feeder:
         self._records.append((event, node))
 
     def release(self) -> None:
-        """Forget the rule that feeds it (which holds it): see ``Analysis.release``."""
+        """Forget the rule that feeds it (which holds it): see ``RegionAnalysis.release``."""
         self.owner = None
         self._records = []
 
-    def adopt(self, analysis: "Analysis") -> None:
+    def adopt(self, analysis: "RegionAnalysis") -> None:
         """Replay the recorded visits into a collector (cheap: no tree walk)."""
         collector = _Collector(analysis)
         for event, node in self._records:
@@ -1555,11 +1709,11 @@ def feeder(ctx, rule) -> Optional[Feeder]:
     return None
 
 
-def analysis(ctx) -> Analysis:
+def analysis(ctx) -> RegionAnalysis:
     """The file's analysis, computed once and shared by every capture and graph-break rule."""
     def build(context):
         fed = context._cache.get(SHARED_KEY + ".feeder")
-        return Analysis(context, fed if fed is not None and fed.done else None)
+        return RegionAnalysis(context, fed if fed is not None and fed.done else None)
     return ctx.shared(SHARED_KEY, build)
 
 
@@ -1576,7 +1730,7 @@ class RegionRule:
         self._init_feeder(context)
         self._reported: Set[int] = set()  # nodes already reported (the first event wins)
 
-    def check(self, found: "Analysis") -> None:
+    def check(self, found: "RegionAnalysis") -> None:
         """Report this rule's findings from ``found.events`` (a rule may override it to read
         other facts of ``found``)."""
         self.found = found

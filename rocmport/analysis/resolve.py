@@ -16,7 +16,7 @@ here, on LibCST's tree, or -- for the parts that must stay cheap -- without any 
   a local assignment shadows a module constant; a name bound more than once gives no value.
   Used by the Triton analysis (``_triton.TritonAnalysis.bindings`` / ``resolve``) for
   ``BLOCK = 128`` constants, grids and config lists, and by the region analysis
-  (``_regions.Analysis.names``: what a name was assigned, loops over generators, a logger
+  (``_regions.RegionAnalysis.names``: what a name was assigned, loops over generators, a logger
   rebound to a no-op, a name that shadows a compiled function), whose collection pass feeds
   a :class:`BindingRecorder` on the engine's one traversal instead of walking again.
   ``ScopeBindings(module, parent)``, ``parent`` being a function from a node to its parent
@@ -156,6 +156,16 @@ def assigned_values(rule, name: cst.Name) -> List[cst.BaseExpression]:
                 values.append(assign.value)
         elif isinstance(parent, cst.AnnAssign) and parent.target is node and parent.value is not None:
             values.append(parent.value)
+    return values
+
+
+def only_assigned(rule, name: cst.Name) -> Optional[List[cst.BaseExpression]]:
+    """The values of the plain assignments that bind what ``name`` reads, where nothing else
+    binds it (a parameter, a loop, ``+=``, an import, ``global``): None otherwise."""
+    assignments = _assignments(rule, name)
+    values = assigned_values(rule, name)
+    if not assignments or len(values) != len(assignments):
+        return None
     return values
 
 

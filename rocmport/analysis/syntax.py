@@ -75,3 +75,32 @@ def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
         if arg.keyword is not None and arg.keyword.value == name:
             return arg
     return None
+
+
+# ----------------------------------------------------------------------------------------
+# Fix text: a value gated on the ROCm test, as the project's linters want it written
+# ----------------------------------------------------------------------------------------
+
+def negated_gate(gate: str) -> str:
+    """The ROCm test ``gate`` negated, in the form its own spelling takes: ``not is_rocm``,
+    ``not utils.is_rocm()``, ``torch.version.hip is None`` for ``torch.version.hip is not
+    None`` (no ``not (a is not b)``, which ruff's SIM201/E714 family flags)."""
+    if gate.endswith(" is not None"):
+        return gate[: -len(" is not None")] + " is None"
+    if gate.endswith(" is None"):
+        return gate[: -len(" is None")] + " is not None"
+    return f"not {gate}"
+
+
+def gated_text(rocm: str, gate: str, original: str) -> str:
+    """``<rocm> if <gate> else <original>``, except where a linter would rewrite it: a
+    boolean chosen by the test itself is the test (ruff's SIM211 ``False if g else True`` ->
+    ``not g``; SIM210 ``True if g else False`` -> ``g``; every ROCm test rocmport uses is a
+    bool). The text is an expression of the same precedence as a conditional expression or
+    tighter (``not``, a comparison): where the caller parenthesises the one, it does the
+    other."""
+    if rocm == "False" and original == "True":
+        return negated_gate(gate)
+    if rocm == "True" and original == "False":
+        return gate
+    return f"{rocm} if {gate} else {original}"

@@ -464,7 +464,7 @@ class CaptureStreamWarmup(CaptureRule):
                         f" the capture; {_HIPBLASLT}: run the same work in `with torch.cuda.stream("
                         f"{event.stream}):` once before the capture")
 
-    def check(self, found: _regions.Analysis) -> None:
+    def check(self, found: _regions.RegionAnalysis) -> None:
         super().check(found)  # streams made or entered in captured code
         for scope, node in found.capture_withs:
             _check_graph_with(self, found, node)

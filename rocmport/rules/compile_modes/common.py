@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Dict, Iterator, List, Optional, Set
 
@@ -22,6 +23,7 @@ from rocmport.analysis.names import (
     is_torch_compile,
     qualified_names,
 )
+from rocmport.analysis.platforms import ROCM
 from rocmport.analysis.resolve import (
     call_arguments,
     callee_summary,
@@ -147,6 +149,11 @@ def _may_hand_on(call: cst.Call) -> bool:
             if literal_string(leaf) in ROCM_MODES or (isinstance(leaf, cst.Name) and leaf.value == "True"):
                 return True
     return False
+
+
+def quote_of(original: str) -> str:
+    """The quote a string literal's source opens with (a gated literal keeps it)."""
+    return _quote(original)
 
 
 _CPU = "cpu"
@@ -360,7 +367,7 @@ class CompileCalls(Rule):
         q = _quote(original)
         text = f"{q}{rocm_value}{q} if {self.context.gate_name} else {original}"
         parent = self.parent(node)
-        if not isinstance(parent, (cst.Arg, cst.DictElement, cst.Param)):
+        if not isinstance(parent, (cst.Arg, cst.DictElement, cst.Param, cst.Assign, cst.AnnAssign, cst.Element)):
             text = f"({text})"
         return Fix(Applicability.SAFE, message, (self.context.replace(node, text),), ("gate",))
 
@@ -372,6 +379,8 @@ class LiteralMode(CompileCalls):
         for value in self.mode_values(call):
             if value is None:
                 continue
+            if kind == "wrapper" and mapped_inside(self, call, value):
+                continue  # the project's wrapper maps the mode where it calls torch.compile (ROC104)
             for leaf in self.mode_leaves(value):
                 if literal_string(leaf) == self.MODE and not self.in_rocm_branch(leaf) \
                         and not self.in_cpu_branch(leaf):
@@ -398,6 +407,8 @@ class LiteralMode(CompileCalls):
         for param in params(node):
             if (summary.flows.get(param.name.value) == "mode" and param.default is not None
                     and literal_string(param.default) == self.MODE and not self.in_rocm_branch(param.default)):
+                if self._mapped_by_roc104(node, param):
+                    continue  # callers hand CUDA-graph modes too: ROC104 maps them all inside, the default with them
                 rocm = ROCM_MODES[self.MODE]
                 self.report(
                     param.default,
@@ -405,6 +416,24 @@ class LiteralMode(CompileCalls):
                     f' CUDA graphs, which hang or slow down on ROCm' + self._advice(param.default, rocm),
                     fix=self.gated_literal_fix(param.default, rocm, f'Use mode="{rocm}" on ROCm'),
                 )
+
+
+def _mapped_by_roc104_impl(rule, node: cst.FunctionDef, param: cst.Param) -> bool:
+    from rocmport.analysis import decisions
+    from rocmport.analysis.resolve import module_name
+
+    if not isinstance(rule.parent(node), cst.Module):
+        return False
+    module = module_name(rule)
+    if decisions.forwards(rule.context, module, node.name.value, param.name.value) is None:
+        return False
+    enabled_for = rule.context.options.extra.get("enabled_for")
+    if enabled_for is not None and "ROC104" not in enabled_for(rule.context.path):
+        return False
+    return bool(hazards_reaching(rule, module, node.name.value, param.name.value))
+
+
+LiteralMode._mapped_by_roc104 = _mapped_by_roc104_impl
 
 
 def params(node: cst.FunctionDef) -> List[cst.Param]:
@@ -468,3 +497,404 @@ def _names_in(target: cst.CSTNode) -> Iterator[str]:
             yield from _names_in(element.value)
     elif isinstance(target, cst.StarredElement):
         yield from _names_in(target.value)
+
+
+# ------------------------------------------------------------------------------------------
+# Fix at the source (issue 29): a mode stored where it is decided, and read by compile calls
+# ------------------------------------------------------------------------------------------
+
+# The places ROC105 gates where they stand, when the name says they hold a mode
+DECLARED = ("class attribute", "attribute", "dict value", "argparse default", "constant")
+
+
+def _is_test_file(rule) -> bool:
+    from rocmport.analysis import testing
+
+    ctx = rule.context
+    return ctx.shared("compile_modes:test_file", lambda c: bool(
+        c.facts is not None and testing.is_test_module(c.facts.tree, c.path)))
+
+
+def stored_decisions(rule, leaf: cst.BaseExpression, depth: int = 0):
+    """The project's decisions of the stored value a mode expression reads (``cfg.compile_mode``,
+    ``cfg["compile_mode"]``, ``cfg.get("compile_mode")``, a module constant of the project, a
+    local assigned once from one of those), else None."""
+    from rocmport.analysis import decisions
+    from rocmport.analysis.resolve import assigned_values, imported_as, module_name, string_subscript
+
+    if isinstance(leaf, cst.Attribute):
+        if _library_object(rule, leaf.value):
+            return None  # an object of a library's class: the library decides its value
+        return decisions.attribute(rule.context, leaf.attr.value)
+    sub = string_subscript(leaf)
+    if sub is not None:
+        return decisions.attribute(rule.context, sub[1])
+    if (isinstance(leaf, cst.Call) and isinstance(leaf.func, cst.Attribute) and leaf.func.attr.value == "get"
+            and leaf.args and literal_string(leaf.args[0].value) is not None and leaf.args[0].keyword is None):
+        return decisions.attribute(rule.context, literal_string(leaf.args[0].value))
+    if isinstance(leaf, cst.Name):
+        facts = rule.context.facts
+        kinds = facts.binding_kinds().get(leaf.value) if facts is not None else None
+        if kinds == {"module"}:  # bound at module level only: a constant of this file (gated or not)
+            return decisions.constant(rule.context, module_name(rule), leaf.value)
+        elif kinds == {"import"}:
+            full = imported_as(rule, leaf.value)
+            if full and "." in full:
+                module, _, name = full.rpartition(".")
+                return decisions.constant(rule.context, module, name)
+        if depth == 0 and hasattr(rule, "parameter_of") and rule.parameter_of(leaf) is None:
+            values = assigned_values(rule, leaf)
+            if len(values) == 1 and isinstance(values[0], (cst.Attribute, cst.Subscript, cst.Call)):
+                return stored_decisions(rule, values[0], depth + 1)
+    return None
+
+
+def _library_object(rule, receiver: cst.BaseExpression) -> bool:
+    """Is ``receiver`` (the ``cfg`` of ``cfg.compile_mode``) known to be an object of a class
+    that no project file defines: a parameter annotated with, or a name assigned a call of, a
+    class imported from outside the project (``TrainingArguments``)? The project's own
+    decisions of the attribute's name are then not the ones that count."""
+    from rocmport.analysis.resolve import assigned_values, imported_as, project_index
+
+    if not isinstance(receiver, cst.Name):
+        return False
+    classes = []
+    found = rule.parameter_of(receiver) if hasattr(rule, "parameter_of") else None
+    if found is not None and found[1].annotation is not None:
+        classes.append(found[1].annotation.annotation)
+    elif found is None:
+        classes += [v.func for v in assigned_values(rule, receiver) if isinstance(v, cst.Call)]
+    index = project_index(rule)
+    for spelled in classes:
+        name = dotted_name(spelled)
+        if name is None:
+            continue
+        root = name.partition(".")[0]
+        full = imported_as(rule, root)
+        if full is None:
+            continue  # defined in this file, or not an import
+        full = full + name[len(root):]
+        module = full
+        while module and index.path_of(module) is None:
+            module = module.rpartition(".")[0]
+        if not module:
+            return True  # imported from no project module
+    return False
+
+
+def _hazard(value) -> bool:
+    return isinstance(value, str) and value in ROCM_MODES
+
+
+def _clean(value) -> bool:
+    return value is None or (isinstance(value, str) and value not in ROCM_MODES)
+
+
+def source_fix(rule, decisions, place) -> Optional[Applicability]:
+    """How ROC105's fix of the stored mode at ``place`` (a hazard literal) applies: SAFE where
+    every reader of the value in the project hands it to torch.compile's mode (or only shows
+    it), and one does; UNSAFE where some reader also uses it for something else; None where
+    none is a mode (nothing proves the value reaches a compile call: display-only), where the
+    name does not say it holds a mode, or the place is not one ROC105 rewrites."""
+    if not place.in_place or "mode" not in decisions.name.lower():
+        return None
+    if decisions.kind == "attribute" and decisions.name.lower() == "mode":
+        return None  # `.mode` and `["mode"]` are read everywhere for other things: no proof by name
+    readers = found_readers(rule, decisions)
+    if not any(r.kind == "mode" for r in readers):
+        return None
+    if all(r.kind in ("mode", "shown", "truth") for r in readers):
+        return Applicability.SAFE
+    return Applicability.UNSAFE
+
+
+def found_readers(rule, decisions):
+    """The readers of ``decisions``, "stored" ones followed (``decisions.resolved``), once."""
+    from rocmport.analysis.decisions import resolved
+
+    return rule.context.shared(f"compile_modes:readers:{id(decisions)}", lambda c: resolved(c, decisions))
+
+
+def other_readers(rule, decisions):
+    """(readers that are neither a mode nor shown, readers that are a mode)."""
+    readers = found_readers(rule, decisions)
+    return ([r for r in readers if r.kind not in ("mode", "shown", "truth")],
+            [r for r in readers if r.kind == "mode"])
+
+
+def _roc105_on(rule, place) -> bool:
+    """Is ROC105 on for the file of ``place``, the place not in NVIDIA-only code, and its line
+    not suppressed (``# noqa``, ``# rocmport: noqa``)?"""
+    from rocmport.suppression import for_python
+
+    enabled_for = rule.context.options.extra.get("enabled_for")
+    if enabled_for is not None and "ROC105" not in enabled_for(place.path):
+        return False
+    if place.nvidia_only:
+        return False
+    if rule.context.path and place.path and os.path.abspath(place.path) == os.path.abspath(rule.context.path):
+        text = rule.context.text
+    else:
+        try:
+            with open(place.path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except OSError:
+            return False
+    return not for_python(text).suppresses("ROC105", place.line)
+
+
+def decided_elsewhere(rule, leaf: cst.BaseExpression) -> bool:
+    """Is the mode that ``leaf`` reads decided where it is stored, and safe there once ROC105
+    has gated it: every place that decides it (a default, a constant, an assignment, a
+    keyword; in a test module only for a compile call in a test) holds no CUDA-graph mode, is
+    gated on ROCm, or holds a CUDA-graph literal that ROC105 rewrites in place (its fix
+    applies: on for that file, not suppressed, safe or unsafe fixes asked for)? Then the call
+    site is left alone: one gate where the value is decided also covers the calls rocmport
+    cannot see."""
+    found = stored_decisions(rule, leaf)
+    if found is None:
+        return False
+    return _decided(rule, found, 0)
+
+
+def _decided(rule, found, depth: int) -> bool:
+    from rocmport.analysis import decisions
+
+    in_test = _is_test_file(rule)
+    places = [p for p in found.places if in_test or not p.test_module]
+    if not any(p.kind in DECLARED and p.value.kind in ("literal", "gated", "constant") for p in places):
+        return False  # nothing in the project decides it (a library's configuration, a file read)
+    unsafe_ok = rule.context.options.unsafe_fixes
+    for place in places:
+        value = place.value
+        if value.kind == "gated" or (value.kind == "literal" and _clean(value.value)):
+            continue
+        if value.kind == "literal" and _hazard(value.value):
+            applies = source_fix(rule, found, place)
+            if applies is not None and (applies is Applicability.SAFE or unsafe_ok) and _roc105_on(rule, place):
+                continue
+            return False
+        if value.kind == "constant" and depth < 2:
+            module, name, literal = value.value
+            if _clean(literal):
+                continue
+            if _hazard(literal) and _decided(rule, decisions.constant(rule.context, module, name), depth + 1):
+                continue
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# The project's own wrapper around torch.compile (issue 29): the mode is gated once inside it
+# ------------------------------------------------------------------------------------------
+
+def wrapper_of(rule, leaf: cst.BaseExpression):
+    """(module, function, parameter, its default) when ``leaf`` (a compile call's mode) is a
+    parameter of a module-level project function that hands it to torch.compile's mode, else
+    None."""
+    from rocmport.analysis.resolve import function_summary, module_name
+
+    found = rule.parameter_of(leaf) if hasattr(rule, "parameter_of") else None
+    if found is None:
+        return None
+    function, param = found
+    if not isinstance(rule.parent(function), cst.Module):
+        return None  # a method or a nested function: its callers are not followed by name
+    summary = function_summary(rule, function)
+    if summary is None or summary.flows.get(param.name.value) != "mode":
+        return None
+    return module_name(rule), function.name.value, param.name.value, param.default
+
+
+def hazards_reaching(rule, module: str, function: str, param: str, depth: int = 0) -> Optional[List[str]]:
+    """Where a CUDA-graph mode (or a value rocmport cannot tell) reaches ``param`` of the
+    project function ``module.function`` from its callers in the project ("a.py:3
+    "reduce-overhead"", "b.py:9 a value decided at run time"); None where no file of the
+    project calls it (its callers are elsewhere). A caller's value that is decided, and gated
+    by ROC105, where it is stored, or a parameter of a calling function whose own callers hand
+    no CUDA-graph mode, is none."""
+    from rocmport.analysis import decisions
+
+    calls = decisions.arguments(rule.context, module, function, param)
+    if not calls:
+        return None
+    out: List[str] = []
+    for arg in calls:
+        where = f"{os.path.basename(arg.path)}:{arg.line}"
+        value = arg.value
+        if value.kind == "gated" or (value.kind == "literal" and _clean(value.value)):
+            continue
+        if value.kind == "literal":
+            out.append(f'{where} "{value.value}"' if _hazard(value.value) else f"{where} {value.value!r}")
+            continue
+        if value.kind == "constant":
+            mod, name, literal = value.value
+            if _clean(literal) or (_hazard(literal) and _decided(rule, decisions.constant(rule.context, mod, name), 1)):
+                continue
+            out.append(f'{where} "{literal}"' if _hazard(literal) else f"{where} {name}")
+            continue
+        if arg.read is not None:
+            stored = decisions.attribute(rule.context, arg.read[1])
+            if _decided(rule, stored, 1):
+                continue
+            offered = next((p.value.value for p in stored.places
+                            if p.value.kind == "literal" and _hazard(p.value.value)), None)
+            if offered is not None:
+                out.append(f'{where} `{arg.read[1]}`, which may be "{offered}"')
+                continue
+        if arg.param is not None and depth < 2:
+            caller, name, default = arg.param
+            inner = hazards_reaching(rule, arg.module, caller, name, depth + 1) if caller else None
+            default_ok = default.kind == "gated" or (default.kind == "literal" and _clean(default.value))
+            if default_ok and not inner:
+                continue  # the caller's own parameter, off by default, and no caller of it hands one
+            if default.kind == "literal" and _hazard(default.value):
+                out.append(f'{where} "{default.value}", the default of `{caller or name}`')
+            out.extend(inner or ())
+            if default.kind != "literal" and default.kind != "gated" and inner is None:
+                out.append(f"{where} a value decided at run time")
+            continue
+        out.append(f"{where} a value decided at run time")
+    return out
+
+
+def mapped_inside(rule, call: cst.Call, value: cst.BaseExpression) -> bool:
+    """Does the project function that ``call`` calls hand the argument ``value`` unchanged to
+    a compile call's mode, where ROC104 maps it (on for that file, the line not suppressed):
+    one gate inside the wrapper covers this caller and every other?"""
+    from rocmport.analysis import decisions
+    from rocmport.suppression import for_python
+
+    found = rule.wrapper_parameter(call, value) if hasattr(rule, "wrapper_parameter") else None
+    if found is None or found[1] is None or found[0].kind != "function":
+        return False
+    summary, param = found
+    inside = decisions.forwards(rule.context, summary.module, summary.name, param)
+    if inside is None or not hazards_reaching(rule, summary.module, summary.name, param):
+        return False  # no compile call to map inside, or ROC104 would not map it there
+    path, line = inside
+    enabled_for = rule.context.options.extra.get("enabled_for")
+    if enabled_for is not None and "ROC104" not in enabled_for(path):
+        return False
+    if os.path.abspath(path) == os.path.abspath(rule.context.path or ""):
+        text = rule.context.text
+    else:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except OSError:
+            return False
+    return not for_python(text).suppresses("ROC104", line)
+
+
+# ------------------------------------------------------------------------------------------
+# A test's parameter (`@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`): the
+# values are decided at the decorator, once for every test method that reads them
+# ------------------------------------------------------------------------------------------
+
+def parametrize_values(rule, holder: cst.CSTNode, name: str) -> Optional[List[cst.BaseExpression]]:
+    """The values ``@<...>.parametrize("name", [...])`` on ``holder`` (a function, or a class
+    whose methods take the parameter) gives ``name``, from a literal list or tuple (a tuple
+    of values per case where several names are parametrized; ``pytest.param(v, ...)``
+    read as ``v``); None where there is no such decorator, or its values are not literal."""
+    for decorator in getattr(holder, "decorators", ()):
+        call = decorator.decorator
+        if not (isinstance(call, cst.Call) and (dotted_name(call.func) or "").endswith("parametrize") and len(call.args) >= 2):
+            continue
+        names = literal_string(call.args[0].value)
+        if names is None:
+            continue
+        names = [n.strip() for n in names.split(",") if n.strip()]
+        if name not in names:
+            continue
+        values = call.args[1].value
+        if not isinstance(values, (cst.List, cst.Tuple)):
+            return None
+        out = []
+        for element in values.elements:
+            value = element.value
+            if isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith(".param"):
+                items = [a.value for a in value.args if a.keyword is None]
+            elif len(names) > 1 and isinstance(value, (cst.List, cst.Tuple)):
+                items = [e.value for e in value.elements]
+            else:
+                items = [value]
+            if len(names) > 1 or isinstance(value, cst.Call):
+                position = names.index(name)
+                if position >= len(items):
+                    return None
+                out.append(items[position])
+            else:
+                out.append(items[0])
+        return out
+    return None
+
+
+def parametrized(rule, leaf: cst.BaseExpression):
+    """(values, the decorated function or class) when ``leaf`` is a test parameter without a
+    default that a ``parametrize`` of its function, or of the class of its method, gives."""
+    found = rule.parameter_of(leaf) if hasattr(rule, "parameter_of") else None
+    if found is None or found[1].default is not None:
+        return None
+    function, param = found
+    holders = [function]
+    block = rule.parent(function)
+    owner = rule.parent(block) if block is not None else None
+    if isinstance(owner, cst.ClassDef):
+        holders.append(owner)
+    for holder in holders:
+        values = parametrize_values(rule, holder, param.name.value)
+        if values is not None:
+            return values, holder
+    return None
+
+
+def parameter_source_fix(rule, holder: cst.CSTNode, name: str) -> Optional[Applicability]:
+    """ROC105's fix of a CUDA-graph mode among the values of the test parameter ``name``:
+    SAFE where every read of the parameter in the test(s) hands it to torch.compile's mode
+    (or shows it), UNSAFE where one also uses it otherwise, None where none is a mode."""
+    from rocmport.analysis import decisions
+
+    if "mode" not in name.lower():
+        return None, None
+    line = rule.context.position(holder).start.line
+    found = rule.context.shared(f"compile_modes:parameter:{line}:{name}",
+                                lambda c: decisions.parameter(c, line, name))
+    return source_fix(rule, found, _InPlace()), found
+
+
+class _InPlace:
+    in_place = True
+
+
+def decided_by_parametrize(rule, leaf: cst.BaseExpression) -> bool:
+    """Is ``leaf`` a test parameter whose every value is no CUDA-graph mode, is gated, or is
+    one that ROC105 gates at the decorator (its fix applies, the line not suppressed)?"""
+    from rocmport.suppression import for_python
+
+    found = parametrized(rule, leaf)
+    if found is None:
+        return False
+    values, holder = found
+    hazards = [v for v in values if literal_string(v) in ROCM_MODES]
+    for value in values:
+        text = literal_string(value)
+        if value in hazards:
+            continue
+        if text is not None or (isinstance(value, cst.Name) and value.value in ("None", "False", "True")):
+            continue
+        if isinstance(value, cst.IfExp):
+            test = gates.of(rule.context).test(value.test)
+            if (ROCM in test.true) != (ROCM in test.false):
+                continue  # gated on ROCm
+        return False
+    if not hazards:
+        return True
+    enabled_for = rule.context.options.extra.get("enabled_for")
+    if enabled_for is not None and "ROC105" not in enabled_for(rule.context.path):
+        return False
+    applies, _ = parameter_source_fix(rule, holder, rule.parameter_of(leaf)[1].name.value)
+    if applies is None or (applies is Applicability.UNSAFE and not rule.context.options.unsafe_fixes):
+        return False
+    suppressions = for_python(rule.context.text)
+    return not any(suppressions.suppresses("ROC105", rule.context.position(v).start.line) for v in hazards)

@@ -33,7 +33,9 @@ class MaxAutotuneMode(LiteralMode):
         """
     FIX = """
         Safe. `"max-autotune-no-cudagraphs" if is_rocm else "max-autotune"`: unchanged on
-        NVIDIA; on ROCm the same autotuning, without CUDA graphs.
+        NVIDIA; on ROCm the same autotuning, without CUDA graphs. A literal handed to the
+        project's own wrapper around torch.compile is left where it is when ROC104 maps the
+        mode once inside that wrapper (see ROC101).
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (

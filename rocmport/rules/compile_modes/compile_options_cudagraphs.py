@@ -11,7 +11,7 @@ import libcst as cst
 
 from rocmport.analysis import walk as _walk
 from rocmport.analysis.resolve import function_summary
-from rocmport.analysis.syntax import literal_string, mentions_rocm
+from rocmport.analysis.syntax import gated_text, literal_string, mentions_rocm
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
@@ -36,11 +36,11 @@ class CudagraphsOption(CompileCalls):
         step = torch.compile(step, options=opts)
         """
     FIXED_EXAMPLE = """
-        opts = {"triton.cudagraphs": False if is_rocm else True, "max_autotune": False}
+        opts = {"triton.cudagraphs": not is_rocm, "max_autotune": False}
         step = torch.compile(step, options=opts)
         """
     FIX = """
-        Safe. The value becomes `False if is_rocm else <value>`: unchanged on NVIDIA. The
+        Safe. The value becomes `False if is_rocm else <value>` (`not is_rocm` for a literal `True`): unchanged on NVIDIA. The
         other keys, and the call, stay as they are (rocmport never adds `options=` beside
         `mode=`: torch raises when both are given).
         """
@@ -70,7 +70,7 @@ class CudagraphsOption(CompileCalls):
 
             {PRELUDE}
 
-            f = torch.compile(g, options={"triton.cudagraphs": False if is_rocm else True})
+            f = torch.compile(g, options={"triton.cudagraphs": not is_rocm})
             """,
             line=2,
             column=52,
@@ -91,7 +91,7 @@ class CudagraphsOption(CompileCalls):
 
             def build(g):
                 opts = {"epilogue_fusion": True}
-                opts["triton.cudagraphs"] = False if is_rocm else True
+                opts["triton.cudagraphs"] = not is_rocm
                 return torch.compile(g, options=opts)
             """,
             line=4,
@@ -126,6 +126,8 @@ class CudagraphsOption(CompileCalls):
                 continue
             if isinstance(target, cst.IfExp) and mentions_rocm(target.test, self.context.gate_name):
                 continue
+            if not isinstance(target, (cst.Name, cst.Integer)) and mentions_rocm(target, self.context.gate_name):
+                continue  # the test itself: `not is_rocm` (its fix of a literal True)
             self._seen.add(id(target))
             if isinstance(target, cst.Name) and target.value in ("False", "None"):
                 continue
@@ -137,7 +139,7 @@ class CudagraphsOption(CompileCalls):
                     isinstance(target, cst.Integer) or (isinstance(target, cst.Name) and target.value == "True")):
                 continue
             original = self.context.source(target)
-            text = f"False if {self.context.gate_name} else {original}"
+            text = gated_text("False", self.context.gate_name, original)
             if not isinstance(self.parent(target), (cst.DictElement, cst.Assign, cst.Arg, cst.Param)):
                 text = f"({text})"
             self.report(

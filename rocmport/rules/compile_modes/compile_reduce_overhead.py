@@ -41,7 +41,10 @@ class ReduceOverheadMode(LiteralMode):
         the generated prelude (or a binding of the file's own that means the same). To keep
         the speed of CUDA graphs on ROCm, capture the compiled function manually
         (`torch.cuda.graph`), which HIP graphs support. Turn the rule off on stacks where
-        inductor's CUDA graphs work (`ignore = ["ROC101"]`).
+        inductor's CUDA graphs work (`ignore = ["ROC101"]`). A literal handed to the project's
+        own wrapper around torch.compile (a function that hands its parameter to the mode
+        unchanged) is left where it is when ROC104 maps the mode once inside that wrapper,
+        for every caller; through `**kwargs` or a partial, each literal is fixed where it is.
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (

@@ -32,7 +32,7 @@ from rocmport.analysis.resolve import (
     paren,
     string_subscript,
 )
-from rocmport.analysis.syntax import keyword, literal_string, mentions_rocm
+from rocmport.analysis.syntax import gated_text, keyword, literal_string, mentions_rocm
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Rule
 
@@ -318,7 +318,7 @@ class InductorSetting(Rule):
         if rocm.startswith('"'):
             q = _quote(original) if isinstance(value, cst.SimpleString) else '"'
             rocm = f"{q}{rocm[1:-1]}{q}"
-        text = paren(self, value, f"{rocm} if {self.context.gate_name} else {original}")
+        text = paren(self, value, gated_text(rocm, self.context.gate_name, original))
         self.report(
             value,
             f"{key} {self.WHAT_IT_DOES}",
@@ -336,7 +336,7 @@ _SPELLINGS = """
         `config.patch(**{...})` as a context manager or a decorator, and the `options=` dict of
         `torch.compile` (a literal, a dict variable filled in the same file, or a
         `{"options": {...}}` kwargs dict). Reads, assignments of a false value and values that
-        are already gated (`False if is_rocm else True`, code under `if not is_rocm:`) are not
+        are already gated (`not is_rocm`, `False if is_rocm else True`, code under `if not is_rocm:`) are not
         findings. The rule works from names: a name that the installed torch lacks is still
         recognised.
         """

@@ -32,10 +32,10 @@ class TritonCudagraphTrees(InductorSetting):
         torch._inductor.config.triton.cudagraph_trees = True
         """
     FIXED_EXAMPLE = """
-        torch._inductor.config.triton.cudagraph_trees = False if is_rocm else True
+        torch._inductor.config.triton.cudagraph_trees = not is_rocm
         """
     FIX = """
-        Safe. `False if is_rocm else <value>`: unchanged on NVIDIA. Note that this alone does
+        Safe. `False if is_rocm else <value>` (`not is_rocm` for a literal `True`): unchanged on NVIDIA. Note that this alone does
         not turn CUDA graphs off on ROCm: the compile mode (ROC101/ROC102) and
         `triton.cudagraphs` (ROC201) decide that.
         """
@@ -61,7 +61,7 @@ class TritonCudagraphTrees(InductorSetting):
 
             {PRELUDE}
 
-            torch._inductor.config.triton.cudagraph_trees = False if is_rocm else True
+            torch._inductor.config.triton.cudagraph_trees = not is_rocm
             """,
             line=2,
             column=49,
@@ -78,7 +78,7 @@ class TritonCudagraphTrees(InductorSetting):
 
             is_rocm = getattr(torch.version, "hip", None) is not None
 
-            setattr(c.triton, "cudagraph_trees", False if is_rocm else True)
+            setattr(c.triton, "cudagraph_trees", not is_rocm)
             """,
             line=2,
             column=38,

@@ -32,11 +32,11 @@ class MaxAutotune(InductorSetting):
         f = torch.compile(f, options=torch_compile_options)
         """
     FIXED_EXAMPLE = """
-        torch_compile_options = {"epilogue_fusion": True, "max_autotune": False if is_rocm else True}
+        torch_compile_options = {"epilogue_fusion": True, "max_autotune": not is_rocm}
         f = torch.compile(f, options=torch_compile_options)
         """
     FIX = """
-        Safe. `False if is_rocm else <value>`: unchanged on NVIDIA; on ROCm the default
+        Safe. `False if is_rocm else <value>` (`not is_rocm` for a literal `True`): unchanged on NVIDIA; on ROCm the default
         kernels. Turn the rule off where max-autotune works for you (`ignore = ["ROC203"]`).
         """
     FIX_APPLICABILITY = Applicability.SAFE
@@ -78,7 +78,7 @@ class MaxAutotune(InductorSetting):
 
             {PRELUDE}
 
-            opts = {"max_autotune": False if is_rocm else True, "triton.cudagraphs": False}
+            opts = {"max_autotune": not is_rocm, "triton.cudagraphs": False}
             f = torch.compile(g, options=opts)
             """,
             line=2,
@@ -96,7 +96,7 @@ class MaxAutotune(InductorSetting):
 
             {PRELUDE}
 
-            with torch._inductor.config.patch(max_autotune=False if is_rocm else True, max_autotune_gemm=False if is_rocm else True):
+            with torch._inductor.config.patch(max_autotune=not is_rocm, max_autotune_gemm=not is_rocm):
                 pass
             """,
             line=2,
@@ -115,7 +115,7 @@ class MaxAutotune(InductorSetting):
             {PRELUDE}
 
             cfg = torch._inductor.config
-            cfg.max_autotune_pointwise = False if is_rocm else True
+            cfg.max_autotune_pointwise = not is_rocm
             """,
             line=3,
             column=30,

@@ -31,10 +31,10 @@ class MemoryPlanning(InductorSetting):
         """
     FIXED_EXAMPLE = """
         from torch._inductor import config
-        config.memory_planning = False if is_rocm else True
+        config.memory_planning = not is_rocm
         """
     FIX = """
-        Safe. `False if is_rocm else <value>`: unchanged on NVIDIA.
+        Safe. `False if is_rocm else <value>` (`not is_rocm` for a literal `True`): unchanged on NVIDIA.
         """
     FIX_APPLICABILITY = Applicability.SAFE
     VALID = (
@@ -59,7 +59,7 @@ class MemoryPlanning(InductorSetting):
 
             is_rocm = getattr(torch.version, "hip", None) is not None
 
-            config.memory_planning = False if is_rocm else True
+            config.memory_planning = not is_rocm
             """,
             line=2,
             column=26,

@@ -36,10 +36,10 @@ class TritonCudagraphs(InductorSetting):
     FIXED_EXAMPLE = """
         import torch._inductor.config
 
-        torch._inductor.config.triton.cudagraphs = False if is_rocm else True
+        torch._inductor.config.triton.cudagraphs = not is_rocm
         """
     FIX = """
-        Safe. The value becomes `False if is_rocm else <value>`: on NVIDIA the expression is
+        Safe. The value becomes `False if is_rocm else <value>` (`not is_rocm` for a literal `True`): on NVIDIA the expression is
         the original value; on ROCm CUDA graphs stay off. `is_rocm` comes from the generated
         prelude. To keep the speed of CUDA graphs on ROCm, capture the compiled function
         manually (`torch.cuda.graph`). Turn the rule off on stacks where inductor's CUDA
@@ -62,7 +62,7 @@ class TritonCudagraphs(InductorSetting):
             """),
         Case("""
             import torch
-            torch._inductor.config.triton.cudagraphs = False if is_rocm else True
+            torch._inductor.config.triton.cudagraphs = not is_rocm
             """),
         Case("""
             import torch
@@ -96,7 +96,7 @@ class TritonCudagraphs(InductorSetting):
 
             {PRELUDE}
 
-            torch._inductor.config.triton.cudagraphs = False if is_rocm else True
+            torch._inductor.config.triton.cudagraphs = not is_rocm
             """,
             line=2,
             column=44,
@@ -115,7 +115,7 @@ class TritonCudagraphs(InductorSetting):
 
             is_rocm = getattr(torch.version, "hip", None) is not None
 
-            with config.patch({"triton.cudagraphs": False if is_rocm else True}):
+            with config.patch({"triton.cudagraphs": not is_rocm}):
                 pass
             """,
             line=3,
@@ -136,7 +136,7 @@ class TritonCudagraphs(InductorSetting):
 
             is_rocm = getattr(torch.version, "hip", None) is not None
 
-            @ic.patch(**{"triton.cudagraphs": False if is_rocm else True})
+            @ic.patch(**{"triton.cudagraphs": not is_rocm})
             def f():
                 pass
             """,

@@ -16,7 +16,7 @@ from rocmport import rocm_facts
 from rocmport.analysis import bindings, gates
 from rocmport.analysis.needs import Attribute, Call
 from rocmport.analysis.platforms import ROCM, name_words, nvidia_feature_word
-from rocmport.analysis.syntax import dotted_name, literal_string
+from rocmport.analysis.syntax import dotted_name, literal_string, negated_gate
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
@@ -840,7 +840,7 @@ class CapabilityAsNvidiaGeneration(VendorRule):
             return None
         if not any(mentions(g, NVIDIA_ONLY) for g in use.guarded):
             return None
-        text = f"not {self.context.gate_name} and {self.context.source(node)}"
+        text = f"{negated_gate(self.context.gate_name)} and {self.context.source(node)}"
         parent = self.parent(node)
         if isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.Or):
             text = f"({text})"

@@ -11,7 +11,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from rocmport import rocm_facts
 from rocmport.analysis.names import qualified_names
 from rocmport.analysis.platforms import ROCM, other_accelerator_path
-from rocmport.analysis.syntax import ROCM_WORD, dotted_name, literal_string, mentions_rocm
+from rocmport.analysis.syntax import ROCM_WORD, dotted_name, literal_string
 from rocmport.analysis.triton import FOREIGN_TEST, KERNEL_DECORATORS, is_foreign_path
 from rocmport.analysis.walk import children as _children
 from rocmport.findings import Applicability, Fix
@@ -58,23 +58,6 @@ def reads_cuda_version(node: cst.CSTNode) -> bool:
     return False
 
 
-def _cuda_sign(test: cst.CSTNode) -> Optional[bool]:
-    """True when ``test`` being true proves ``torch.version.cuda`` is set (it is read as a
-    truth value or a version), False when ``test`` being false proves it (``cuda is None``,
-    ``not cuda``), None when it says nothing about it."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _cuda_sign(test.expression)
-        return None if inner is None else not inner
-    if isinstance(test, cst.BooleanOperation):
-        left, right = _cuda_sign(test.left), _cuda_sign(test.right)
-        wanted = isinstance(test.operator, cst.And)  # and: one true operand proves it
-        return wanted if wanted in (left, right) else None
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and reads_cuda_version(test.left) \
-            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
-        return isinstance(test.comparisons[0].operator, (cst.IsNot, cst.NotEqual))
-    return True if reads_cuda_version(test) else None
-
-
 def _vendor_path(path: str) -> bool:
     """A file whose name says it is for one vendor: ``..._sm90.py``, ``hopper.py``,
     ``nvidia.py``, ``tensorrt_*.py``, ``test_rocm_support.py``: its vendor code is the point."""
@@ -83,6 +66,13 @@ def _vendor_path(path: str) -> bool:
 
 
 _VENDOR_FILE = re.compile(r"(?i)nvidia|tensorrt|(?:^|_)trt(?:_|$)")
+
+
+def nvidia_named(path: str) -> bool:
+    """A file whose name says it is for NVIDIA alone (``..._sm90.py``, ``nvidia.py``,
+    ``tensorrt_*.py``): not imported where ROCm runs."""
+    stem = re.split(r"[/\\]", path)[-1].rsplit(".", 1)[0]
+    return bool(NVIDIA_ONLY.search(stem) or _VENDOR_FILE.search(stem))
 
 
 def statement_of(rule: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
@@ -121,15 +111,14 @@ class VendorRule(Rule):
     BY_FILE_NAME: bool = True
 
     def gated(self, node: cst.CSTNode) -> bool:
-        """Already gated: under a ROCm test (``in_rocm_branch``), or where a test of
-        ``torch.version.cuda`` proves a CUDA build (the body of ``if torch.version.cuda:``,
-        the ``else`` of ``if torch.version.cuda is None:``, the right of ``cuda and ...``)."""
+        """Already gated: on one side of a platform test, as the one platform analysis reads
+        it (``in_rocm_branch``: ``if torch.version.cuda:``, the ``else`` of ``if
+        torch.version.cuda is None:``, the right of ``cuda and ...``, after an early return on
+        ROCm); in a file, function or class for another accelerator, or in the body of a test
+        for one."""
         if self.in_rocm_branch(node) or is_foreign_path(self.context.path) or \
                 other_accelerator_path(self.context.path) or (self.BY_FILE_NAME and _vendor_path(self.context.path)):
             return True
-        if self.earlier_exit(node, lambda test: mentions_rocm(test, self.context.gate_name) and not (
-                isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And))):
-            return True  # `if torch.version.hip is not None or ...: return` before it
         child = node
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and FOREIGN_TEST.search(ancestor.name.value):
@@ -137,14 +126,6 @@ class VendorRule(Rule):
             if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.body and \
                     mentions(ancestor.test, FOREIGN_TEST, strings=False):
                 return True
-            if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and child is not ancestor.test:
-                sign = _cuda_sign(ancestor.test)
-                if (sign is True and child is ancestor.body) or (sign is False and child is not ancestor.body):
-                    return True
-            elif isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
-                sign = _cuda_sign(ancestor.left)
-                if sign is (not isinstance(ancestor.operator, cst.Or)) and sign is not None:
-                    return True
             child = ancestor
         return False
 
