@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'c34febb3bcdfb624e98690e249ca35d6'
+FINGERPRINT = '5f70899744d77dc0c735139660d4d93a'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -33,6 +33,7 @@ from rocmport.analysis.resolve import (
 from rocmport.analysis.syntax import dotted_name, keyword, literal_string
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Rule
+from rocmport.source import read_regular
 
 ROCM_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 _TRIGGERS = ("compile", "CompileConfig", "reduce-overhead", "max-autotune", "cudagraphs")
@@ -520,7 +521,12 @@ def stored_decisions(rule, leaf: cst.BaseExpression, depth: int = 0):
     ``cfg["compile_mode"]``, ``cfg.get("compile_mode")``, a module constant of the project, a
     local assigned once from one of those), else None."""
     from rocmport.analysis import decisions
-    from rocmport.analysis.resolve import assigned_values, imported_as, module_name, string_subscript
+    from rocmport.analysis.resolve import (
+        assigned_values,
+        imported_as,
+        module_name,
+        string_subscript,
+    )
 
     if isinstance(leaf, cst.Attribute):
         if _library_object(rule, leaf.value):
@@ -636,8 +642,7 @@ def _roc105_on(rule, place) -> bool:
         text = rule.context.text
     else:
         try:
-            with open(place.path, "rb") as handle:
-                text = handle.read().decode("utf-8", "replace")
+            text = read_regular(place.path).decode("utf-8", "replace")
         except OSError:
             return False
     return not for_python(text).suppresses("ROC105", place.line)
@@ -780,8 +785,7 @@ def mapped_inside(rule, call: cst.Call, value: cst.BaseExpression) -> bool:
         text = rule.context.text
     else:
         try:
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8", "replace")
+            text = read_regular(path).decode("utf-8", "replace")
         except OSError:
             return False
     return not for_python(text).suppresses("ROC104", line)
