@@ -29,7 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def make(lines: int, hazards: int) -> str:
+def make(lines: int, hazards: int, layout: str = "blocks") -> str:
+    if layout == "flat":
+        return make_flat(lines, hazards)
     out = ['"""A generated module."""', "import torch", "import torch.nn as nn", ""]
     n = 0
     every = max(1, (lines // 12) // max(1, hazards))
@@ -51,6 +53,24 @@ def make(lines: int, hazards: int) -> str:
         out += block
         n += 1
     # whole blocks only (a cut block would not parse), then comment lines up to ``lines``
+    out += [f"# padding {i}" for i in range(lines - len(out))]
+    return "\n".join(out) + "\n"
+
+
+def make_flat(lines: int, hazards: int) -> str:
+    """Module-level statements only, no function or class (a generated table, a long script):
+    no indented block anywhere, no blank line between statements."""
+    out = ['"""A generated module."""', "import torch", ""]
+    every = max(1, (lines // 3) // max(1, hazards))
+    n = 0
+    while len(out) + 3 <= lines:
+        out.append(f"value_{n} = {n} * 2 + len(out_{n % 7}) if {n} % 3 else -{n}  # row {n}")
+        out.append(f'table_{n} = {{"name": "row{n}", "scale": value_{n} / 3, "tags": [{n}, {n + 1}]}}')
+        if n % every == 0:
+            out.append(f'compiled_{n} = torch.compile(model_{n}, mode="reduce-overhead")')
+        else:
+            out.append(f"print(value_{n}, table_{n}['name'])")
+        n += 1
     out += [f"# padding {i}" for i in range(lines - len(out))]
     return "\n".join(out) + "\n"
 
@@ -110,12 +130,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--hazards", type=int, default=200)
+    parser.add_argument("--layout", choices=["blocks", "flat"], default="blocks",
+                        help="blocks: classes and functions (default); flat: module-level statements only")
     parser.add_argument("--profile", default=None)
     parser.add_argument("--no-reference", action="store_true", help="skip the parse-only reference run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "big.py")
-        Path(path).write_text(make(args.lines, args.hazards))
+        Path(path).write_text(make(args.lines, args.hazards, args.layout))
         cmd = [sys.executable, "-c", CHILD, str(ROOT), path] + ([args.profile] if args.profile else [])
         start = time.perf_counter()
         figures, tree_cpu = child(cmd)
@@ -123,6 +145,7 @@ def main() -> int:
             print(tree_cpu, file=sys.stderr)
             return 1
         figures["lines"] = args.lines
+        figures["layout"] = args.layout
         figures["child_total_s"] = round(time.perf_counter() - start, 2)
         figures["child_tree_cpu_s"] = tree_cpu  # the fix, the idempotency check and start-up
         if not args.no_reference and not args.profile:

@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '40ee31acaf1c51d0c5086092bb245590'
+FINGERPRINT = '56adf8bcd4ecc13eaaa19f7218769799'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -50,6 +50,9 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
                 if text != source.text:
                     problem = source.rewrite_problem(data)
                     fixed = source.encode_changed(text) if problem is None else None
+                    if fixed is not None:  # what is written is what Python will read
+                        problem = source.written_problem(data, fixed)
+                        fixed = None if problem is not None else fixed
                     if fixed is None:  # keep every byte: no fix rather than a changed file
                         problem = problem or f"the fixed text cannot be encoded in {source.encoding} byte for byte"
                         findings = linting.analyze(source.text, path, settings, rules, enabled, index).findings
@@ -62,6 +65,9 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
             else:
                 report.findings = linting.analyze(source.text, path, settings, rules, enabled, index,
                                           partial=True).findings
+        except (RecursionError, MemoryError, parsing.TooLarge) as exc:  # deeper or larger than can be walked
+            report.findings = unreadable(path, _too_much(exc), 1, 1, enabled)
+            report.fixed, report.fixes_applied, report.extra_files = None, 0, {}
         except Exception as exc:  # a bug in rocmport: report it, go on with other files
             import traceback
 
@@ -71,3 +77,11 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
         f.filename = path
     report.findings.sort(key=Finding.sort_key)
     return report
+
+
+def _too_much(exc: BaseException) -> str:
+    if isinstance(exc, parsing.TooLarge):
+        return str(exc)
+    if isinstance(exc, RecursionError):
+        return "cannot analyse: nesting too deep (more levels than rocmport's parser and analyses can walk)"
+    return "cannot analyse: not enough memory for this file"

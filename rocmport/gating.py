@@ -239,46 +239,71 @@ def analysis_edit(analysis: FileAnalysis, edit: Edit) -> Edit:
     return Edit(edit.start, edit.end, edit.content, Position(start.row, start.column), Position(end.row, end.column))
 
 
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", ".hg")
+
+
+def _project_root(directory: Path) -> Optional[Path]:
+    """The nearest directory at or above ``directory`` that holds a project's files
+    (``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``.git``): what runs the project has it
+    on the path, so it is never a package itself, whatever ``__init__.py`` it holds."""
+    for folder in (directory, *directory.parents):
+        if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
+            return folder
+    return None
+
+
 def _package_of(path: str) -> Optional[Tuple[Path, str]]:
-    """(top package directory, dotted package name) of a file inside a package."""
+    """(top package directory, how the file imports it) of a file inside a package: its
+    dotted name (``pkg``) where the package sits at the project's root or in its ``src``,
+    else dots (``from .._rocmport import``: a package inside a namespace package, or a
+    project whose root is not known, is imported under a name the file cannot know)."""
     if path in ("", "-"):
         return None
     directory = Path(path).resolve().parent
     if not (directory / "__init__.py").is_file():
         return None
-    parts = []
-    while (directory / "__init__.py").is_file() and directory.name.isidentifier():
-        parts.append(directory.name)
+    root = _project_root(directory)
+    top, depth = None, 0
+    while (directory / "__init__.py").is_file() and directory.name.isidentifier() and directory != root:
+        top, depth = directory, depth + 1
         directory = directory.parent
-    if not parts:
+    if top is None:
         return None
-    top = directory / parts[-1]
-    return top, ".".join(reversed(parts[-1:]))
+    if root is not None and top.parent in (root, root / "src"):
+        return top, top.name
+    return top, "." * depth
 
 
 _MAIN_RE = re.compile(r"""__name__\s*==\s*['"]__main__['"]""")
 
 
 def prelude_style(path: str, text: str, options: prelude.PreludeOptions):
-    """"inline" or ("import", top package directory, package name)."""
+    """"inline" or ("import", top package directory, how the file imports it). A script
+    (a ``__main__`` guard) in a package gets the inline block: run as a file, it has no
+    package to import from."""
     if options.style != "module":
         return "inline"  # the default: no new file
     package = _package_of(path)
-    if package is None:
+    if package is None or _MAIN_RE.search(text):
         return "inline"
     return ("import",) + package
 
 
-def _module_torch_name(analysis: FileAnalysis, before: int) -> Optional[str]:
-    """The name a module-level ``import torch`` binds before ``before`` (None: none)."""
-    found = None
-    for stmt, start, _end in parsing.statement_spans(analysis):
-        if start >= before:
+def _module_torch_name(analysis: FileAnalysis, before: int) -> Tuple[Optional[str], bool]:
+    """The name a module-level binding of torch before ``before`` binds (None: none), and
+    whether torch is optional in the file (the block must then keep it so)."""
+    found, how = None, None
+    for stmt, start, end in parsing.statement_spans(analysis):
+        if end > before:
             break
-        name = placement.torch_binding(stmt)
-        if name and (found is None or name == "torch"):
-            found = name
-    return found
+        guard = placement.torch_guard(stmt)
+        if guard is None or guard[1] == placement.UNSURE:
+            continue
+        if found is None or (guard[1] == placement.BOUND and (how != placement.BOUND or guard[0] == "torch")):
+            found, how = guard
+    if how == placement.BOUND:
+        return found, False
+    return found, found is not None or placement.torch_optional(analysis.module)
 
 
 def prelude_edit(analysis: FileAnalysis, requires: Set[str], before: int, path: str,
@@ -305,9 +330,9 @@ def prelude_edit(analysis: FileAnalysis, requires: Set[str], before: int, path: 
     if style == "inline":
         at = block.start if block else placement.Placer(analysis.module, analysis.wrapper, text, analysis.lines,
                                                         gate).after_imports(before)
-        torch_name = _module_torch_name(analysis, at)
+        torch_name, optional = _module_torch_name(analysis, at)
         rendered = prelude.render_inline(gate, parts, options, define_gate=define_gate, newline=newline,
-                                         torch_name=torch_name,
+                                         torch_name=torch_name, optional=optional,
                                          os_name="os" if _module_binds_os(analysis.module, at, text) else None)
     else:
         _, top, package = style
@@ -443,7 +468,7 @@ def with_setup(text: str, path: str, settings: Settings, rules, enabled, extra: 
         return text, extra
     try:
         module = parsing.parse(text)
-    except (cst.ParserSyntaxError, RecursionError):
+    except (cst.ParserSyntaxError, RecursionError, parsing.TooLarge):
         return text, extra
     block = prelude.find_block(text)
     if plan is None:

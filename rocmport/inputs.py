@@ -15,7 +15,7 @@ import os
 
 from rocmport.rules.env_vars import scan_files as env_files
 
-from . import engine, reports
+from . import engine, parsing, reports
 from .config import Settings
 from .filekinds import ENV_KINDS, HEAD_BYTES, file_kind
 from .notebook import check_notebook
@@ -24,7 +24,14 @@ from .source import read_regular
 
 
 def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False, index=None) -> FileReport:
-    """Lint (or fix) the bytes of one file. Never raises for bad input."""
+    """Lint (or fix) the bytes of one file. Never raises for bad input. A file that may nest
+    deeply is checked on a thread with a large stack (``parsing.run_deep``)."""
+    if len(data) > parsing.DEEP_MIN_BYTES:
+        return parsing.run_deep(_check_bytes, data, path, settings, fix, index)
+    return _check_bytes(data, path, settings, fix, index)
+
+
+def _check_bytes(data: bytes, path: str, settings: Settings, fix: bool, index) -> FileReport:
     kind = file_kind(path, data[:HEAD_BYTES])  # None: a file named on the command line, read as Python
     if kind == "notebook":
         return check_notebook(data, path, settings, fix=fix)

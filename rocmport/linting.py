@@ -73,6 +73,8 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         return FileAnalysis(text, _scoped(parsing.syntax_findings(path, text, exc, enabled), scope), lines=lines)
     except RecursionError:
         return FileAnalysis(text, unreadable(path, "cannot parse: nesting too deep", 1, 1, enabled), lines=lines)
+    except parsing.TooLarge as exc:
+        return FileAnalysis(text, unreadable(path, str(exc), 1, 1, enabled), lines=lines)
     lost = parsing.lost_continuation(text, module, lines)
     if lost is not None:
         return FileAnalysis(text, unreadable(path, "cannot be checked safely: LibCST drops the backslash continuation"
@@ -116,7 +118,7 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         project = None
         if index is not None:
             project = placement.house_gate(module, wrapper, text, lines, index.module_name(path), index,
-                                         gating.code_names(text), style.line_length, style.force_single_line)
+                                         gating.code_names(text), style.line_length, style.force_single_line, tree)
             if project is not None and not all(start >= project.bound_at for start in starts):
                 project = None
         inline = gating.inline_gate(module, wrapper, text, lines, starts)

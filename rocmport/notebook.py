@@ -40,7 +40,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from . import fixing, linting, placement, prelude, reports
+from . import fixing, linting, parsing, placement, prelude, reports
 from .config import Settings
 from .findings import Finding, Fix, Position
 from .reports import FileReport
@@ -507,8 +507,8 @@ def _insertion_offset(cell: CodeCell) -> Tuple[int, bool]:
     """Where the generated block goes in ``cell`` (offset in its masked text, after an anchor?)."""
     text = cell.masked
     try:
-        module = cst.parse_module(text)
-    except (cst.ParserSyntaxError, RecursionError):
+        module = parsing.libcst_parse(text)
+    except (cst.ParserSyntaxError, RecursionError, parsing.TooLarge):
         return cell.magic_line_end, False
     plan = placement.Placer(module, cst.MetadataWrapper(module, unsafe_skip_copy=True), text, LineIndex(text),
                             prelude.DEFAULT_GATE).plan(len(text))
@@ -602,6 +602,9 @@ def check_notebook(data: bytes, path: str, settings: Settings, fix: bool = False
                 # Positions of what remains refer to the fixed text: rebuild its cell table.
                 mapped_cells = _cells_of_fixed(text, cells, nonce)
             report.findings = map_findings(findings, mapped_cells, path)
+    except (RecursionError, MemoryError, parsing.TooLarge) as exc:  # deeper or larger than can be walked
+        report.findings = reports.unreadable(path, _too_much(exc), 1, 1, enabled)
+        report.fixed, report.fixes_applied, report.extra_files = None, 0, {}
     except Exception as exc:  # a bug in rocmport: report it, go on with other files
         import traceback
 
@@ -647,3 +650,11 @@ def _write_back(doc: str, nb: dict, cells: List[CodeCell], text: str, nonce: str
     for start, end, content in sorted(replacements, reverse=True):
         out = out[:start] + content + out[end:]
     return out
+
+
+def _too_much(exc: BaseException) -> str:
+    if isinstance(exc, parsing.TooLarge):
+        return str(exc)
+    if isinstance(exc, RecursionError):
+        return "cannot analyse: nesting too deep (more levels than rocmport's parser and analyses can walk)"
+    return "cannot analyse: not enough memory for this file"

@@ -14,6 +14,7 @@ import contextlib
 import gc
 import io
 import re
+import sys
 import threading
 import tokenize
 from typing import Callable, List, Optional, Sequence, Set, Tuple, Type
@@ -57,16 +58,43 @@ def cpython_parse(text: str) -> Tuple[Optional[ast.AST], Optional[Tuple[str, int
     chain of 7,000 ``and``) or takes minutes, so it must never see it; CPython's parser
     refuses most of it cheaply first, and :func:`_bool_chain_depth` the rest. The tree feeds
     the second prefilter (``rocmport.analysis.prescan``)."""
-    tree, exc = _prescan.parse(text)
+    if len(text) > MAX_PARSED_CHARS:
+        return None, (too_large_message(text, MAX_PARSED_CHARS), 1, 1)
+    tree, exc = gated(_prescan.parse, text)
+    if isinstance(exc, MemoryError) and len(text) > 1024 * 1024:
+        return None, ("cannot parse: not enough memory", 1, 1)
     if isinstance(exc, (RecursionError, MemoryError)):  # 3.11's parser: MemoryError on a stack overflow
         return None, ("cannot parse: nesting too deep", 1, 1)
     if isinstance(exc, SyntaxError) and exc.msg and "too many nested parentheses" in exc.msg:
         return None, (f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
     if tree is not None:
-        deep = _bool_chain_depth(text, tree)
+        deep = _bool_chain_depth(text, tree) or _long_dotted_import(text, tree)
         if deep is not None:
             return None, deep
     return tree, None
+
+
+# An imported module's dotted name is one string in CPython's tree and a chain of nested
+# attributes in LibCST's: its native parser overflows the C stack near 8,000 parts.
+MAX_DOTTED_PARTS = 1000
+_DOTS_RE = re.compile(r"(?:\.[ \t]*\w+[ \t]*){%d}" % MAX_DOTTED_PARTS)
+
+
+def _long_dotted_import(text: str, tree: ast.AST) -> Optional[Tuple[str, int, int]]:
+    """(message, row, column) for an import of a module named by more than
+    :data:`MAX_DOTTED_PARTS` parts."""
+    if text.count(".") < MAX_DOTTED_PARTS or _DOTS_RE.search(text) is None:
+        return None
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        if any(name.count(".") >= MAX_DOTTED_PARTS for name in names):
+            return (f"too complex for the parser: a module name of more than {MAX_DOTTED_PARTS} dotted parts"
+                    " (LibCST would crash on it)", node.lineno, node.col_offset + 1)
+    return None
 
 
 def _bool_chain_depth(text: str, tree: ast.AST) -> Optional[Tuple[str, int, int]]:
@@ -119,8 +147,10 @@ def _joined_strings(text: str) -> Optional[Tuple[int, int, int]]:
 
 
 def quick_syntax_error(text: str) -> Optional[Finding]:
+    if len(text) > MAX_PARSED_CHARS:
+        return unreadable("-", too_large_message(text, MAX_PARSED_CHARS), 1, 1, frozenset({"ROC001"}))[0]
     try:
-        tree = compile(text, "<rocmport>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        tree = gated(compile, text, "<rocmport>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
         deep = _bool_chain_depth(text, tree)
         return None if deep is None else unreadable("-", *deep, frozenset({"ROC001"}))[0]
     except (RecursionError, MemoryError):  # LibCST would overflow the C stack: see _too_deep
@@ -133,12 +163,14 @@ def quick_syntax_error(text: str) -> Optional[Finding]:
         pass
     # CPython's grammar is this interpreter's; LibCST's covers every version: it decides.
     try:
-        libcst_parse(text)
+        parse(text)
         return None
     except cst.ParserSyntaxError as exc:
         return syntax_findings("-", text, exc, frozenset({"ROC001"}))[0]
     except RecursionError:
         return unreadable("-", "cannot parse: nesting too deep", 1, 1, frozenset({"ROC001"}))[0]
+    except TooLarge as exc:
+        return unreadable("-", str(exc), 1, 1, frozenset({"ROC001"}))[0]
 
 
 def syntax_findings(path: str, text: str, exc: cst.ParserSyntaxError, enabled) -> List[Finding]:
@@ -195,6 +227,8 @@ def parse(text: str, tree: Optional[ast.AST] = None, before: Optional[Tuple[File
     _LAST_PARSE.value = None
     if last is not None and last[0] is text:
         return last[1]
+    if len(text) > MAX_TREE_CHARS:
+        raise TooLarge(too_large_message(text, MAX_TREE_CHARS))
     STATS["parse"] += 1
     if text.count("\n", 0, PIECE_CHARS * 2) >= PIECE_LINES or len(text) > PIECE_CHARS * 2:
         module = parse_edited(text, *before) if before is not None else None
@@ -223,7 +257,7 @@ def parse_partial(text: str, lines: LineIndex, tree: Optional[ast.AST], facts: O
         return None
     try:
         module = _opaque.restore(parse(_opaque.reduce(text, found)), text, found)
-    except (cst.ParserSyntaxError, RecursionError):
+    except (cst.ParserSyntaxError, RecursionError, TooLarge):
         return None
     if module is not None:
         STATS["parse:opaque"] += len(found)
@@ -274,13 +308,118 @@ _UNVALIDATED = _WhileHeld(lambda: setattr(cst.CSTNode, "__post_init__", _no_vali
                           lambda: setattr(cst.CSTNode, "__post_init__", _VALIDATE))
 
 
+class TooLarge(Exception):
+    """A text LibCST would need more memory for than rocmport lets it have (the message is
+    user-facing)."""
+
+
+# LibCST's native parser holds several hundred bytes of working memory per character of its
+# input until it returns, and aborts the process (no exception) when an allocation fails: a
+# 31 MB file parsed in one piece did under an 8 GB limit. A text is parsed in pieces (below);
+# one piece, or a text that cannot be cut, of more than this many characters is refused.
+MAX_PIECE_CHARS = 4 * 1024 * 1024
+# The whole tree of a file stays in memory while it is analysed: up to 250 bytes a character
+# (100,000 lines of dense module-level code, 7.5 MB, took 1.9 GB), beside CPython's tree of it
+# (about 150 bytes a character: 4.2 GB for 28 MB). A larger text is an ROC001 finding: past
+# MAX_TREE_CHARS when a rule needs LibCST's tree, past MAX_PARSED_CHARS in any case (a 50 MB
+# notebook's code ran out of 8 GB in CPython's parser).
+MAX_TREE_CHARS = 10 * 1024 * 1024
+MAX_PARSED_CHARS = 16 * 1024 * 1024
+
+
+def too_large_message(text: str, limit: int) -> str:
+    return (f"too large to analyse: {len(text) / (1024 * 1024):.1f} MiB of Python (rocmport analyses at most"
+            f" {limit // (1024 * 1024)} MiB a file{' when a rule needs its whole tree' if limit == MAX_TREE_CHARS else ''})")
+
+
 def libcst_parse(text: str) -> cst.Module:
     """``libcst.parse_module(text)``, without validating the nodes the parser builds where the
-    process is rocmport's own (``rocmport.process``)."""
+    process is rocmport's own (``rocmport.process``). Raises :class:`TooLarge` for a text of
+    more than :data:`MAX_PIECE_CHARS`."""
+    if len(text) > MAX_PIECE_CHARS:
+        raise TooLarge(f"too large for the parser: {text.count(chr(10)) + 1:,} lines ({len(text) // 1024:,} KiB)"
+                       f" without a place to cut them (LibCST takes at most {MAX_PIECE_CHARS // (1024 * 1024)} MiB"
+                       " at once); not analysed")
     if not SKIP_VALIDATION or not process.is_own():
         return cst.parse_module(text)
     with _UNVALIDATED:
         return cst.parse_module(text)
+
+
+# Deep input: a 500-branch ``if``/``elif`` or a 2,000-term sum is valid Python that CPython
+# accepts and that LibCST and the analyses (recursive visitors) walk one level a frame: past
+# Python's default recursion limit (1,000) they raise RecursionError, and LibCST's native
+# parser, on the main thread's 8 MB stack, overflows it near 8,000 levels. A file of more than
+# DEEP_MIN_BYTES is therefore checked on a thread of its own with a DEEP_STACK stack and a
+# recursion limit of DEEP_LIMIT (CPython then accepts trees up to about three times as deep,
+# which that stack holds, but the checked text itself is parsed under the default limit:
+# ``gated``); what is deeper still is an ROC001 finding, never a traceback.
+DEEP_STACK = 512 * 1024 * 1024
+DEEP_LIMIT = 50_000
+DEEP_MIN_BYTES = 512  # fewer bytes cannot nest 300 levels
+_STACK_LOCK = threading.Lock()
+_LIMIT_BEFORE = [0]
+
+
+def _limit_up() -> None:
+    _LIMIT_BEFORE[0] = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(DEEP_LIMIT, _LIMIT_BEFORE[0]))
+
+
+def _limit_back() -> None:
+    sys.setrecursionlimit(_LIMIT_BEFORE[0])
+
+
+_DEEP = _WhileHeld(_limit_up, _limit_back)
+
+
+# CPython's parser, refusing what nests deeper than it accepts under its default limit, is
+# what keeps deeper input from LibCST and from analyses that are slow on it (more than
+# quadratic in the depth of an attribute chain): on a deep thread the text is parsed under
+# that limit all the same.
+GATE_LIMIT = 1000
+
+
+def gated(fn: Callable, *args, **kwargs):
+    """``fn(*args, **kwargs)`` (a CPython parse of the checked text) under the default
+    recursion limit."""
+    limit = sys.getrecursionlimit()
+    if limit <= GATE_LIMIT:
+        return fn(*args, **kwargs)
+    sys.setrecursionlimit(GATE_LIMIT)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def run_deep(fn: Callable, *args, **kwargs):
+    """``fn(*args, **kwargs)`` on a thread with a large stack and a high recursion limit
+    (see DEEP_STACK), its exception raised here; in this thread where no such thread can be
+    made."""
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # raised again in the caller
+            outcome["error"] = exc
+
+    with _DEEP:
+        try:
+            with _STACK_LOCK:  # the stack size is the process's setting for new threads
+                before = threading.stack_size(DEEP_STACK)
+                try:
+                    thread = threading.Thread(target=target, name="rocmport-check", daemon=True)
+                    thread.start()
+                finally:
+                    threading.stack_size(before)
+        except (ValueError, RuntimeError, MemoryError):  # no such stack here: as it is
+            return fn(*args, **kwargs)
+        thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 # Python's cyclic collector, off while a file is checked. A check allocates trees (the
@@ -323,23 +462,23 @@ _COMPOUND = tuple(getattr(ast, name) for name in ("FunctionDef", "AsyncFunctionD
                                                    "Match") if hasattr(ast, name))
 
 
-def _cuts(text: str, tree: Optional[ast.AST]) -> List[int]:
+def _cuts(text: str, tree: Optional[ast.AST]) -> Tuple[List[int], str]:
     """Offsets where ``text`` may be cut into pieces: the start of a top-level statement
     on the line right after a simple top-level statement (no comment or blank line between,
-    no decorator, no block around), about PIECE_LINES lines apart, none before the first
-    block of several lines."""
+    no decorator, no block around), about PIECE_LINES lines apart; and the indentation of
+    the file's first indented block as its text spells it (LibCST's ``default_indent``, four
+    blanks where it has none: each piece is parsed with it, and ``parse_pieces`` checks that
+    the first block LibCST meets agrees)."""
     if tree is None:
         tree, _ = _prescan.parse(text)
     if not isinstance(tree, ast.Module):
-        return []
+        return [], "    "
     lines = LineIndex(text)
     cuts: List[int] = []
     last_row = 1
     body = tree.body
-    block = False  # the first piece must hold the file's first indented block (see parse_pieces)
     for before, stmt in zip(body, body[1:]):
-        block = block or (isinstance(before, _COMPOUND) and (before.end_lineno or 0) > before.lineno)
-        if stmt.lineno - last_row < PIECE_LINES or not block:
+        if stmt.lineno - last_row < PIECE_LINES:
             continue
         if isinstance(before, _COMPOUND) or getattr(stmt, "decorator_list", None) or stmt.col_offset != 0:
             continue
@@ -347,24 +486,70 @@ def _cuts(text: str, tree: Optional[ast.AST]) -> List[int]:
             continue
         cuts.append(lines.offset(stmt.lineno, 0))
         last_row = stmt.lineno
-    return cuts
+    return cuts, _first_indent(text, body, lines) if cuts else "    "
+
+
+def _first_indent(text: str, body: Sequence[ast.stmt], lines: LineIndex) -> str:
+    """The leading blanks of the first line of the file's first indented block (of a
+    top-level statement's clauses, in order), four blanks where there is none."""
+    for stmt in body:
+        if not isinstance(stmt, _COMPOUND):
+            continue
+        for first, is_case in _clause_heads(stmt):
+            start, end = lines.line_span(first.lineno)
+            if is_case:  # a case has no position of its own: its line's leading blanks
+                line = text[start:end]
+                blank = line[:len(line) - len(line.lstrip(" \t\f"))]
+            else:
+                blank = text[start:lines.offset(first.lineno, first.col_offset)]
+            if blank and not blank.strip(" \t\f"):
+                return blank
+    return "    "
+
+
+def _clause_heads(stmt: ast.stmt):
+    """(first node, is a case) of each clause's body of a compound statement, in order."""
+    cases = getattr(stmt, "cases", None)
+    if cases:
+        yield cases[0].pattern, True
+        return
+    if getattr(stmt, "body", None):
+        yield stmt.body[0], False
+    for handler in getattr(stmt, "handlers", ()):
+        if handler.body:
+            yield handler.body[0], False
+    orelse = getattr(stmt, "orelse", None) or []
+    if isinstance(stmt, ast.If) and len(orelse) == 1 and isinstance(orelse[0], ast.If) \
+            and orelse[0].col_offset == stmt.col_offset:  # elif
+        yield from _clause_heads(orelse[0])
+    elif orelse:
+        yield orelse[0], False
+    if getattr(stmt, "finalbody", None):
+        yield stmt.finalbody[0], False
 
 
 def parse_pieces(text: str, tree: Optional[ast.AST]) -> Optional[cst.Module]:
     """One Module from pieces of ``text`` parsed apart, or None (parse it whole). Each piece
-    after the first is parsed behind a two-line block that gives it the first piece's
-    default indentation and newline (which LibCST infers from the first it meets), and that
-    block's statement is dropped."""
-    cuts = _cuts(text, tree)
+    after the first is parsed behind a two-line block that gives it the file's default
+    indentation and newline (which LibCST infers from the first it meets), and that block's
+    statement is dropped. The first indented block LibCST meets must have that indentation
+    (a block with another has its own ``indent``), or the whole text is parsed."""
+    cuts, indent = _cuts(text, tree)
     if not cuts:
         return None
     bounds = list(zip([0] + cuts, cuts + [len(text)]))
     try:
         first = libcst_parse(text[bounds[0][0]:bounds[0][1]])
-        if first.footer or not any(isinstance(getattr(stmt, "body", None), cst.IndentedBlock)
-                                   and stmt.body.indent is None for stmt in first.body):
-            return None  # the file's first indented block is further on: its indentation is unknown here
-        newline, indent = first.default_newline, first.default_indent
+        if first.footer:
+            return None
+        newline = first.default_newline
+        seen_block = _first_block_agrees(first.body)
+        if seen_block is False:
+            return None
+        if seen_block:
+            indent = first.default_indent
+        else:
+            first = first.with_changes(default_indent=indent)
         lead = f"if 1:{newline}{indent}pass{newline}"
         body = list(first.body)
         last = first
@@ -376,11 +561,42 @@ def parse_pieces(text: str, tree: Optional[ast.AST]) -> Optional[cst.Module]:
             if (piece.header or piece.default_indent != indent or piece.default_newline != newline
                     or len(piece.body) < 2 or piece.body[1].leading_lines):
                 return None
+            if not seen_block:
+                seen_block = _first_block_agrees(piece.body[1:])
+                if seen_block is False:
+                    return None
             body.extend(piece.body[1:])
             last = piece
     except (cst.ParserSyntaxError, RecursionError):
         return None  # the whole text's parse gives the error where it is
     return first.with_changes(body=body, footer=last.footer, has_trailing_newline=last.has_trailing_newline)
+
+
+def _first_block_agrees(body: Sequence[cst.CSTNode]) -> Optional[bool]:
+    """Of the first indented block among the top-level statements ``body`` (the first that
+    LibCST's tokenizer meets): True when it has the default indentation (``indent`` None),
+    False when not; None: there is none."""
+    for stmt in body:
+        if isinstance(stmt, cst.Match):
+            return stmt.indent is None
+        for block in _blocks_of(stmt):
+            return block.indent is None
+    return None
+
+
+_CLAUSES = (cst.If, cst.Else, cst.ExceptHandler, cst.Finally) + tuple(
+    getattr(cst, name) for name in ("ExceptStarHandler", "MatchCase") if hasattr(cst, name))
+
+
+def _blocks_of(node: cst.CSTNode):
+    """The indented blocks of a compound statement's clauses, in order."""
+    if isinstance(node, cst.SimpleStatementLine):
+        return
+    for child in node.children:
+        if isinstance(child, cst.IndentedBlock):
+            yield child
+        elif isinstance(child, _CLAUSES):
+            yield from _blocks_of(child)
 
 
 def parse_edited(text: str, analysis: FileAnalysis, edits: Sequence[Edit]) -> Optional[cst.Module]:
@@ -473,6 +689,8 @@ def parse_error(text: str, before: Optional[Tuple[FileAnalysis, List[Edit]]] = N
         return f"{_parser_message(exc)} at line {exc.raw_line}"
     except RecursionError:
         return "nesting too deep"
+    except TooLarge:
+        return "too large for the parser"
     _LAST_PARSE.value = (text, module)
     return None
 

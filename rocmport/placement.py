@@ -13,13 +13,16 @@ The engine and the notebook adapter both use this module; it knows no rules.
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from . import reuse
 from .findings import Edit
 from .source import LineIndex
 
@@ -58,11 +61,16 @@ def _is_import_line(stmt: cst.CSTNode) -> bool:
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
 
 
-def _only_imports(block: cst.BaseSuite) -> bool:
+def _only_imports(block: cst.BaseSuite, calls: bool = True) -> bool:
+    """Only imports, ``pass``, assignments and expressions (with ``calls`` False: no call,
+    a docstring or ``...``) in a block."""
     body = block.body if isinstance(block, cst.IndentedBlock) else [block]
     for stmt in body:
         if isinstance(stmt, cst.SimpleStatementLine):
             if not all(isinstance(s, (cst.Import, cst.ImportFrom, cst.Pass, cst.Assign, cst.Expr)) for s in stmt.body):
+                return False
+            if not calls and any(isinstance(s, cst.Expr) and not isinstance(
+                    s.value, (cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis)) for s in stmt.body):
                 return False
         else:
             return False
@@ -82,19 +90,125 @@ def _guarded_imports(stmt: cst.CSTNode) -> bool:
         return _has_import(stmt.body) and _only_imports(stmt.body) and all(_only_imports(h.body)
                                                                              for h in stmt.handlers)
     if isinstance(stmt, cst.If):
-        return _has_import(stmt.body) and _only_imports(stmt.body) and (stmt.orelse is None or (
-            isinstance(stmt.orelse, cst.Else) and _only_imports(stmt.orelse.body)))
+        if _is_main_guard(stmt):
+            return False  # the program itself, not its imports
+        return _has_import(stmt.body) and _only_imports(stmt.body, calls=False) and (stmt.orelse is None or (
+            isinstance(stmt.orelse, cst.Else) and _only_imports(stmt.orelse.body, calls=False)))
     return False
 
 
-def _try_binds_torch(stmt: cst.CSTNode) -> Optional[str]:
+def _is_main_guard(stmt: cst.If) -> bool:
+    """``if __name__ == "__main__":``"""
+    test = stmt.test
+    return (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)
+            and {type(test.left), type(test.comparisons[0].comparator)} == {cst.Name, cst.SimpleString}
+            and "__name__" in (getattr(test.left, "value", ""), getattr(test.comparisons[0].comparator, "value", "")))
+
+
+BOUND, MAYBE, UNSURE = "bound", "maybe", "unsure"
+
+
+def _block_body(block) -> Sequence[cst.CSTNode]:
+    return block.body if isinstance(block, cst.IndentedBlock) else [block]
+
+
+def _leaves(body: Sequence[cst.CSTNode]) -> bool:
+    """Does a block end by leaving (``raise``, ``return``, ``sys.exit(...)``)? The statements
+    after its ``try`` then never run without what it failed to import."""
+    if not body:
+        return False
+    last = body[-1]
+    if not isinstance(last, cst.SimpleStatementLine):
+        return False
+    small = last.body[-1]
+    if isinstance(small, (cst.Raise, cst.Return)):
+        return True
+    return (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+            and dotted(small.value.func) in ("sys.exit", "exit", "quit", "os._exit"))
+
+
+def _binds_name(body: Sequence[cst.CSTNode], name: str) -> bool:
+    """Does one of the simple statements of a block bind ``name`` (an import or ``name = ...``)?"""
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
+                                                     for t in small.targets):
+                return True
+            if isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name) \
+                    and small.target.value == name:
+                return True
+            if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    bound = (alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name)
+                             else (dotted(alias.name) or "").split(".")[0])
+                    if bound == name:
+                        return True
+    return False
+
+
+def torch_guard(stmt: cst.CSTNode) -> Optional[Tuple[str, str]]:
+    """(name, how) for a statement of a module's or function's body that binds torch:
+    BOUND (an import that runs whenever the statement does, or a ``try`` whose every handler
+    leaves), MAYBE (the name is bound after it, to torch or to something else: a ``try``
+    whose every handler binds it or leaves, ``torch = ...``), UNSURE (torch imported under
+    ``if``, ``with`` or a ``try`` that goes on without binding it: the name may be unbound
+    after it). None: the statement binds no torch."""
+    name = torch_binding(stmt)
+    if name:
+        return name, BOUND
+    if isinstance(stmt, cst.SimpleStatementLine):
+        if _binds_name([stmt], "torch") and not any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            return "torch", MAYBE
+        return None
     if isinstance(stmt, cst.Try):
-        body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else []
-        for inner in body:
-            name = torch_binding(inner)
-            if name:
-                return name
+        found = next((torch_binding(inner) for inner in _block_body(stmt.body) if torch_binding(inner)), None)
+        if found:
+            handlers = [_block_body(h.body) for h in stmt.handlers]
+            if all(_leaves(h) for h in handlers):
+                return found, BOUND
+            if all(_leaves(h) or _binds_name(h, found) for h in handlers):
+                return found, MAYBE
+            return found, UNSURE
+    if _mentions_torch_import(stmt):
+        return "torch", UNSURE
     return None
+
+
+def _mentions_torch_import(node: cst.CSTNode) -> bool:
+    """Does ``node`` hold an import of torch anywhere (a function's or class's too)?"""
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Import(self, n: cst.Import) -> bool:
+            if any((dotted(a.name) or "").split(".")[0] == "torch" for a in n.names):
+                found.append(n)
+            return False
+
+        def visit_ImportFrom(self, n: cst.ImportFrom) -> bool:
+            if not n.relative and n.module is not None and (dotted(n.module) or "").split(".")[0] == "torch":
+                found.append(n)
+            return False
+
+    node.visit(_Find())
+    return bool(found)
+
+
+def torch_required(module: cst.Module) -> bool:
+    """Does the module import torch unconditionally at its top level (it cannot be imported
+    without torch, so a gate may import torch too)?"""
+    return any(torch_binding(stmt) or imports_from_torch(stmt) for stmt in module.body)
+
+
+def torch_optional(module: cst.Module) -> bool:
+    """Does the module run without torch while using it when it is there: torch imported only
+    under a condition, in a ``try``, in functions, or taken from ``sys.modules``? A gate
+    must not make it required."""
+    if torch_required(module):
+        return False
+    return any(torch_guard(stmt) is not None for stmt in module.body)
 
 
 def _set_up_line(stmt: cst.CSTNode) -> bool:
@@ -122,6 +236,29 @@ def _set_up_line(stmt: cst.CSTNode) -> bool:
         else:
             return False
     return True
+
+
+_COMMENT_OR_BLANK_RE = re.compile(r"[ \t\f]*(?:#[^\r\n]*)?(?:\r\n|\r|\n|$)")
+
+
+def header_end(text: str) -> int:
+    """Where code added above a file's first statement goes: after its ``#!`` line and
+    encoding cookie (Python reads them only on the first two lines) and after the comment
+    block at its top that a blank line sets apart (a licence); not between a comment and
+    the statement it is attached to."""
+    offset, row, end = 0, 0, 0
+    while offset < len(text):
+        match = _COMMENT_OR_BLANK_RE.match(text, offset)
+        if match is None or match.end() == offset:
+            break
+        line = match.group(0)
+        row += 1
+        if not line.strip():  # a blank line: the comments above it are the header
+            end = offset
+        elif row <= 2:  # "#!" and the coding cookie: on the first two lines only
+            end = match.end()
+        offset = match.end()
+    return end
 
 
 @dataclass(frozen=True)
@@ -165,7 +302,10 @@ class Placer:
 
     def plan(self, before: int, scopes: Sequence[cst.CSTNode] = ()) -> GatePlan:
         """The gate binding for an edit at ``before``; ``scopes``: the function definitions
-        enclosing it, innermost last (for files that import torch only inside functions)."""
+        enclosing it, innermost last (for files that import torch only inside functions).
+        A file that runs without torch keeps running without it: the gate then follows a
+        binding of torch that holds wherever the fix runs, or there is none (the fix is not
+        applied)."""
         torch_name: Optional[str] = None
         maybe_missing = False
         anchor: Optional[int] = None  # end of the last statement of the import block
@@ -173,18 +313,18 @@ class Placer:
             start, end = self.span(stmt)
             if end > before:  # the statement holds the fix (or follows it): nothing from here
                 break
-            name = torch_binding(stmt)
-            if name:
-                if torch_name is None or maybe_missing or name == "torch":
-                    torch_name, maybe_missing = name, False
-            elif _try_binds_torch(stmt) and torch_name is None:
-                torch_name, maybe_missing = _try_binds_torch(stmt), True
             if index == 0 and _is_docstring(stmt):
                 continue
-            if _is_import_line(stmt) or _guarded_imports(stmt):
-                anchor = end
-            elif not _set_up_line(stmt):
+            if not (_is_import_line(stmt) or _guarded_imports(stmt)):
+                if _set_up_line(stmt):
+                    continue
                 break
+            anchor = end
+            guard = torch_guard(stmt)
+            if guard is not None and guard[1] != UNSURE:
+                name, how = guard
+                if torch_name is None or (maybe_missing and how == BOUND) or (name == "torch" and how == BOUND):
+                    torch_name, maybe_missing = name, how == MAYBE
         if torch_name is not None and anchor is not None:
             offset = self._line_end(anchor)
             line = gate_text(self.gate, torch_name, self.quote, maybe_missing)
@@ -193,14 +333,45 @@ class Placer:
             plan = self._in_function(scope, before)
             if plan is not None:
                 return plan
+        later = self._after_binding(before)  # torch bound further down, after other code
+        if later is not None:
+            return later
+        if torch_optional(self.module):
+            return GatePlan(None, "torch is optional in this file (imported under a condition, in a `try` that goes"
+                                  " on without it, or only in other functions): a gate line would make it required")
         if torch_name is None and not scopes_import_torch(scopes):
             return self._with_import(before)
         return GatePlan(None, "the file does not import torch at module level before the fix")
 
+    def _after_binding(self, before: int) -> Optional[GatePlan]:
+        """The gate right after a module-level binding of torch that follows other code (and
+        after the imports right below it), before ``before``: the file's own order of
+        imports and code is kept (code before its ``import torch`` may set the environment
+        torch reads)."""
+        found = None
+        body = self.module.body
+        for index, stmt in enumerate(body):
+            start, end = self.span(stmt)
+            if end > before:
+                break
+            guard = torch_guard(stmt)
+            if guard is not None and guard[1] != UNSURE and (found is None or guard[1] == BOUND):
+                last = index
+                while last + 1 < len(body) and _is_import_line(body[last + 1]) and self.span(body[last + 1])[1] <= before:
+                    last += 1
+                found = (guard, self.span(body[last])[1])
+                if guard[1] == BOUND:
+                    break
+        if found is None:
+            return None
+        (name, how), end = found
+        return GatePlan(self._gate_edit(self._line_end(end), gate_text(self.gate, name, self.quote, how == MAYBE)))
+
     def after_imports(self, before: int) -> int:
         """The line start just after the file's import block and its gate line (after its
-        docstring when it has no import) and before ``before``."""
-        anchor = 0
+        docstring when it has no import, after its ``#!`` line, coding cookie and licence
+        comment when it has neither) and before ``before``."""
+        anchor = header_end(self.text)
         for index, stmt in enumerate(self.module.body):
             start, end = self.span(stmt)
             if end > before:  # the statement holds the fix (or follows it): nothing from here
@@ -272,7 +443,7 @@ class Placer:
         else:
             import_edit = None
         if import_edit is None:
-            offset = self._line_end(anchor) if anchor is not None else 0
+            offset = self._line_end(anchor) if anchor is not None else header_end(self.text)
             edit = self._gate_edit(offset, gate_text(self.gate, "torch", self.quote),
                                    extra=("" if offset == 0 else self.newline) + "import torch" + self.newline)
             if offset == 0:
@@ -300,14 +471,15 @@ class Placer:
                     return None
                 line = gate_text(self.gate, "torch", self.quote)
                 return GatePlan(Edit(offset, offset, f"{indent}import torch{self.newline}{indent}{line}{self.newline}"))
-            if name:
+            guard = (name, BOUND) if name else torch_guard(stmt)
+            if guard is not None and guard[1] != UNSURE and end <= before:
                 offset = self._line_end(end)
                 row = self.lines.position(start).row
                 line_start = self.lines.starts[row - 1]
                 indent = self.text[line_start:start]
                 if indent.strip():
                     return None  # "x = 1; import torch": no line of its own
-                line = gate_text(self.gate, name, self.quote)
+                line = gate_text(self.gate, guard[0], self.quote, guard[1] == MAYBE)
                 return GatePlan(Edit(offset, offset, indent + line + self.newline))
         return None
 
@@ -421,24 +593,42 @@ def _member_key(name: str) -> Tuple[int, str, str]:
 
 def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, lines: LineIndex,
                importer: Optional[str], index, taken: Set[str], line_length: int,
-               single_line: bool = False) -> Optional[HouseGate]:
+               single_line: bool = False, tree=None) -> Optional[HouseGate]:
     """The project's own ROCm test this file can use, by preference: a name it already
     imports (``from pkg.utils import is_rocm``), an attribute of a project module it imports
     (``utils.is_rocm()``), a name added to its own ``from pkg.utils import ...`` of the module
     that defines it, or a new import of a module of a package it imports from
-    (``_new_import``). ``importer``: the file's dotted name (None for a script); ``index``: the
-    project index; ``taken``: the names the file's code uses (a new name must be free);
-    ``single_line``: isort's force-single-line (also assumed when the file imports two names
-    of one module in two statements)."""
+    (``_new_import``); each only where ``rocmport.reuse`` proves the program imports and runs
+    as before (else None: the file's own gate line). ``importer``: the file's dotted name
+    (None for a script); ``index``: the project index; ``taken``: the names the file's code
+    uses (a new name must be free); ``single_line``: isort's force-single-line (also assumed
+    when the file imports two names of one module in two statements); ``tree``: CPython's
+    tree of ``text`` (parsed here when not given)."""
+    if tree is None:
+        try:
+            tree = compile(text, "<fixed>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     positions = wrapper.resolve(PositionProvider)
     lines_of = lambda node: (lines.offset(positions[node].start.line, positions[node].start.column),  # noqa: E731
                              lines.offset(positions[node].end.line, positions[node].end.column))
-    found: List[Tuple[int, int, HouseGate]] = []  # (preference, order, gate)
+    found: List[Tuple[int, int, HouseGate, Callable[[], bool]]] = []  # (preference, order, gate, its proof)
     froms = [(stmt, stmt.body[0]) for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine)
              and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.ImportFrom)
              and not isinstance(stmt.body[0].names, cst.ImportStar)]
     sources = [_from_source(small) for _, small in froms]
     single_line = single_line or (len(set(sources)) < len(sources) and all(len(small.names) == 1 for _, small in froms))
+
+    def through(test_module: str, test: str, head: str, absolute: bool, imported: Optional[str]) -> Callable[[], bool]:
+        """The proof for a test read from ``test_module`` under the file's name ``head``,
+        the module that the file's import runs being ``imported`` (None: the name is bound
+        by that import itself)."""
+        def proof() -> bool:
+            return (reuse.plain_test(index, test_module, test) and reuse.bound_once(tree, head)
+                    and not (absolute and reuse.stdlib_named(test_module))
+                    and (imported is None or not reuse.reaches(index, [imported], importer)))
+        return proof
+
     for order, stmt in enumerate(module.body):
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
             continue
@@ -449,7 +639,8 @@ def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, line
                 name = dotted(alias.name) or ""
                 local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
                 for test, kind in _tests_of(index, name):
-                    found.append((1, order, HouseGate(f"{local}.{test}" + ("()" if kind == "function" else ""), end)))
+                    found.append((1, order, HouseGate(f"{local}.{test}" + ("()" if kind == "function" else ""), end),
+                                  through(name, test, local.split(".")[0], True, name)))
             continue
         if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
             continue
@@ -465,9 +656,11 @@ def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, line
             local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else imported
             kind = _test_kind(index, base, imported)
             if kind is not None:  # the test itself is imported
-                found.append((0, order, HouseGate(local + ("()" if kind == "function" else ""), end)))
+                found.append((0, order, HouseGate(local + ("()" if kind == "function" else ""), end),
+                              through(base, imported, local, not level, None)))
             for test, kind in _tests_of(index, f"{base}.{imported}"):  # a module of the project
-                found.append((1, order, HouseGate(f"{local}.{test}" + ("()" if kind == "function" else ""), end)))
+                found.append((1, order, HouseGate(f"{local}.{test}" + ("()" if kind == "function" else ""), end),
+                              through(f"{base}.{imported}", test, local, not level, f"{base}.{imported}")))
         for test, kind in _tests_of(index, base):
             if test in taken:
                 continue
@@ -476,18 +669,26 @@ def house_gate(module: cst.Module, wrapper: cst.MetadataWrapper, text: str, line
             else:
                 edit = _add_name(small, stmt, test, text, lines, lines_of, line_length)
             if edit is not None:
-                found.append((2, order, HouseGate(test + ("()" if kind == "function" else ""), end, edit)))
+                def proof(base=base, test=test, level=level) -> bool:
+                    return (reuse.plain_test(index, base, test) and reuse.bound_once(tree, test, new=True)
+                            and not (not level and reuse.stdlib_named(base))
+                            and not reuse.reaches(index, [base], importer))
+                found.append((2, order, HouseGate(test + ("()" if kind == "function" else ""), end, edit), proof))
     if not found:
-        return _new_import(module, text, lines, lines_of, importer, index, taken, line_length)
-    return min(found, key=lambda item: (item[0], item[1]))[2]
+        return _new_import(module, text, lines, lines_of, importer, index, taken, line_length, tree)
+    for _, _, gate, proof in sorted(found, key=lambda item: (item[0], item[1])):
+        if proof():
+            return gate
+    return None
 
 
 def _new_import(module: cst.Module, text: str, lines: LineIndex, span, importer: Optional[str], index,
-                taken: Set[str], line_length: int) -> Optional[HouseGate]:
+                taken: Set[str], line_length: int, tree=None) -> Optional[HouseGate]:
     """A test defined in another module of a package the file imports from: ``from
     pkg.utils import is_rocm`` (or ``from .utils import ...`` where the file imports its own
     package relatively), a line added to the group of those imports where isort sorts it.
-    Not when importing that module would import this file (a cycle)."""
+    Only where importing that module runs nothing but definitions and cannot import this
+    file back (``rocmport.reuse``)."""
     imports = []  # (stmt, start, end, is_from, absolute module or None, relative level)
     for stmt in module.body:
         if _is_docstring(stmt) and not imports:
@@ -532,7 +733,7 @@ def _new_import(module: cst.Module, text: str, lines: LineIndex, span, importer:
                     key, source = (spec[0], spec[1].lower()), "." * spec[0] + spec[1]
                 else:
                     key, source = (0, test_module.lower()), test_module
-                if importer is not None and _imports_reach(index, test_module, importer):
+                if not _new_import_proved(index, test_module, name, importer, relative, tree):
                     continue
                 line = f"from {source} import {name}"
                 if len(line) > line_length:
@@ -550,6 +751,17 @@ def _new_import(module: cst.Module, text: str, lines: LineIndex, span, importer:
     return HouseGate(gate, at, Edit(at, at, line + lines.newline()))
 
 
+def _new_import_proved(index, test_module: str, name: str, importer: Optional[str], relative: bool, tree) -> bool:
+    """May the file import ``name`` from ``test_module``, a module it does not import yet?"""
+    if not reuse.plain_test(index, test_module, name) or not reuse.bound_once(tree, name, new=True):
+        return False
+    if not relative and reuse.stdlib_named(test_module):
+        return False
+    new = reuse.new_modules(index, test_module, importer)
+    return (not reuse.reaches(index, new, importer)
+            and reuse.without_effects(index, new, importer, reuse.imported_roots(tree)))
+
+
 def _relative(package: str, module: str) -> Optional[Tuple[int, str]]:
     """(level, rest) of ``from .rest import`` naming ``module`` from inside ``package``."""
     ours, theirs = package.split("."), module.split(".")
@@ -557,28 +769,6 @@ def _relative(package: str, module: str) -> Optional[Tuple[int, str]]:
     if shared == 0:
         return None
     return len(ours) - shared + 1, ".".join(theirs[shared:])
-
-
-def _imports_reach(index, start: str, target: str, limit: int = 400) -> bool:
-    """Does importing module ``start`` import module ``target`` (a cycle, were ``target`` to
-    import ``start``)? Packages above ``target`` are imported before it anyway: not followed.
-    First through the imports of each module's head (``head_imported_modules``, some of its
-    imports, cheap): what those reach, or too many modules, the whole imports reach too."""
-    parents = {".".join(target.split(".")[:i]) for i in range(1, target.count(".") + 1)}
-    return (_reach(index.head_imported_modules, start, target, parents, limit)
-            or _reach(index.imported_modules, start, target, parents, limit))
-
-
-def _reach(imports, start: str, target: str, parents, limit: int) -> bool:
-    seen, todo = {start}, [start]
-    while todo and len(seen) < limit:
-        for module in imports(todo.pop()):
-            if module == target:
-                return True
-            if module not in seen and module not in parents:
-                seen.add(module)
-                todo.append(module)
-    return len(seen) >= limit  # too many to tell: no
 
 
 def _sorted_position(group: list, key, relative: bool, lines: LineIndex) -> Optional[int]:

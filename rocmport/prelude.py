@@ -174,16 +174,20 @@ def lean_settings(options: PreludeOptions):
     return out
 
 
-def _lean_body(torch_name: Optional[str], options: PreludeOptions, os_name: Optional[str]) -> str:
+def _lean_body(torch_name: Optional[str], options: PreludeOptions, os_name: Optional[str],
+               optional: bool = False) -> str:
     """The short set-up of an entry point: environment defaults, set only on ROCm, before
     ``torch._inductor.config`` is imported; config assignments only for what has no variable
-    (tuned profile). Formatter-clean (black, ruff format) and clean under ruff's default rules."""
+    (tuned profile). Formatter-clean (black, ruff format) and clean under ruff's default rules.
+    ``optional``: the file runs without torch; the block keeps it so (its own import in
+    ``try``/``except ImportError``, a ROCm test that is False without torch)."""
     settings = lean_settings(options)
     out = []
     if torch_name is None:
-        out.append("import torch")
+        out += ["try:", "    import torch", "except ImportError:", "    torch = None", ""] if optional else ["import torch"]
         torch_name = "torch"
-    out.append(f'if getattr({torch_name}.version, "hip", None) is not None:')
+    version = f'getattr({torch_name}, "version", None)' if optional else f"{torch_name}.version"
+    out.append(f'if getattr({version}, "hip", None) is not None:')
     if os_name is None:
         out += ["    import os", ""]
         os_name = "os"
@@ -405,23 +409,31 @@ def _compile_guard_code() -> list:
 
 
 _IMPORT_LINE = "import torch as _rocmport_torch"
+_HIP_LINE = '_rocmport_hip = getattr(_rocmport_torch.version, "hip", None) is not None'
+_OPTIONAL_HIP_LINE = '_rocmport_hip = getattr(getattr(_rocmport_torch, "version", None), "hip", None) is not None'
+_OPTIONAL_IMPORT = "try:\n    import torch as _rocmport_torch\nexcept ImportError:\n    _rocmport_torch = None"
 
 
 def render_inline(gate: str, parts: Iterable[str], options: PreludeOptions, *,
                   define_gate: bool = True, newline: str = "\n", torch_name: Optional[str] = None,
-                  os_name: Optional[str] = None) -> str:
+                  optional: bool = False, os_name: Optional[str] = None) -> str:
     """The marker-delimited block for a file (``define_gate`` False: reuse the file's own).
     ``torch_name``: the name the file binds torch to before the block; the block then uses it
     instead of importing torch itself, so it holds no import that isort would sort across its
-    markers."""
+    markers. ``optional``: the file runs without torch, and the block keeps it so (its own
+    import in ``try``/``except ImportError``, a ROCm test that is False without torch)."""
     parts = normalise_parts(parts, options)
     if parts == {"gate", "setup"} and not define_gate and options.lean():
         text = (f"{_header('inline', gate, parts, options)}\n{_LEAN_BANNER}\n"
-                f"{_lean_body(torch_name, options, os_name)}{END_LINE}\n")
+                f"{_lean_body(torch_name, options, os_name, optional)}{END_LINE}\n")
         return text.replace("\n", newline) if newline != "\n" else text
     body = _body(gate if define_gate else None, parts, options)
     if torch_name is not None:
         body = body.replace(_IMPORT_LINE, f"_rocmport_torch = {torch_name}", 1)
+    elif optional:
+        body = body.replace(_IMPORT_LINE, _OPTIONAL_IMPORT, 1)
+    if optional:
+        body = body.replace(_HIP_LINE, _OPTIONAL_HIP_LINE, 1)
     text = f"{_header('inline', gate, parts, options)}\n{_BANNER}\n{body}{END_LINE}\n"
     return text.replace("\n", newline) if newline != "\n" else text
 
@@ -437,7 +449,9 @@ def render_import(package: str, gate: str, parts: Iterable[str], options: Prelud
         names.append(MODE_MAPPER)
     if "graph_helper" in parts:
         names.append(GRAPH_HELPER)
-    target = f"{package}.{options.module_name}" if package else options.module_name
+    # ``package``: the top package's dotted name, or the dots of a relative import of it
+    target = (f"{package}{options.module_name}" if package.startswith(".")
+              else f"{package}.{options.module_name}" if package else options.module_name)
     line = f"from {target} import {', '.join(names)}  # noqa: F401" if names else f"import {target}  # noqa: F401"
     text = f"{_header('import', gate, parts, options)}\n{line}\n{END_LINE}\n"
     return text.replace("\n", newline) if newline != "\n" else text
@@ -507,14 +521,19 @@ def is_own_block(text: str, block: Block, options: PreludeOptions) -> bool:
     match = re.search(r"(?m)^_rocmport_torch = (?P<name>[A-Za-z_]\w*)[ \t]*$",
                       content.replace("\r\n", "\n").replace("\r", "\n"))  # any newline
     torch_name = match.group("name") if match else None
+    optional = "getattr(getattr(_rocmport_torch" in content
     if opts.lean():
-        lean = re.search(r'if getattr\((?P<name>[A-Za-z_]\w*)\.version, ["\']hip["\']', content)
-        torch_name = lean.group("name") if lean and not re.search(r"(?m)^import torch\s*$", content) else None
+        lean = re.search(r'if getattr\((?:getattr\()?(?P<name>[A-Za-z_]\w*)(?:\.version|, ["\']version["\'], None\)),'
+                         r' ["\']hip["\']', content)
+        optional = bool(lean) and lean.group(0).startswith("if getattr(getattr(")
+        own_import = re.search(r"(?m)^[ \t]*import torch\s*$", content)
+        torch_name = lean.group("name") if lean and not own_import else None
         os_name = None if re.search(r"(?m)^[ \t]+import os\s*$", content) else "os"
         return same_code(content, render_inline(block.gate, block.parts, opts, define_gate=False,
-                                                torch_name=torch_name, os_name=os_name))
+                                                torch_name=torch_name, os_name=os_name, optional=optional))
     for define_gate in (True, False):
-        rendered = render_inline(block.gate, block.parts, opts, define_gate=define_gate, torch_name=torch_name)
+        rendered = render_inline(block.gate, block.parts, opts, define_gate=define_gate, torch_name=torch_name,
+                                 optional=optional)
         if same_code(content, rendered) or any(same_code(content, rendered.replace(now, before))
                                                for now, before in _EARLIER_HELPER):
             return True

@@ -103,7 +103,13 @@ def _check_stream(stream, name: str, settings: Settings, *, fix: bool = False) -
         report = FileReport(path=name)
         report.findings = unreadable(name, f"cannot read: {exc.strerror or exc}", 1, 1, settings.enabled_codes(name))
         return report
-    return check_bytes(data, name, settings, fix=fix)
+    report = check_bytes(data, name, settings, fix=fix)
+    if fix and report.extra_files:  # stdin gives back one text: no module can be written beside it
+        import dataclasses
+
+        inline = settings.with_overrides(prelude=dataclasses.replace(settings.prelude, style="inline"))
+        report = check_bytes(data, name, inline, fix=fix)
+    return report
 
 
 def _context():

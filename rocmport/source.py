@@ -7,6 +7,7 @@ every byte outside an edited span comes back exactly as it was.
 
 from __future__ import annotations
 
+import ast
 import bisect
 import codecs
 import errno
@@ -178,6 +179,31 @@ class SourceText:
                     f" (line {row})")
         return None
 
+    def written_problem(self, original: bytes, written: bytes) -> Optional[str]:
+        """Why ``written``, the fixed file's bytes, would not be read by Python as the fixed
+        text (None: it would). Python takes a file's encoding from its first two lines and a
+        script's interpreter from its first: the written bytes must declare what the
+        original declares, keep its ``#!`` line first, and compile where it compiles (a
+        file of at most :data:`COMPILE_CHECK_BYTES`; a larger one is compiled when the
+        declarations differ anyway)."""
+        if _declared_encoding(written) != _declared_encoding(original):
+            return "the encoding declaration would not stay on the file's first two lines"
+        if original.startswith(b"#!") and _first_line(written) != _first_line(original):
+            return "the `#!` line would not stay the file's first line"
+        if len(written) > COMPILE_CHECK_BYTES:
+            return None
+        try:
+            compile(written, "<fixed>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:
+            try:
+                compile(original, "<original>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None  # this interpreter cannot read the original either: no verdict
+            return f"the written file would not compile ({exc.msg}, line {exc.lineno})"
+        except (ValueError, RecursionError, MemoryError):
+            return None
+        return None
+
     def encode_changed(self, text: str) -> Optional[bytes]:
         """``text`` encoded, or None when that does not decode back to ``text`` exactly."""
         try:
@@ -186,6 +212,29 @@ class SourceText:
             return data if body.decode(self.encoding) == text else None
         except UnicodeError:
             return None
+
+
+# Written files up to this size are compiled as Python would read them (a few ms); larger
+# ones only have their encoding declaration and ``#!`` line checked (compiling 100,000 lines
+# costs seconds and hundreds of MB).
+COMPILE_CHECK_BYTES = 2 * 1024 * 1024
+_FIRST_LINE_RE = re.compile(rb"[^\r\n]*")
+
+
+def _declared_encoding(data: bytes) -> Optional[str]:
+    """The encoding Python reads ``data`` in (from its BOM or cookie), normalised."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        return None
+    try:
+        return codecs.lookup(encoding).name
+    except LookupError:
+        return encoding
+
+
+def _first_line(data: bytes) -> bytes:
+    return _FIRST_LINE_RE.match(data).group(0)
 
 
 def _first_difference(a: bytes, b: bytes) -> int:

@@ -225,6 +225,112 @@ def test_deeply_nested_expressions(project, name, source, message):
     assert_other_file_fixed(project)
 
 
+COMPILE = "f = torch.compile(g, mode='reduce-overhead')\n"
+ELIF = "x = 1\nif x == 0:\n    pass\n" + "".join(f"elif x == {i}:\n    pass\n" for i in range(1, 500))
+
+
+@pytest.mark.parametrize("name, source", [
+    ("elif500", "import torch\n" + ELIF + COMPILE),
+    ("sum500", "import torch\ny = " + " + ".join(["x"] * 500) + "\n" + COMPILE),
+    ("sum2900", "import torch\ny = " + " + ".join(["x"] * 2900) + "\n" + COMPILE),
+    ("attrs900", "import torch\ny = a" + ".b" * 900 + "\n" + COMPILE),
+    ("import1000", "import torch\nimport " + ".".join(["a"] * 1000) + "\n" + COMPILE),
+])
+def test_deep_valid_code_is_analysed_and_fixed(project, name, source):
+    """Valid Python nested 500 to 2,900 levels (issue 31: a RecursionError's traceback,
+    "All checks passed!" and exit 2) is checked on a deep stack and fixed like any file."""
+    (project / f"{name}.py").write_text(source)
+    proc = cli("lint", "--no-cache", f"{name}.py", "ok.py", cwd=project)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr[-2000:]
+    assert f"{name}.py:" in proc.stdout and "ROC101" in proc.stdout.split(f"{name}.py:", 1)[1], proc.stdout
+    proc = cli("fix", "--no-cache", "--write", f"{name}.py", "ok.py", cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "if is_rocm else 'reduce-overhead'" in (project / f"{name}.py").read_text()
+    assert_other_file_fixed(project)
+
+
+@pytest.mark.parametrize("parts", [5000, 8000])
+def test_an_import_of_thousands_of_dotted_parts_is_a_finding(project, parts):
+    """CPython holds the name as one string, LibCST as nested attributes: 8,000 parts made
+    its native parser overflow the C stack (a segmentation fault)."""
+    source = "import torch\nimport " + ".".join(["a"] * parts) + "\n" + COMPILE
+    (project / "dotted.py").write_text(source)
+    for command in (["lint"], ["fix", "--write"]):
+        proc = cli(*command, "--no-cache", "dotted.py", "ok.py", cwd=project)
+        assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr
+        assert ("dotted.py:2:1: ROC001 too complex for the parser: a module name of more than 1000 dotted parts"
+                " (LibCST would crash on it)") in proc.stdout
+    assert (project / "dotted.py").read_text() == source
+    assert_other_file_fixed(project)
+
+
+def _flat_python(size: int) -> str:
+    """Module-level statements only (no block to cut the file after), hazards among them."""
+    rows, n = ["import torch\n"], 0
+    total = len(rows[0])
+    while total < size:
+        row = (f"value_{n} = {n} * 2 + len(table_{n % 7}) if {n} % 3 else -{n}  # row {n}\n"
+               f'table_{n} = {{"name": "row{n}", "scale": value_{n} / 3, "tags": [{n}, {n + 1}]}}\n'
+               + (f'compiled_{n} = torch.compile(model, mode="reduce-overhead")\n' if n % 500 == 0 else ""))
+        rows.append(row)
+        total += len(row)
+        n += 1
+    return "".join(rows)
+
+
+def _limited(*args, cwd, gigabytes=8):
+    """The command line under ``ulimit -v`` (an allocation LibCST's native parser cannot make
+    aborts the process: no exception, no finding, exit 134)."""
+    command = " ".join([f"ulimit -v {gigabytes * 1024 * 1024};", sys.executable, "-m", "rocmport", *args])
+    return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=1800)
+
+
+@pytest.mark.slow
+def test_a_31_mb_file_under_an_8_gb_limit_is_a_finding(project):
+    """Issue 31: a 31 MB file aborted the run under an 8 GB limit."""
+    (project / "big.py").write_text(_flat_python(31_000_000))
+    proc = _limited("lint", "--no-cache", "big.py", "ok.py", cwd=project)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr
+    assert out_lines(proc)[0].startswith("big.py:1:1: ROC001 too large to analyse: 29.")
+    assert out_lines(proc)[1].startswith("ok.py:2:27: ROC101")
+    proc = _limited("fix", "--no-cache", "--write", "big.py", "ok.py", cwd=project)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-2000:])
+    assert_other_file_fixed(project)
+
+
+@pytest.mark.slow
+def test_a_50_mb_notebook_under_an_8_gb_limit_is_a_finding(project):
+    chunk = _flat_python(120_000)
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": chunk.replace("value_", f"v{i}_").splitlines(keepends=True)} for i in range(400)]
+    data = json.dumps({"cells": cells, "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+                       "nbformat": 4, "nbformat_minor": 5}, indent=1)
+    assert len(data) > 50_000_000
+    (project / "big.ipynb").write_text(data)
+    proc = _limited("lint", "--no-cache", "big.ipynb", "ok.py", cwd=project)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr
+    assert out_lines(proc)[0].startswith("big.ipynb:cell 1:1:1: ROC001 too large to analyse:")
+    assert out_lines(proc)[1].startswith("ok.py:2:27: ROC101")
+
+
+def test_a_file_that_cannot_be_cut_is_refused_before_libcst(monkeypatch):
+    """One statement larger than LibCST takes at once (its working memory, not its tree, is
+    the limit there): a finding, and LibCST never sees it."""
+    from rocmport import parsing
+    from rocmport.config import Settings
+    from rocmport.inputs import check_bytes
+
+    monkeypatch.setattr(parsing, "MAX_PIECE_CHARS", 20_000)
+    source = "import torch\nTABLE = [\n" + "".join(f"    {i},\n" for i in range(5000)) + "]\n" + HAZARD
+    report = check_bytes(source.encode(), "table.py", Settings())
+    assert [f.code for f in report.findings] == ["ROC001"], report.internal_error
+    assert report.findings[0].message.startswith("too large for the parser: ")
+
+
 def test_empty_files(project):
     for name in ("empty.py", "pkg/__init__.py", "blank.py"):
         (project / name).parent.mkdir(exist_ok=True)

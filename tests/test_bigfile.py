@@ -197,6 +197,22 @@ def test_lines_from_the_tree_that_disagree_with_libcst_are_counted_instead(monke
     assert (STATS - before)["positions:recounted"] >= 1
 
 
+def test_a_statement_counted_before_the_tree_lines_were_dropped_keeps_its_range():
+    """Found by benchmarks/fuzz.py (seed 20261127): with ``\\r`` line endings the lines read
+    from CPython's tree disagree with LibCST's; the ranges counted before they were dropped
+    went with them while the starts counted stayed, and the gate's placement asked for the
+    first statement's range: KeyError, an internal error on every such file."""
+    lines = ['class _W:', '    CFG = {"compile_mode": "reduce-overhead"}', 'def _g():',
+             '  os.environ["HIP_VISIBLE_DEVICES"] = "0,1"', 'def _h():', '\tdef k(x, B: tl.constexpr):',
+             '\t    pass', '\tW = 32', '\tdef f(x):', '\t    k[(1,)](x, B=1024, num_warps=W)', '']
+    codes = {}
+    for newline in ("\r", "\n"):
+        report = check_bytes(newline.join(lines).encode(), "m.py", Settings(), fix=True)
+        assert report.internal_error is None, report.internal_error
+        codes[newline] = sorted((f.code, f.start.row) for f in report.findings)
+    assert codes["\r"] == codes["\n"] and codes["\n"]
+
+
 def _texts():
     from pathlib import Path
 
@@ -208,6 +224,38 @@ def _texts():
     yield "semicolons", "import torch\nx = 1; y = 2\nz = 3\n# c\nw = 4\nv = (\n 1)\nu = 5"
     yield "crlf pieces", "import torch\r\nif x:\r\n  y = 1\r\na = 1\r\nb = 2\r\nc = 3\r\n# end\r\n"
     yield "late indent", "import torch\na = 1\nb = 2\nc = 3\nif x:\n\ty = 1\nd = 4\ne = 5\n"
+    for name, code in LATE_BLOCKS.items():
+        yield name, code
+
+
+# Files whose first indented block comes late, or that have none (issue 31: they were parsed
+# whole, 1.3-3.3 GB for 100,000 lines): cut before it all the same, the pieces must agree
+# with the indentation of the block LibCST meets first.
+LATE_BLOCKS = {
+    "flat": "import torch\na = 1\nb = 2\nprint(a)\nc = {'k': [1,\n 2]}\nd = 4\n",
+    "flat, no newline at the end": "a = 1\nb = 2\nc = 3",
+    "late tabs": "a = 1\nb = 2\nc = 3\ndef f():\n\treturn 1\nd = 4\ne = 5\n",
+    "late two blanks": "a = 1\nb = 2\nc = 3\nclass A:\n  x = 1\n  def g(self):\n      pass\nd = 4\n",
+    "a suite first, a block later": "a = 1\nb = 2\nif a: pass\nc = 3\nwhile b:\n   b -= 1\nd = 4\n",
+    "the block in an else": "a = 1\nb = 2\nif a: pass\nelse:\n\tb = 3\nc = 4\nd = 5\n",
+    "the block in an elif": "a = 1\nb = 2\nif a: pass\nelif b:\n     c = 3\nd = 4\ne = 5\n",
+    "the block in a handler": "a = 1\nb = 2\ntry: import x\nexcept ImportError:\n  x = None\nc = 4\nd = 5\n",
+    "a wrapped header": "a = 1\nb = 2\nif (a and\n        b): pass\nc = 3\nif c:\n  d = 1\ne = 5\n",
+    "crlf late": "a = 1\r\nb = 2\r\nc = 3\r\nif x:\r\n\t y = 1\r\nd = 4\r\n",
+    "match late": "a = 1\nb = 2\nmatch a:\n  case 1:\n      pass\nc = 3\nd = 4\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LATE_BLOCKS))
+def test_a_file_without_an_early_block_is_parsed_in_pieces(name, monkeypatch):
+    from rocmport import parsing
+
+    monkeypatch.setattr(parsing, "PIECE_LINES", 1)
+    code = LATE_BLOCKS[name]
+    pieced = parsing.parse_pieces(code, None)
+    assert pieced is not None, name
+    assert pieced.deep_equals(cst.parse_module(code)) and pieced.code == code
+    assert pieced.default_indent == cst.parse_module(code).default_indent
 
 
 @pytest.mark.parametrize("name,code", list(_texts()))

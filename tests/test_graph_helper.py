@@ -84,6 +84,7 @@ def test_crlf_tabs_and_comments_are_kept():
 
 
 def test_module_style_imports_the_helper(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")  # the project's root: pkg is imported as "pkg"
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -98,6 +99,76 @@ def test_module_style_imports_the_helper(tmp_path):
     assert 'is_rocm = getattr(torch.version, "hip", None) is not None' in text
     (module,) = report.extra_files.values()
     assert b"def rocmport_cudagraph(" in module and b"_rocmport_setup" not in module
+
+
+# -- style = "module" where the package's name is not the directory's (issue 31) -----------
+
+MODULE_STYLE = ('[tool.rocmport]\nunsafe-fixes = true\nextend-select = ["ROC106"]\n'
+                '[tool.rocmport.prelude]\nstyle = "module"\n')
+MODEL = 'import torch\n\n\ndef build(g):\n    return torch.compile(g, mode="reduce-overhead")\n'
+LAYOUTS = {
+    # name: (files, the file fixed, how a program imports it, the import the fix writes)
+    "a package at the project's root": ({"pkg/__init__.py": "", "pkg/model.py": MODEL}, "pkg/model.py",
+                                        "pkg.model", "from pkg._rocmport import"),
+    "a src layout": ({"src/pkg/__init__.py": "", "src/pkg/sub/__init__.py": "", "src/pkg/sub/model.py": MODEL},
+                     "src/pkg/sub/model.py", "pkg.sub.model", "from pkg._rocmport import"),
+    "a namespace package": ({"ns/pkg/__init__.py": "", "ns/pkg/model.py": MODEL}, "ns/pkg/model.py",
+                            "ns.pkg.model", "from ._rocmport import"),
+    "a stray __init__.py at the root": ({"__init__.py": "", "pkg/__init__.py": "", "pkg/model.py": MODEL},
+                                        "pkg/model.py", "pkg.model", "from pkg._rocmport import"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_module_style_imports_work_as_the_program_imports_the_package(tmp_path, layout):
+    import subprocess
+    import sys
+
+    from .exec_harness import run_module
+
+    files, fixed, module, spelled = LAYOUTS[layout]
+    (tmp_path / "pyproject.toml").write_text(MODULE_STYLE)
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "rocmport", "fix", "--write", "."], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert spelled in (tmp_path / fixed).read_text()
+    base = tmp_path / "src" if fixed.startswith("src/") else tmp_path
+    driver = (f"import sys\nsys.path.insert(0, {str(base)!r})\nimport torch\nimport {module} as m\n"
+              "compiled = m.build(torch.nn.Linear(2, 2))\n")
+    assert run_module(driver, rocm=False, probe="type(compiled).__name__") != "_RocmportGraphed"
+    assert run_module(driver, rocm=True, probe="type(compiled).__name__") == "_RocmportGraphed"
+
+
+def test_module_style_in_a_script_of_a_package_is_inline(tmp_path):
+    """A script is run as a file: it has no package to import the module from."""
+    (tmp_path / "pyproject.toml").write_text(MODULE_STYLE)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    path = tmp_path / "pkg" / "train.py"
+    path.write_text(MODEL + '\n\nif __name__ == "__main__":\n    build(None)\n')
+    report = fix(path.read_bytes(), select=SELECT, unsafe=True, path=str(path),
+                 prelude=prelude.PreludeOptions(style="module"))
+    assert "_rocmport import" not in report.fixed.decode() and not report.extra_files
+    assert "def rocmport_cudagraph(" in report.fixed.decode()
+
+
+def test_module_style_on_stdin_is_inline_where_the_module_would_be_new(tmp_path):
+    """stdin mode gives back one text: the module it would need cannot be written beside it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text(MODULE_STYLE)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    proc = subprocess.run([sys.executable, "-m", "rocmport", "fix", "--stdin-filename", "pkg/model.py"], input=MODEL,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "_rocmport import" not in proc.stdout and "def rocmport_cudagraph(" in proc.stdout, proc.stderr
+    assert not (tmp_path / "pkg" / "_rocmport.py").exists()
+    compile(proc.stdout, "model.py", "exec")
 
 
 # ------------------------------------------------------------------------------------------

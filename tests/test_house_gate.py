@@ -327,29 +327,164 @@ def test_only_files_shaped_like_a_test_are_summarised_for_the_inventory(tmp_path
     assert parsed == ["app.env"]
 
 
-def test_import_cycles_are_found_through_module_heads_then_whole_modules(tmp_path):
-    """``_imports_reach`` follows the imports above each module's first definition first
-    (cheap: only that head is parsed); what they reach, the whole modules' imports reach
-    too. Only when the heads do not tell are whole modules read."""
-    from rocmport import placement
+def test_import_cycles_are_found_through_everything_module_level_code_runs(tmp_path):
+    """``reuse.reaches`` follows every import that importing a module runs: in branches and
+    class bodies too, not in function bodies; a module-level call of the module's own code,
+    ``importlib`` or ``exec`` counts as reaching anything; a package above the fixed file is
+    followed only when its names are read (it may be half-imported then)."""
+    from rocmport import reuse
     from rocmport.analysis.index import ProjectIndex
 
     _write(tmp_path, {
-        "app/__init__.py": "", "app/target.py": "", "app/z.py": "",
-        "app/head.py": "import app.target\n\n\ndef f():\n    pass\n",
-        "app/a.py": "import app.b\n\n\ndef f():\n    pass\n",
-        # the head ends inside a string: no import is taken from it
-        "app/b.py": '"""Usage:\ndef not_code():\n"""\nimport app.c\n',
-        # after a definition: only the whole module has it; in a function: not at module level
+        "app/__init__.py": "from app.target import thing\n\nhelper = 1\n", "app/target.py": "thing = 1\n",
+        "app/z.py": "", "app/head.py": "import app.target\n\n\ndef f():\n    pass\n",
+        "app/a.py": "import app.b\n", "app/b.py": '"""Usage:\ndef not_code():\n"""\nimport app.c\n',
         "app/c.py": "def g():\n    import app.z\n\n\nimport app.target  # noqa: E402\n",
         "app/lonely.py": "def h():\n    import app.target\n",
+        "app/klass.py": "class Registry:\n    from app import target\n",
+        "app/called.py": "def _load():\n    import app.z\n\n\n_load()\n",
+        "app/dynamic.py": "import importlib\n\nimportlib.import_module('app.z')\n",
+        "app/named.py": "from app import helper\n", "app/sibling.py": "from app import z\n",
+        "app/branch.py": "import sys\n\nif sys.platform == 'linux':\n    try:\n        import app.target\n"
+                         "    except ImportError:\n        pass\n",
     })
-    files = sorted(str(p) for p in tmp_path.rglob("*.py"))
-    index = ProjectIndex(files)
-    assert placement._imports_reach(index, "app.head", "app.target")
-    assert index._imported == {}  # the head told: no whole module was read
-    assert index.head_imported_modules("app.b") == set() and index.imported_modules("app.b") == {"app", "app.c"}
-    assert index.head_imported_modules("app.c") == set() and index.imported_modules("app.c") == {"app", "app.target"}
-    assert placement._imports_reach(index, "app.a", "app.target")
-    assert not placement._imports_reach(index, "app.lonely", "app.target")
-    assert not placement._imports_reach(index, "app.a", "app.z")
+    index = ProjectIndex(sorted(str(p) for p in tmp_path.rglob("*.py")))
+    target = "app.target"
+    assert reuse.reaches(index, ["app.head"], target) and reuse.reaches(index, ["app.a"], target)
+    assert not reuse.reaches(index, ["app.lonely"], target) and not reuse.reaches(index, ["app.a"], "app.z")
+    assert reuse.reaches(index, ["app.klass"], target) and reuse.reaches(index, ["app.branch"], target)
+    assert reuse.reaches(index, ["app.called"], "app.lonely") and reuse.reaches(index, ["app.dynamic"], "app.lonely")
+    # ``from app import helper`` reads the package, whose __init__ imports the target;
+    # ``from app import z`` only imports a module beside it
+    assert reuse.reaches(index, ["app.named"], target) and not reuse.reaches(index, ["app.sibling"], target)
+
+
+# -- reuse only what is proved safe: fixed projects imported and run (issue 31) ------------
+
+MODEL = f"import torch\n\n{{imports}}\n\n\ndef build(model{{params}}):\n    return {HAZARD}{{uses}}\n"
+RUN_BUILD = "import app.model as m\nOUT = [m.build(None)]\n"
+
+# name: (files, driver code that sets OUT, reused): each project imports and runs the same on
+# NVIDIA before and after the fix, and with CUDA graphs off on ROCm after it.
+ATTACKS = {
+    "the parent package's __init__ imports the fixed file; the test's module reads the package": ({
+        "app/__init__.py": "from app.model import build\n\nVERSION = 1\n",
+        "app/env.py": "from app import VERSION\n\n" + ENV,
+        "app/aaa.py": "thing = 1\n",
+        "app/model.py": MODEL.format(imports="from app.aaa import thing", params="", uses=", thing"),
+    }, "import app\nOUT = [app.build(None)[1]]\n", False),
+    "a module-level call in the test's module imports the fixed file back": ({
+        "app/__init__.py": "",
+        "app/env.py": ENV + "\n\ndef _register():\n    from app.model import build\n    return build\n\n\n_register()\n",
+        "app/aaa.py": "thing = 1\n",
+        "app/model.py": MODEL.format(imports="from app.aaa import thing", params="", uses=", thing"),
+    }, RUN_BUILD, False),
+    "a class-body import in the test's module imports the fixed file back": ({
+        "app/__init__.py": "",
+        "app/env.py": ENV + "\n\nclass Registry:\n    from app.model import build\n",
+        "app/aaa.py": "thing = 1\n",
+        "app/model.py": MODEL.format(imports="from app.aaa import thing", params="", uses=", thing"),
+    }, RUN_BUILD, False),
+    "importlib in the test's module imports the fixed file back": ({
+        "app/__init__.py": "",
+        "app/env.py": "import importlib\n\nBUILD = importlib.import_module('app.model').build\n\n" + ENV,
+        "app/aaa.py": "thing = 1\n",
+        "app/model.py": MODEL.format(imports="from app.aaa import thing", params="", uses=", thing"),
+    }, RUN_BUILD, False),
+    "a project module named like the standard library's": ({
+        "platform.py": ENV,
+        "train.py": "import platform\n\nimport torch\n\n\ndef build(model):\n"
+                    f"    return {HAZARD}, platform.system()\n",
+    }, "import platform, train\nOUT = [train.build(None)[1] == platform.system()]\n", False),
+    "the imported test shadowed by a parameter": ({
+        "app/__init__.py": "", "app/env.py": ENV,
+        "app/model.py": MODEL.format(imports="from app.env import is_rocm", params=", is_rocm=False",
+                                     uses=", is_rocm"),
+    }, RUN_BUILD, False),
+    "the imported module shadowed by a loop variable": ({
+        "app/__init__.py": "", "app/env.py": ENV,
+        "app/model.py": "import torch\n\nfrom app import env\n\n\ndef build(model):\n    for env in [1]:\n"
+                        f"        return {HAZARD}, env\n",
+    }, RUN_BUILD, False),
+    "a star import that rebinds the name": ({
+        "app/__init__.py": "", "app/env.py": ENV, "app/other.py": "is_rocm = 'not a function'\n",
+        "app/model.py": MODEL.format(imports="from app.env import is_rocm\nfrom app.other import *", params="",
+                                     uses=", is_rocm"),
+    }, RUN_BUILD, False),
+    "the test rebound after its def": ({
+        "app/__init__.py": "", "app/env.py": ENV + "\n\nis_rocm = is_rocm()\n",
+        "app/model.py": MODEL.format(imports="from app import env", params="", uses=", env"),
+    }, RUN_BUILD, False),
+    "a test decorated as a pytest fixture": ({
+        "app/__init__.py": "", "app/env.py": "import pytest\n\n" + ENV.replace("def is_rocm", "@pytest.fixture\ndef is_rocm"),
+        "app/model.py": MODEL.format(imports="from app import env", params="", uses=", env"),
+    }, RUN_BUILD, False),
+    "a test decorated as deprecated": ({
+        "app/__init__.py": "",
+        "app/env.py": "import warnings\n\n\ndef deprecated(fn):\n    def wrapper():\n"
+                      "        raise RuntimeError('is_rocm is deprecated')\n    return wrapper\n\n\n"
+                      + ENV.replace("import torch\n", "import torch  # noqa: E402\n").replace("def is_rocm", "@deprecated\ndef is_rocm"),
+        "app/model.py": MODEL.format(imports="from app.env import helper", params="", uses=", helper(1)"),
+    }, RUN_BUILD, False),
+    "a newly imported module with an import-time side effect": ({
+        "app/__init__.py": "", "app/env.py": "import os\n\n" + ENV + "\n\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n",
+        "app/aaa.py": "thing = 1\n",
+        "app/model.py": MODEL.format(imports="from app.aaa import thing", params="", uses=", thing"),
+    }, RUN_BUILD, False),
+    # the same shapes, proved safe: the test is reused
+    "a newly imported module of definitions and a cached test": ({
+        "app/__init__.py": "",
+        "app/env.py": "import functools\nimport os\n\nimport torch\n\nDEBUG = os.environ.get('APP_DEBUG')\n\n\n"
+                      "@functools.lru_cache(maxsize=None)\ndef is_rocm():\n"
+                      "    return getattr(torch.version, 'hip', None) is not None\n",
+        "app/aaa.py": "thing = 1\n",
+        "app/model.py": MODEL.format(imports="from app.aaa import thing", params="", uses=", thing"),
+    }, RUN_BUILD, True),
+    "a parent __init__ that imports the fixed file, the test's module reading nothing of it": ({
+        "app/__init__.py": "from app.model import build\n", "app/env.py": ENV, "app/aaa.py": "thing = 1\n",
+        "app/model.py": MODEL.format(imports="from app.aaa import thing", params="", uses=", thing"),
+    }, "import app\nOUT = [app.build(None)[1]]\n", True),
+}
+
+PROBE = "{'seen': seen, 'out': repr(OUT), 'cvd': os.environ.get('CUDA_VISIBLE_DEVICES')}"
+
+
+def _run_project(root: Path, driver: str, rocm: bool):
+    code = (f"import os, sys\nsys.path.insert(0, {str(root)!r})\nos.environ.pop('CUDA_VISIBLE_DEVICES', None)\n"
+            "import torch\nseen = []\ntorch.compile = lambda model=None, **kw: seen.append(kw) or model\n" + driver)
+    return run_module(code, rocm=rocm, probe=PROBE)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_a_reused_test_is_proved_safe_by_running_the_fixed_project(tmp_path, name):
+    files, driver, reused = ATTACKS[name]
+    root = _write(tmp_path / "project", files)
+    before = _run_project(root, driver, rocm=False)
+    assert before["seen"] == [{"mode": "reduce-overhead"}]
+    fixed_file = "train.py" if "train.py" in files else "app/model.py"
+    changed = _fix(root)
+    assert list(changed) == [fixed_file]
+    assert (GATE_LINE not in changed[fixed_file]) == reused, changed[fixed_file]
+    assert _run_project(root, driver, rocm=False) == before  # the NVIDIA path as before
+    after = _run_project(root, driver, rocm=True)
+    assert after["seen"] == [{"mode": "default"}] and after["cvd"] == before["cvd"]
+
+
+def test_a_side_effect_added_later_changes_the_cached_answer_too(tmp_path):
+    """The proof reads whole modules, not only their summaries: a line that sets the
+    environment on import, added to the test's module, changes the cached fix as well."""
+    _write(tmp_path, {"app/__init__.py": "", "app/aaa.py": "thing = 1\n", "app/env.py": ENV,
+                      "app/model.py": f"import torch\n\nfrom app.aaa import thing\n\n\ndef build(model):\n"
+                                      f"    return {HAZARD}, thing\n"})
+    env = dict(os.environ, ROCMPORT_CACHE_DIR=str(tmp_path / "cache"))
+
+    def fixes(*flags):
+        proc = subprocess.run([sys.executable, "-m", "rocmport", "lint", *flags, "--output-format", "json", "app"],
+                              cwd=tmp_path, capture_output=True, text=True, env=env)
+        return [e["content"] for f in json.loads(proc.stdout) for e in f["fix"]["edits"]]
+
+    assert "from app.env import is_rocm\n" in fixes()
+    _write(tmp_path, {"app/env.py": ENV + "\n\ntorch.backends.cudnn.benchmark = True\n"})  # the same summary
+    assert fixes() == fixes("--no-cache")
+    assert any("getattr(torch.version" in c for c in fixes())

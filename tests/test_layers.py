@@ -33,7 +33,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     # fixed text out) and its cache
     ("engine", ("rocmport.config", "rocmport.registry", "rocmport.discovery", "rocmport.engine",
                 "rocmport.file_analysis", "rocmport.parsing", "rocmport.gating", "rocmport.linting", "rocmport.fixing",
-                "rocmport.cache", "rocmport.house", "rocmport.placement", "rocmport.reformat",
+                "rocmport.cache", "rocmport.house", "rocmport.placement", "rocmport.reuse", "rocmport.reformat",
                 "rocmport._rule_index", "rocmport.reasons", "rocmport.program")),
     # input adapters: one file in by its kind (notebooks, other file kinds, Python), and the
     # worker pool that checks many

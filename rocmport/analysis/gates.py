@@ -51,6 +51,7 @@ class FilePlatforms:
         self._skips: Dict[int, FrozenSet[str]] = {}
         self._marks: Optional[FrozenSet[str]] = None
         self._module_import: Optional[str] = None
+        self._before: Dict[int, tuple] = {}  # block -> (block, {statement: platforms after those before it}, all)
         tree = getattr(ctx.facts, "tree", None) if ctx.facts is not None else None
         if tree is None:
             try:
@@ -79,6 +80,7 @@ class FilePlatforms:
         self.ctx = None
         self._tree = None
         self._tests.clear()
+        self._before.clear()
         self._skips.clear()
 
     def test(self, expr) -> Test:
@@ -119,8 +121,10 @@ class FilePlatforms:
         """The conditions around ``node``, innermost first: (the LibCST test expression, the
         platforms on which the side of it that holds ``node`` is taken) for each ``if`` /
         ``elif`` / ``else`` arm, ``while`` body, conditional expression and ``and`` / ``or``
-        operand; with ``exits``, also the earlier ``assert``s and ``if``s that leave the block
-        (their statement's test, and the platforms that get past them)."""
+        operand; with ``exits``, also the skip decorators of a definition around it, and the
+        earlier ``assert``s and ``if``s that leave a block (the block, and the platforms that
+        get past all of them: one table per block, as a module of 300,000 statements asked for
+        each of hundreds of fixes was quadratic)."""
         parents = self.ctx.metadata(ParentNodeProvider)
         child = node
         current = parents.get(node)
@@ -143,12 +147,9 @@ class FilePlatforms:
                 if runs_on != EVERY:
                     yield current, runs_on
             elif exits and isinstance(current, (cst.IndentedBlock, cst.Module)):
-                for stmt in current.body:
-                    if stmt is child:
-                        break
-                    after = self._after(stmt)
-                    if after != EVERY:
-                        yield stmt, after
+                after = self._after_those_before(current, child)
+                if after != EVERY:
+                    yield current, after
                 if isinstance(current, cst.Module) and self._module_marks() != EVERY:
                     yield current, self._module_marks()
             child, current = current, parents.get(current)
@@ -243,6 +244,19 @@ class FilePlatforms:
         if self._module_import:
             return f"the module imports `{self._module_import}`, which has no ROCm build, so it does not load on ROCm"
         return None
+
+    def _after_those_before(self, block, child) -> FrozenSet[str]:
+        """The platforms on which the statements of ``block`` before ``child`` let it run,
+        computed once per block (a module of 300,000 statements asked for each of hundreds
+        of fixes was quadratic: issue 31)."""
+        found = self._before.get(id(block))
+        if found is None:
+            table, platforms = {}, EVERY
+            for stmt in block.body:
+                table[id(stmt)] = platforms
+                platforms = platforms & self._after(stmt)
+            found = self._before[id(block)] = (block, table, platforms)
+        return found[1].get(id(child), found[2])
 
     def _after(self, stmt) -> FrozenSet[str]:
         """The platforms on which code after ``stmt`` in its block runs (``stmt`` may leave)."""

@@ -66,8 +66,6 @@ _MAX_DEPTH = 8
 MODE, OPTIONS, CUDAGRAPHS = "mode", "options", "cudagraphs"
 
 
-# A line that begins a definition at column 0: where the head of a module, its imports, ends
-_DEFINITION_LINE = re.compile(rb"^(?:def |class |async def |@)", re.M)
 
 
 @dataclass
@@ -156,8 +154,6 @@ class ProjectIndex:
         self._record: Optional[Set[str]] = None  # modules whose summaries the current file consulted
         self._recording = ""  # the path of the file whose lint is recorded
         self._inventory: Dict[str, List[Tuple[str, str, str]]] = {}  # package -> its ROCm tests
-        self._imported: Dict[str, Set[str]] = {}
-        self._head_imported: Dict[str, Set[str]] = {}
         self._no_hip: Set[str] = set()  # files read by the caller that cannot define a ROCm test
         self._platforms: Dict[str, Dict[str, Test]] = {}  # module -> its platform predicates
         self._platform_imports: Dict[str, Dict[str, str]] = {}
@@ -339,6 +335,16 @@ class ProjectIndex:
         found = self.lookup_dotted(dotted)
         return found if found is not None and found[0] == "constant" else None
 
+    def file_bytes(self, path: str) -> Optional[bytes]:
+        """The bytes of a file of the project (None: unreadable), read once."""
+        return self._bytes(path)
+
+    def depend_on_bytes(self, name: str) -> None:
+        """The current file's answer depends on module ``name``'s bytes (not only on its
+        summary): a change of them changes the file's cache key."""
+        if self._record is not None:
+            self._record.add(_SOURCE + name)
+
     def seen(self, path: str, blob: bytes) -> None:
         """The caller read ``path``: the index keeps the bytes it may need again (a file that
         mentions "hip" may define a ROCm test) and remembers that the others need no reading."""
@@ -421,56 +427,6 @@ class ProjectIndex:
             return compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-
-    def imported_modules(self, name: str) -> Set[str]:
-        """The project modules that importing module ``name`` imports at once: its
-        module-level imports (also in ``if``/``try`` blocks, not inside functions) and the
-        packages above them."""
-        found = self._imported.get(name)
-        if found is None:
-            found = self._imported[name] = self._imports_of(name, head=False)
-        return found
-
-    def head_imported_modules(self, name: str) -> Set[str]:
-        """Some of :meth:`imported_modules`, cheaply: those of the imports above the first
-        line that begins a ``def``, a ``class`` or a decorator at column 0, where the module's
-        imports usually are. Only that head is parsed; when it is not whole statements (it
-        ends inside a string, say), none."""
-        found = self._head_imported.get(name)
-        if found is None:
-            found = self._head_imported[name] = self._imports_of(name, head=True)
-        return found
-
-    def _imports_of(self, name: str, head: bool) -> Set[str]:
-        found: Set[str] = set()
-        path = self.path_of(name)
-        blob = self._bytes(path) if path else None
-        if not blob or b"import" not in blob:
-            return found
-        if head:
-            cut = _DEFINITION_LINE.search(blob)
-            if cut is None:
-                return self.imported_modules(name)  # the head is the whole module
-            blob = blob[:cut.start()]
-        try:
-            tree = compile(blob, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return found
-        targets = []
-        for stmt in top_level(tree.body):
-            if isinstance(stmt, ast.Import):
-                targets += [alias.name for alias in stmt.names]
-            elif isinstance(stmt, ast.ImportFrom):
-                base = self.absolute(name, stmt.module, stmt.level) if stmt.level else stmt.module
-                if base:
-                    targets += [base] + [f"{base}.{alias.name}" for alias in stmt.names]
-        for target in targets:
-            parts = target.split(".")
-            for i in range(1, len(parts) + 1):
-                module = ".".join(parts[:i])
-                if module != name and self.path_of(module) is not None:
-                    found.add(module)
-        return found
 
     def _inventory_digest(self, entry: str) -> str:
         tests = self.rocm_tests_in(entry[len(_INVENTORY):])
@@ -1037,7 +993,7 @@ _LAUNCHES = "<triton-launches>:"  # a recorded dependency on which modules subsc
 _MENTIONS = "<mentions>:"  # a recorded dependency on which modules spell a word
 # An identifier subscripted, maybe through a call: ``kernel[grid]``, ``wrap_triton(kernel)[grid]``.
 _SUBSCRIPTED = re.compile(rb"([A-Za-z_][A-Za-z0-9_]*)[ \t]*\)?[ \t]*\[")
-_SOURCE = "<source>:"  # a recorded dependency on a module's bytes (facts read from its code)
+_SOURCE = "<source>:"  # a recorded dependency on a module's bytes (facts read from its code; rocmport.reuse)
 # Bytes a module must hold to check a value for a power of two (``triton_values.pow2_shaped``).
 _POW2_BYTES = re.compile(rb"(?i)-\s*1\s*\)|pow(?:er)?.?(?:of)?.?(?:2|two)|pow2|log2|bin\(")
 

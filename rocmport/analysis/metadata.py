@@ -359,7 +359,8 @@ class _Positions:
         """The lines read from CPython's tree disagree with LibCST's: count them instead."""
         self._table = None
         self.computed.clear()
-        self.statements.clear()
+        self.statements.clear()  # ranges from the table, and the counted ones below with them:
+        self._starts.clear()  # _start() counts statements' ranges only where it adds a start
         self._done.clear()
         self._nested_done = None
 
