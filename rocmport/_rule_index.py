@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '56adf8bcd4ecc13eaaa19f7218769799'
+FINGERPRINT = 'a518c050d59f5cc13e6cdb34b83203eb'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

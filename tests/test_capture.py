@@ -238,6 +238,39 @@ def test_roc307_fix_keeps_bytes(variant):
     assert report.fixed == bom + out.replace("\n", newline).encode()
 
 
+def test_roc307_fix_indents_inside_the_enclosing_indentation():
+    """A def indented with a tab in a class, its body one tab and four spaces: the moved loop
+    was indented in front of the tab ("    \\t    for"), which Python refuses (TabError), so the
+    fix was refused while the finding claimed it (the fuzz run's five "fix not applied")."""
+    src = ("class C:\n\timport torch\n\tdef f(g, m, x):\n\t    for _ in range(3):\n\t        y = m(x)\n"
+           "\t    with torch.cuda.graph(g):\n\t        y = m(x)\n")
+    out = ("class C:\n\timport torch\n\tdef f(g, m, x):\n\t    side_stream = torch.cuda.Stream()\n"
+           "\t    side_stream.wait_stream(torch.cuda.current_stream())\n"
+           "\t    with torch.cuda.stream(side_stream):\n\t        for _ in range(3):\n\t            y = m(x)\n"
+           "\t    torch.cuda.current_stream().wait_stream(side_stream)\n"
+           "\t    with torch.cuda.graph(g, stream=side_stream):\n\t        y = m(x)\n")
+    for newline in ("\n", "\r\n", "\r"):
+        findings = lint(src.replace("\n", newline), select=["ROC307"])
+        assert [(f.code, f.fixable) for f in findings] == [("ROC307", True)]
+        report = assert_fix_properties(src.replace("\n", newline).encode(), select=["ROC307"])
+        assert report.fixed == out.replace("\n", newline).encode()
+
+
+def test_roc307_fix_is_dropped_when_its_block_would_not_parse():
+    """The check that keeps a finding from claiming a fix Python would refuse: the block the old
+    code built for the test above (the loop indented in front of the tab) is refused, the one
+    built now is accepted."""
+    from rocmport.rules.capture.capture_stream_warmup import _indents_cleanly
+
+    head = "\t    s = torch.cuda.Stream()\n\t    with torch.cuda.stream(s):\n"
+    tail = "\t    torch.cuda.current_stream().wait_stream(s)\n"
+    old = "    \t    for _ in range(3):\n    \t        y = m(x)\n"
+    new = "\t        for _ in range(3):\n\t            y = m(x)\n"
+    assert not _indents_cleanly("\t    ", "\n", head + old + tail)
+    assert _indents_cleanly("\t    ", "\n", head + new + tail)
+    assert _indents_cleanly("", "\r", "for _ in x:\r    y = m(x)\r")
+
+
 def test_roc307_module_level_and_a_taken_name():
     src = ("import torch\nside_stream = None\ng = torch.cuda.CUDAGraph()\nfor i in range(2):\n    y = x @ w\n"
            "with torch.cuda.graph(g):\n    y = x @ w\n")

@@ -5,6 +5,7 @@ The rule's documentation is its class's (`rocmport rule ROC307` prints it).
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import List, Optional, Tuple
 
@@ -675,13 +676,33 @@ def _graph_fix(rule, found, node: cst.With, call: cst.Call) -> Tuple[Optional[Fi
     unit = unit or found.module.default_indent
     nl = ctx.newline()
     name = _free_name(text, "side_stream")
-    moved = "".join(unit + line if line.strip() else line for line in text[line_start:end].splitlines(keepends=True))
+    # One level deeper *inside* the loop's own indentation: a line at `indent` + rest becomes
+    # `indent` + unit + rest. Put in front of `indent` ("    " + "\t    for") it mixes tabs and
+    # spaces in an order Python refuses (TabError). Other lines (comments, continuations inside
+    # brackets) only need to move right.
+    moved = "".join(
+        (indent + unit + line[len(indent):] if line.startswith(indent) else unit + line) if line.strip() else line
+        for line in text[line_start:end].splitlines(keepends=True))
     head = (f"{indent}{name} = {cuda}.Stream(){nl}{indent}{name}.wait_stream({cuda}.current_stream()){nl}"
             f"{indent}with {cuda}.stream({name}):{nl}")
     tail = f"{indent}{cuda}.current_stream().wait_stream({name}){nl}"
+    if not _indents_cleanly(indent, nl, head + moved + tail):
+        return None, None  # a shape whose indentation cannot be deepened safely: display-only
     return Fix(Applicability.SAFE, "Warm up on a side stream and capture on it (`stream=`)",
                (ctx.edit(line_start, end, head + moved + tail),
                 ctx.edit(insert_at, insert_at, f", stream={name}"))), warmup
+
+
+def _indents_cleanly(indent: str, nl: str, block: str) -> bool:
+    """Does the rewritten block parse at its place? Its lines never dedent below `indent`, so
+    CPython's tokenizer compares them only with each other and with `indent`: parsed under an
+    `if` at column 0, it raises TabError (tabs and spaces that compare differently at tab size
+    1 and 8) or IndentationError exactly where the whole file would."""
+    try:
+        ast.parse(f"if 1:{nl}{block}" if indent else block)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _binds(stmt: cst.CSTNode, name: str) -> bool:
