@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'a518c050d59f5cc13e6cdb34b83203eb'
+FINGERPRINT = '33236a50acc728ec960e48f367d2790e'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -30,7 +30,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from rocmport.analysis.bindings import dotted
+from rocmport.analysis.bindings import dotted, import_binding, import_bindings
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) or frozenset({
     "abc", "argparse", "array", "ast", "asyncio", "base64", "bisect", "builtins", "calendar", "cmath", "code",
@@ -142,9 +142,8 @@ class _Facts:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 self._import(alias.name, alias.name if alias.asname else None)
-                bound = alias.asname or alias.name.split(".")[0]
+                bound, full = import_binding(alias.name, alias.asname)
                 self._bind(bound)
-                full = alias.name if alias.asname else alias.name.split(".")[0]
                 self.imports[bound] = (full, self._project(full))
         elif isinstance(stmt, ast.ImportFrom):
             if stmt.module == "__future__" and not stmt.level:
@@ -163,7 +162,7 @@ class _Facts:
             for alias, sub in zip(stmt.names, subs):
                 if self._project(sub):
                     self._import(sub, sub)
-                bound = alias.asname or alias.name
+                bound, _full = import_binding(alias.name, alias.asname)  # `from m import a.b` is no syntax
                 self._bind(bound)
                 self.imports[bound] = (sub, self._project(sub) or self._project(base))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -418,9 +417,9 @@ def _binds(tree: ast.AST, name: str) -> List[ast.AST]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
             out.append(node)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                if alias.name == "*" or (alias.asname or alias.name.split(".")[0]) == name:
-                    out.append(node)
+            if any(alias.name == "*" for alias in node.names) or any(
+                    bound == name for bound, _full in import_bindings(node)):
+                out.append(node)
         elif isinstance(node, ast.ExceptHandler) and node.name == name:
             out.append(node)
         elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
@@ -446,8 +445,7 @@ def bound_once(tree: Optional[ast.AST], name: str, new: bool = False) -> bool:
         return not binds
     body = getattr(tree, "body", [])
     plain = [b for b in binds if isinstance(b, ast.Import) and b in body
-             and all(not a.asname and a.name.split(".")[0] == name for a in b.names if
-                     (a.asname or a.name.split(".")[0]) == name)]
+             and all(not a.asname for a in b.names if import_binding(a.name, a.asname)[0] == name)]
     return len(binds) == 1 or (bool(plain) and len(plain) == len(binds))
 
 

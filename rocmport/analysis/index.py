@@ -392,7 +392,7 @@ class ProjectIndex:
         found = self._inputs.get(entry)
         if found is None:
             parts = [f"{name}:{_hash(blob)}" for _, name, blob in self._test_candidates(entry[len(_INVENTORY):])]
-            found = self._inputs[entry] = hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
+            found = self._inputs[entry] = hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
         return found
 
     def rocm_tests_in(self, package: str) -> List[Tuple[str, str, str]]:
@@ -537,7 +537,7 @@ class ProjectIndex:
         """A digest of the modules the words are made from (their names and bytes), once a run."""
         if self._words_input_digest is None:
             parts = [f"{name}:{_hash(blob)}" for name, blob, _ in self._word_candidates()]
-            self._words_input_digest = hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
+            self._words_input_digest = hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
         return self._words_input_digest
 
     def _words_digest(self, path: str) -> str:
@@ -980,7 +980,7 @@ class ProjectIndex:
                 summary = self.summary(name)
                 digest = summary.digest() if summary is not None else ""
             parts.append(f"{name}:{digest}")
-        return hashlib.blake2b("\n".join(parts).encode(), digest_size=12).hexdigest()
+        return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
 
 _INVENTORY = "<rocm-tests>:"  # a recorded dependency on the ROCm tests of a package

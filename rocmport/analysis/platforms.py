@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
+from .bindings import import_bindings
+
 CUDA, ROCM, CPU, OTHER = "cuda", "rocm", "cpu", "other"
 EVERY: FrozenSet[str] = frozenset({CUDA, ROCM, CPU, OTHER})
 GPUS: FrozenSet[str] = frozenset({CUDA, ROCM})
@@ -543,7 +545,7 @@ def _literal_flags(statements: List[ast.stmt], env: Env) -> None:
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             other.add(stmt.name)
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            other.update((a.asname or a.name).split(".", 1)[0] for a in stmt.names)
+            other.update(bound for bound, _full in import_bindings(stmt))
         else:  # loops, with, augmented assignments, walruses: any other binding of a name
             if isinstance(stmt, (ast.For, ast.AsyncFor)):
                 heads = [stmt.target, stmt.iter]

@@ -13,7 +13,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 from libcst.metadata import ExpressionContext, ExpressionContextProvider
 
-from rocmport.analysis.bindings import module_imports, top_level
+from rocmport.analysis.bindings import import_bindings, module_imports, top_level
 from rocmport.analysis.platforms import CPU, CUDA, OTHER, ROCM, Env, classify, module_tests
 from rocmport.findings import Applicability
 from rocmport.rules.base import Case
@@ -49,7 +49,7 @@ def _candidates(tree: ast.AST) -> Set[str]:
         if isinstance(stmt, ast.If):
             for inner in top_level(stmt.body + stmt.orelse):
                 if isinstance(inner, (ast.Import, ast.ImportFrom)):
-                    names.update((a.asname or a.name).split(".", 1)[0] for a in inner.names)
+                    names.update(bound for bound, _full in import_bindings(inner))
                 elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     names.add(inner.name)
                 elif isinstance(inner, (ast.Assign, ast.AnnAssign)):
