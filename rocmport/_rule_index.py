@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '33236a50acc728ec960e48f367d2790e'
+FINGERPRINT = '0562deeec12349faf67c361effd6e7e2'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

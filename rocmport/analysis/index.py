@@ -484,6 +484,9 @@ class ProjectIndex:
         statement (``cuda_only.may_hold``) and those NVIDIA's by name; recorded (a file's
         cache key covers those modules' bytes, not every file's)."""
         if self._record is not None:
+            blob = self._bytes(self._recording) if self._recording else None
+            if blob is not None and b"import" not in blob:
+                return frozenset()  # a file that imports nothing reaches no module: nothing to record
             self._record.add(_CUDA_WORDS + self._recording)
         if self._words is None:
             saved, self._record = self._record, None
