@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '0562deeec12349faf67c361effd6e7e2'
+FINGERPRINT = 'bf0a5c6873de30a098104994b5202e09'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

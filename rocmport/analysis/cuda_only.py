@@ -95,7 +95,7 @@ def may_hold(blob: bytes) -> bool:
 _NVIDIA_PART = re.compile(
     r"(?i)(?:^|_)(?:cuda|nvidia|nv|cutlass|cute|cutedsl|flashinfer|trtllm|tensorrt|trt|deep_?gemm|deepgemm|"
     r"flash_?mla|nvfp4|marlin|machete|sm_?\d{2,3}a?|hopper|blackwell|fa3|fa4|cudnn|nvshmem|cublas|cutile|quack|"
-    r"pycuda|nvmath)(?:_|$|\d)")
+    r"pycuda|nvmath|tlx)(?:_|$|\d)")
 
 
 def package_of(name: str) -> Optional[Tuple[str, str]]:

@@ -145,6 +145,11 @@ class CudaOnlyModuleReached(VendorRule):
         Case("from pkg.export.trtllm_helper import export\n", path="examples/trtllm_export/run.py",
              files=(("pkg/__init__.py", ""), ("pkg/export/__init__.py", ""),
                     ("pkg/export/trtllm_helper.py", "import tensorrt_llm\ndef export(m):\n    return m\n"))),
+        # a test of Triton's NVIDIA-only TLX kernels, named for them, importing them
+        Case("from pkg.ops.tlx.fwd_ws import attention\n", path="tests/test_tlx_fwd_ws.py",
+             files=(("pkg/__init__.py", ""), ("pkg/ops/__init__.py", ""), ("pkg/ops/tlx/__init__.py", ""),
+                    ("pkg/ops/tlx/fwd_ws.py", "import triton.language.extra.tlx as tlx\n"
+                                              "def attention(q):\n    return q\n"))),
         # one entry: the importer of a neutral package that enters the closure is not reported
         Case("import pkg.kernels\n", path="app.py",
              files=(("pkg/__init__.py", ""), ("pkg/kernels/__init__.py", "from .cute_gemm import gemm\n"),
