@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'bf0a5c6873de30a098104994b5202e09'
+FINGERPRINT = '2211ae1d369eb1588e693bbd561ec6b0'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

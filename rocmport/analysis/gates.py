@@ -51,6 +51,7 @@ class FilePlatforms:
         self._skips: Dict[int, FrozenSet[str]] = {}
         self._marks: Optional[FrozenSet[str]] = None
         self._module_import: Optional[str] = None
+        self._chain: Optional[str] = None  # the project module whose import fails on ROCm ("" none)
         self._before: Dict[int, tuple] = {}  # block -> (block, {statement: platforms after those before it}, all)
         tree = getattr(ctx.facts, "tree", None) if ctx.facts is not None else None
         if tree is None:
@@ -243,6 +244,21 @@ class FilePlatforms:
                             self._module_import = name
         if self._module_import:
             return f"the module imports `{self._module_import}`, which has no ROCm build, so it does not load on ROCm"
+        return self._cuda_only_module()
+
+    def _cuda_only_module(self) -> Optional[str]:
+        """With the project index: the module is NVIDIA's by name and its import runs CUDA-only
+        code through a project module it imports (``ops/fused_ce_sm90.py`` importing the CuTe
+        kernels of ``ops/_fused_ce_backward_sm90.py``): it does not load on ROCm either."""
+        if self._chain is None:
+            self._chain = ""
+            index = getattr(self.ctx.facts, "index", None) if self.ctx.facts is not None else None
+            own = index.module_name(self.ctx.path) if index is not None and self.ctx.path else None
+            chain = index.cuda_chain(own) if own is not None else None
+            if chain and len(chain) > 1:
+                self._chain = chain[-1][0]
+        if self._chain:
+            return f"the module's import runs CUDA-only code (in `{self._chain}`), so it does not load on ROCm"
         return None
 
     def _after_those_before(self, block, child) -> FrozenSet[str]:

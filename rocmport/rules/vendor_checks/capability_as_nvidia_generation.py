@@ -274,6 +274,19 @@ class CapabilityAsNvidiaGeneration(VendorRule):
         (`torch.cuda.get_device_properties(0).gcnArchName`) instead.
         """
     VALID = (
+        # a Hopper module whose import runs CUDA-only code through a kernel module of the
+        # project (CuTe DSL): it does not load on ROCm, so its check never runs there
+        Case("""
+            import torch
+            from pkg.ops._kernel_sm90 import kernel
+
+            def run(x):
+                if torch.cuda.get_device_capability() != (9, 0):
+                    raise RuntimeError("needs SM90")
+                return kernel(x)
+            """, path="pkg/ops/fused_sm90.py",
+             files=(("pkg/__init__.py", ""), ("pkg/ops/__init__.py", ""),
+                    ("pkg/ops/_kernel_sm90.py", "import cutlass.cute as cute\ndef kernel(x):\n    return x\n"))),
         Case("""
             import torch
             print(torch.cuda.get_device_capability())
