@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '2211ae1d369eb1588e693bbd561ec6b0'
+FINGERPRINT = 'ecf4abc48cd713fb963aaad7e1543df1'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from rocmport.analysis.bindings import dotted as _dotted
 from rocmport.analysis.bindings import top_level
 from rocmport.analysis.index import ProjectIndex
 from rocmport.source import read_regular
@@ -104,17 +105,6 @@ def _import_time(tree: ast.Module) -> List[ast.AST]:
     for stmt in tree.body:
         visit(stmt)
     return out
-
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _inductor_at_import(nodes: Iterable[ast.AST], torch_names: Set[str]) -> List[Tuple[int, str]]:

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
+from .bindings import dotted as _dotted
 from .bindings import import_bindings
 
 CUDA, ROCM, CPU, OTHER = "cuda", "rocm", "cpu", "other"
@@ -152,17 +153,6 @@ def word_test(name: str, called: bool) -> Test:
 
 
 # -- the classifier --------------------------------------------------------------------------
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
 
 @dataclass
 class Env:

@@ -28,6 +28,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
 from . import walk as _walk
+from .bindings import dotted as _dotted
 
 GRAPH_TEST = "a test of CUDA graphs"  # how a finding's reason names such a test
 _FRAMEWORKS = ("pytest", "unittest", "hypothesis", "torch.testing", "absl.testing", "nose", "parameterized")
@@ -40,17 +41,6 @@ _GRAPH_CALLS = frozenset({"graph", "CUDAGraph", "make_graphed_callables", "captu
 _GRAPH_HELPER = re.compile(r"(?i)prepare_(?:\w*_)?for_cuda_?graphs?|cuda_?graph")
 _RECOMPILE = re.compile(r"error_on_recompile|fail_on_recompile|raise_error_on_recompile|assert_no_recompil")
 _GRAPH_NAME = re.compile(r"(?i)cuda_?graphs?|cudagraphs?|reduce_overhead|graph_capture")
-
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _imports_framework(tree: ast.Module) -> bool:

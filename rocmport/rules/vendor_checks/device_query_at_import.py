@@ -13,6 +13,7 @@ from typing import Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from rocmport.analysis import effects as _effects
+from rocmport.analysis.bindings import dotted as _dotted_ast
 from rocmport.analysis.names import qualified_names
 from rocmport.analysis.needs import Call, Identifier, strings
 from rocmport.analysis.platforms import ROCM, other_accelerator_path
@@ -836,17 +837,6 @@ def _import_time_query(facts) -> bool:
 def _ast_main_test(test: ast.AST) -> bool:
     return isinstance(test, ast.Compare) and any(
         isinstance(c, ast.Constant) and c.value == "__main__" for c in [test.left, *test.comparators])
-
-
-def _dotted_ast(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _ast_import_time_calls(body) -> Iterator[ast.Call]:
