@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'ecf4abc48cd713fb963aaad7e1543df1'
+FINGERPRINT = '09d4df9c31b3e7e566e9061c893857f6'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from .harness import assert_fix_properties, check_fixture_pair, codes, fix, fixture_pairs, lint
+from .harness import assert_fix_properties, check_fixture_pair, codes, fix, fixed_text, fixture_pairs, lint
 
 PAIRS = list(fixture_pairs("compile_modes"))
 
@@ -96,3 +96,33 @@ def test_a_stored_default_every_compile_call_reads_is_gated_where_it_is_decided(
     assert fixed is not None and b'compile_mode: str = "default" if is_rocm else "reduce-overhead"' in fixed
     assert b"mode=cfg.compile_mode)" in fixed
     assert [f.code for f in lint(fixed)] == []
+
+
+def test_roc106_wraps_a_decode_step_beside_a_training_loop_but_not_the_trained_model():
+    """ROC106 (issue 31): the helper falls back under autograd, so a compiled model that a
+    function of the file runs backward through is not wrapped; one that only inference code
+    calls, in the same file, still is."""
+    src = textwrap.dedent('''\
+        import torch
+
+        decode = torch.compile(net, mode="reduce-overhead")
+        trained = torch.compile(net, mode="reduce-overhead")
+
+
+        @torch.no_grad()
+        def generate(x):
+            return decode(x)
+
+
+        def train(x, y, opt):
+            loss = (trained(x) - y).square().mean()
+            loss.backward()
+            opt.step()
+        ''')
+    found = {f.start.row: f for f in lint(src, select=["ROC106"])}
+    assert sorted(found) == [3, 4]
+    assert found[3].fix.edits and "train() runs backward" not in found[3].message
+    assert not found[4].fix.edits and "train() runs backward on its output" in found[4].message
+    fixed = fixed_text(src, select=["ROC106"], unsafe=True)
+    assert "decode = rocmport_cudagraph(torch.compile(" in fixed
+    assert "trained = torch.compile(net, mode=\"reduce-overhead\")" in fixed

@@ -22,16 +22,17 @@ TRAINING_MESSAGE = (
     "keep them here: {caller}() runs backward on its output, and the helper falls back under autograd; wrap the "
     "whole step (forward, loss, backward, a capturable optimizer's step) in `{helper}` instead"
 )
+NO_GRAD_SPELLINGS = frozenset({"torch.no_grad", "torch.inference_mode", "no_grad", "inference_mode"})
 
 
 class _Callers(cst.CSTVisitor):
-    """For each function of a file: the callables it calls by name (``f``, ``self.f``) and
-    whether it runs ``.backward()`` outside ``torch.no_grad()`` / ``inference_mode()``."""
+    """For each function of a file not decorated with ``torch.no_grad()`` /
+    ``inference_mode()``: the callables it calls by name (``f``, ``self.f``) and whether it
+    runs ``.backward()``."""
 
     def __init__(self) -> None:
         self.stack: list = []
         self.training: dict = {}  # callee name -> the first function that calls it and runs backward
-        self._calls: list = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stack.append((node, set(), [False]))
@@ -52,9 +53,6 @@ class _Callers(cst.CSTVisitor):
             callees.add(name)
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
             backward[0] = True
-
-
-NO_GRAD_SPELLINGS = frozenset({"torch.no_grad", "torch.inference_mode", "no_grad", "inference_mode"})
 
 
 class ReduceOverheadGraphHelper(CompileCalls):
