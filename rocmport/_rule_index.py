@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '09d4df9c31b3e7e566e9061c893857f6'
+FINGERPRINT = 'f5b322ffa2905b6c84bf79cd97e4697b'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

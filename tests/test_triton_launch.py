@@ -203,3 +203,29 @@ def test_unmasked_kernel_shows_why_the_fix_is_unsafe(tmp_path):
         assert before[n:] == [-1.0] * 64  # the guard is intact
         assert after[:n] == before[:n]
         assert after[n:n + 32] != [-1.0] * 32  # the grown block wrote out of range
+
+
+def test_launches_on_other_accelerators_branches_are_left_to_them():
+    """A launch under a test for another accelerator (a device type, a flag, an availability
+    call) runs only there: the one platform analysis says so for every Triton rule."""
+    src = textwrap.dedent('''\
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def k(x_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs))
+
+
+        def launch(x):
+            if x.device.type == "npu":
+                k[(1,)](x, BLOCK=32)
+            elif torch.xpu.is_available():
+                k[(1,)](x, BLOCK=32)
+            else:
+                k[(1,)](x, BLOCK=32)
+        ''')
+    assert [(f.code, f.start.row) for f in lint(src, select=["ROC501"])] == [("ROC501", 18)]

@@ -199,17 +199,11 @@ class TritonAnalysis:
         return self.scopes.scope_of(node)
 
     def in_foreign_branch(self, node: cst.CSTNode) -> bool:
-        """Code that only runs on an accelerator that is neither CUDA nor ROCm."""
-        child = node
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
-                body = ancestor.body
-                if child is body and _names_match(ancestor.test, FOREIGN_TEST):
-                    return True
-            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and FOREIGN_TEST.search(ancestor.name.value):
-                return True
-            child = ancestor
-        return False
+        """Code in a function or class named for an accelerator that is neither CUDA nor ROCm
+        (``npu_forward``); a branch on such a test (``if is_npu():``) is the platform
+        analysis' (``Rule.in_rocm_branch``)."""
+        return any(isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and FOREIGN_TEST.search(ancestor.name.value)
+                   for ancestor in self.ancestors(node))
 
     # -- constants ----------------------------------------------------------------------
     @property
@@ -710,25 +704,6 @@ def _integers(node: cst.CSTNode) -> List[cst.Integer]:
     class _V(cst.CSTVisitor):
         def visit_Integer(self, n: cst.Integer) -> None:
             found.append(n)
-
-    _walk.visit(node, _V())
-    return found
-
-
-def _names_match(node: cst.CSTNode, pattern: "re.Pattern[str]") -> bool:
-    found = False
-
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            nonlocal found
-            if pattern.search(n.value):
-                found = True
-
-        def visit_SimpleString(self, n: cst.SimpleString) -> None:
-            nonlocal found
-            value = literal_string(n)
-            if value and pattern.search(value.replace(":", "_")):
-                found = True
 
     _walk.visit(node, _V())
     return found
