@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'f5b322ffa2905b6c84bf79cd97e4697b'
+FINGERPRINT = '05fc4fe4f6ae9e4ebda34d385052a0bf'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

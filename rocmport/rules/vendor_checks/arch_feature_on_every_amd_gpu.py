@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional, Set, Tuple
+from typing import Dict, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -15,12 +15,18 @@ from libcst.metadata import PositionProvider
 from rocmport.analysis import gates
 from rocmport.analysis.names import qualified_names
 from rocmport.analysis.needs import Call, Import, Name, String
-from rocmport.analysis.platforms import ARCH_LIMITED_PACKAGES, CUDA, ROCM, arch_word, classify
+from rocmport.analysis.platforms import (
+    ARCH_LIMITED_PACKAGES,
+    CUDA,
+    ROCM,
+    arch_word,
+    classify,
+)
 from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
-from .common import VendorRule, arch_doc, facts_doc, walk
+from .common import VendorRule, arch_doc, facts_doc, identifiers, walk
 
 # gfx942 (MI300) only: the fnuz fp8 formats, in torch and in Triton
 FNUZ = frozenset({"torch.float8_e4m3fnuz", "torch.float8_e5m2fnuz",
@@ -326,6 +332,7 @@ class ArchFeatureOnEveryAmdGpu(VendorRule):
         super().__init__(context)
         self._done: Set[int] = set()  # the tests already reported (one finding per decision)
         self._module_arch: Optional[bool] = None
+        self._kinds: Dict[int, Set[str]] = {}  # statement -> the kinds of format it names
 
     # -- fp8 / FP4 formats ----------------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -413,9 +420,16 @@ class ArchFeatureOnEveryAmdGpu(VendorRule):
         return node
 
     def _formats_in(self, statement: cst.CSTNode) -> Set[str]:
-        """The kinds of format a statement names (fnuz, OCP, MX), by spelling."""
-        text = self.context.source(statement) if not isinstance(statement, cst.BaseCompoundStatement) else ""
-        return {_KIND[word] for word in _WORD.findall(text)}
+        """The kinds of format a statement names (fnuz, OCP, MX), by spelling: its names,
+        attributes and strings, read once per statement (a table of a thousand entries holds
+        many references; its source text is not made for each)."""
+        if isinstance(statement, cst.BaseCompoundStatement):
+            return set()
+        found = self._kinds.get(id(statement))
+        if found is None:
+            found = self._kinds[id(statement)] = {_KIND[word] for name in identifiers(statement)
+                                                  for word in _WORD.findall(name)}
+        return found
 
     # -- the decision ---------------------------------------------------------------------
     def _vendor_decision(self, node: cst.CSTNode) -> Optional[Tuple[cst.CSTNode, bool]]:

@@ -268,10 +268,10 @@ class GuardLetsHipThrough(VendorRule):
         def cuda_only(node) -> bool:
             if isinstance(node, ast.Call):
                 return facts.may_be(node.func, _CALLS)
-            if isinstance(node, ast.Import) and any(a.name.split(".", 1)[0] in _ROOTS for a in node.names):
-                return True
-            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".", 1)[0] in _ROOTS:
-                return True
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0) and any(
+                    name.split(".", 1)[0] in NVML_MODULES or package_of(name) is not None
+                    for name in imported_names(node, lambda module, level: None)):
+                return True  # as ``_imported`` reads it: `import triton` is not TLX's import
             if own is not None:
                 for name in imported_names(node, lambda module, level: index.absolute(own, module, level)):
                     if name != own and index.path_of(name) is not None and index.cuda_chain(name) is not None:
