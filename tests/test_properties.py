@@ -11,14 +11,18 @@ prints counts per failure category.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from .fuzzing import FAMILIES, PRELUDES, SNIPPETS, WRAPPERS, check, encoded, generated_modules, spliced_modules
 from .harness import assert_fix_properties, lint
 
 # Modest budgets: every check of a fixed file re-analyses it (prelude included) several times.
-CI = settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+# No target or explain phase: a full run once sat 13 minutes in Hypothesis' optimise phase,
+# tracing every example; generation and shrinking are what find and report a failure.
+PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink)
+CI = settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+              phases=PHASES)
 CI_SPLICED = settings(CI, max_examples=12)
 
 
