@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '05fc4fe4f6ae9e4ebda34d385052a0bf'
+FINGERPRINT = '89edf2e57c6bf15648f04228c006b096'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -66,7 +66,7 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
                 report.findings = linting.analyze(source.text, path, settings, rules, enabled, index,
                                           partial=True).findings
         except (RecursionError, MemoryError, parsing.TooLarge) as exc:  # deeper or larger than can be walked
-            report.findings = unreadable(path, _too_much(exc), 1, 1, enabled)
+            report.findings = unreadable(path, parsing.too_much(exc), 1, 1, enabled)
             report.fixed, report.fixes_applied, report.extra_files = None, 0, {}
         except Exception as exc:  # a bug in rocmport: report it, go on with other files
             import traceback
@@ -77,11 +77,3 @@ def check_bytes(data: bytes, path: str, settings: Settings, *, fix: bool = False
         f.filename = path
     report.findings.sort(key=Finding.sort_key)
     return report
-
-
-def _too_much(exc: BaseException) -> str:
-    if isinstance(exc, parsing.TooLarge):
-        return str(exc)
-    if isinstance(exc, RecursionError):
-        return "cannot analyse: nesting too deep (more levels than rocmport's parser and analyses can walk)"
-    return "cannot analyse: not enough memory for this file"

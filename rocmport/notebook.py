@@ -603,7 +603,7 @@ def check_notebook(data: bytes, path: str, settings: Settings, fix: bool = False
                 mapped_cells = _cells_of_fixed(text, cells, nonce)
             report.findings = map_findings(findings, mapped_cells, path)
     except (RecursionError, MemoryError, parsing.TooLarge) as exc:  # deeper or larger than can be walked
-        report.findings = reports.unreadable(path, _too_much(exc), 1, 1, enabled)
+        report.findings = reports.unreadable(path, parsing.too_much(exc), 1, 1, enabled)
         report.fixed, report.fixes_applied, report.extra_files = None, 0, {}
     except Exception as exc:  # a bug in rocmport: report it, go on with other files
         import traceback
@@ -650,11 +650,3 @@ def _write_back(doc: str, nb: dict, cells: List[CodeCell], text: str, nonce: str
     for start, end, content in sorted(replacements, reverse=True):
         out = out[:start] + content + out[end:]
     return out
-
-
-def _too_much(exc: BaseException) -> str:
-    if isinstance(exc, parsing.TooLarge):
-        return str(exc)
-    if isinstance(exc, RecursionError):
-        return "cannot analyse: nesting too deep (more levels than rocmport's parser and analyses can walk)"
-    return "cannot analyse: not enough memory for this file"

@@ -711,3 +711,13 @@ def statement_spans(analysis: FileAnalysis):
                           lines.offset(rng.end.line, rng.end.column)))
         yield spans[i]
         i += 1
+
+
+def too_much(exc: BaseException) -> str:
+    """The message of ROC001 for a file rocmport cannot analyse whole: too large, nested too
+    deep, or out of memory."""
+    if isinstance(exc, TooLarge):
+        return str(exc)
+    if isinstance(exc, RecursionError):
+        return "cannot analyse: nesting too deep (more levels than rocmport's parser and analyses can walk)"
+    return "cannot analyse: not enough memory for this file"

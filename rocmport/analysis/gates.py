@@ -35,6 +35,7 @@ from .platforms import (
     nvidia_feature_word,
     skips_on_rocm,
 )
+from .syntax import dotted_name as _dotted
 
 
 class FilePlatforms:
@@ -318,15 +319,6 @@ def _requires_cuda_only_package(stmt) -> Optional[str]:
                 name = value.args[0].value.evaluated_value
                 if isinstance(name, str) and _no_rocm_build(name):
                     return name
-    return None
-
-
-def _dotted(node) -> Optional[str]:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
     return None
 
 

@@ -29,6 +29,7 @@ from libcst.metadata import ParentNodeProvider
 
 from . import walk as _walk
 from .bindings import dotted as _dotted
+from .syntax import dotted_name as _cst_dotted
 
 GRAPH_TEST = "a test of CUDA graphs"  # how a finding's reason names such a test
 _FRAMEWORKS = ("pytest", "unittest", "hypothesis", "torch.testing", "absl.testing", "nose", "parameterized")
@@ -202,15 +203,6 @@ def _decorator_name(expr) -> Optional[str]:
     if isinstance(expr, cst.Call):
         expr = expr.func
     return _cst_dotted(expr)
-
-
-def _cst_dotted(node) -> Optional[str]:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _cst_dotted(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
 
 
 class _GraphEvidence(cst.CSTVisitor):

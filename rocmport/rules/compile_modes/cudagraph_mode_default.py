@@ -655,7 +655,7 @@ def _parametrize_of(rule, node: cst.CSTNode):
         element = rule.parent(call)
         if not (isinstance(element, cst.Element) and isinstance(rule.parent(element), (cst.List, cst.Tuple))):
             return None
-        child, current = element, rule.parent(element)
+        current = rule.parent(element)
         position = 0
     else:
         return None
