@@ -568,8 +568,12 @@ def fix(**kw):
 
     written = 0
     done = []
-    for r in changed:
+    failed = set()
+    for r in sorted(changed, key=lambda r: bool(r.needs_written)):  # what others import is written first
         try:
+            lost = [p for p in r.needs_written if p in failed]
+            if lost:
+                raise OSError(f"it imports the gate of {lost[0]}, which could not be written")
             for extra_path, data in r.extra_files.items():
                 write_atomic(extra_path, data)
             if r.fixed is not None:
@@ -578,6 +582,7 @@ def fix(**kw):
             done.append(r)
         except OSError as exc:
             click.echo(f"error: {r.path}: cannot write: {exc.strerror or exc}", err=True)
+            failed.add(r.path)
             problems = True
             fixed_count -= r.fixes_applied if r.fixed is not None else 0  # never report lost fixes
     if not fix_only and not run.silent and (remaining or output_file or kw["statistics"]):

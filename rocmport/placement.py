@@ -24,6 +24,7 @@ from libcst.metadata import PositionProvider
 
 from . import reuse
 from .findings import Edit
+from .prelude import PACKAGE_GATE
 from .source import LineIndex
 
 
@@ -723,7 +724,7 @@ def _new_import(module: cst.Module, text: str, lines: LineIndex, span, importer:
                 if not root or (index.path_of(root) is None and index.path_of(item[4]) is None):
                     continue  # not a module of the project
             for test_module, name, kind in index.rocm_tests_in(root):
-                if (name.startswith("_") or name in taken or test_module == importer
+                if (_private(name, kind) or name in taken or test_module == importer
                         or any(p.startswith("test") or p == "conftest" for p in test_module.split("."))):
                     continue
                 if relative:
@@ -801,7 +802,13 @@ def _tests_of(index, module: str) -> List[Tuple[str, str]]:
     summary = index.summary(module)
     if summary is None:
         return []
-    return [(name, kind) for name, kind in summary.rocm_tests if not name.startswith("_")]
+    return [(name, kind) for name, kind in summary.rocm_tests if not _private(name, kind)]
+
+
+def _private(name: str, kind: str) -> bool:
+    """A name another module does not import: private, unless it is the constant rocmport
+    gives a package's modules to share (``rocmport.package_gate``)."""
+    return name.startswith("_") and not (name == PACKAGE_GATE and kind == "constant")
 
 
 def _test_kind(index, module: str, name: str, depth: int = 0) -> Optional[str]:

@@ -16,6 +16,7 @@ from . import __version__
 from .config import CUDA_GRAPH_CODES, Settings
 from .findings import Applicability, Finding
 from .output import relative_path
+from .prelude import PACKAGE_GATE
 from .registry import rule_infos
 
 MAX_LOCATIONS = 20  # per rule, in "left for a person"
@@ -168,6 +169,14 @@ def render(reports: Sequence, remaining: Sequence[Finding], settings: Settings, 
     out.append("")
     if created:
         out += ["New files: " + ", ".join(f"`{p}`" for p in created) + ".", ""]
+    shared: Dict[str, int] = {}  # the module that defines a package's gate -> the modules importing it
+    for r in reports:
+        for path in r.needs_written if r.fixed is not None else ():
+            shared[rel(path)] = shared.get(rel(path), 0) + 1
+    for path, count in sorted(shared.items()):
+        out += [f"The ROCm test is defined once for its package, in `{path}` (`{PACKAGE_GATE} = getattr(torch.version,"
+                f" \"hip\", None) is not None`), and imported by the {count} modules that test it, rather than a"
+                " line in each.", ""]
     if changed or unknown:
         out += ["## What changed", "", "| rule | fixes | files |", "|---|---|---|"]
         for code, per in changed.items():

@@ -29,6 +29,9 @@ VERSION = 2
 MODE_MAPPER = "rocmport_compile_mode"
 GRAPH_HELPER = "rocmport_cudagraph"
 DEFAULT_GATE = "is_rocm"
+# The gate a package's modules share, in its utilities module (``rocmport.package_gate``): private,
+# so that a star import of that module does not bind it.
+PACKAGE_GATE = "_is_rocm"
 PARTS = ("gate", "mode_mapper", "setup", "graph_helper")
 
 # Line starts and ends by Python's terminators (\r\n, \r, \n): re.M's ^ and $ know only \n.

@@ -42,4 +42,7 @@ class FileReport:
     fixes_applied: int = 0
     applied: List[Tuple[str, int, bool]] = field(default_factory=list)  # (code, row, gated) of each fix
     extra_files: Dict[str, bytes] = field(default_factory=dict)  # generated prelude module
+    # files whose fixed bytes this one's rely on (the module that defines the gate it imports):
+    # written first, and this one is not written when one of them cannot be
+    needs_written: Tuple[str, ...] = ()
     internal_error: Optional[str] = None

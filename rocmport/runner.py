@@ -355,20 +355,52 @@ def _check_files(files: Sequence[str], settings: Settings, *, fix: bool = False,
                                             report.findings)
 
     jobs = jobs or default_jobs()
+    # each report is cached as it comes, while the workers check the rest
+    _run_jobs(todo, reports, settings, jobs, progress, project, store if cache is not None else None)
+    for index in list(keys):
+        store(index)
+    if cache is not None:
+        cache.flush_clean()
+    if fix and len(todo) > 1:
+        _share_package_gates(files, reports, settings, jobs, project)
+    return reports  # type: ignore[return-value]
+
+
+def _run_jobs(todo, reports, settings: Settings, jobs: int, progress, project, done=None) -> None:
     if jobs > 1 and len(todo) > 1:
         # largest first: a large file started last would leave the other workers idle
         # while it is checked (the reports keep their slots, so the output's order is kept)
         todo.sort(key=lambda job: -_size(job[1][0], job[1][1]))
-        # each report is cached as it comes, while the workers check the rest
-        _in_pool(todo, reports, settings, jobs, progress, project, store if cache is not None else None)
+        _in_pool(todo, reports, settings, jobs, progress, project, done)
     else:
         _init(settings, index=project)
         for index, item in todo:
             reports[index] = _work(item)
             if progress:
                 progress(reports[index])
-    for index in list(keys):
-        store(index)
-    if cache is not None:
-        cache.flush_clean()
-    return reports  # type: ignore[return-value]
+
+
+def _share_package_gates(files: Sequence[str], reports: list, settings: Settings, jobs: int, project) -> None:
+    """Where several modules of a package got a gate line each, one line in the package's
+    utilities module instead (``rocmport.package_gate``): those modules are fixed again with
+    the index reading that module as it will be written, and keep what imports the gate."""
+    from rocmport.analysis.index import ProjectIndex
+
+    from . import package_gate
+
+    plans = package_gate.plan(files, reports, project)
+    if not plans:
+        return
+    index = ProjectIndex(files, data={files[plan.slot]: plan.text for plan in plans})
+    again: List[Optional[FileReport]] = [None] * len(files)
+    _run_jobs([(slot, (files[slot], None, True)) for plan in plans for slot in plan.importers], again, settings,
+              jobs, None, index)
+    for plan in plans:
+        taken = package_gate.taken(plan, {slot: again[slot] for slot in plan.importers if again[slot] is not None})
+        if not taken:
+            continue
+        utility = reports[plan.slot]
+        reports[plan.slot] = package_gate.with_gate(plan, utility)
+        for slot, report in taken.items():
+            report.needs_written = (utility.path,)
+            reports[slot] = report

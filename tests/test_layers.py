@@ -34,7 +34,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("engine", ("rocmport.config", "rocmport.registry", "rocmport.discovery", "rocmport.engine",
                 "rocmport.file_analysis", "rocmport.parsing", "rocmport.gating", "rocmport.linting", "rocmport.fixing",
                 "rocmport.cache", "rocmport.house", "rocmport.placement", "rocmport.reuse", "rocmport.reformat",
-                "rocmport._rule_index", "rocmport.reasons", "rocmport.program")),
+                "rocmport._rule_index", "rocmport.reasons", "rocmport.program", "rocmport.package_gate")),
     # input adapters: one file in by its kind (notebooks, other file kinds, Python), and the
     # worker pool that checks many
     ("inputs", ("rocmport.inputs", "rocmport.notebook", "rocmport.runner")),
