@@ -1,6 +1,7 @@
 """One gate for a package (issue 29): where a ``fix`` run gives several modules of one
-package a gate line each, and the package has a utilities module that imports torch, the
-line goes there once, as a private name (``_is_rocm``), and those modules import it.
+package a gate line each, and the package (or one above it: the nearest) has a utilities
+module that imports torch, the line goes there once, as a private name (``_is_rocm``), and
+those modules import it; a utilities module that got a gate line of its own is the gate.
 
 The plan is made from the first round's reports (``plan``); the modules are then fixed
 again with the project index reading the utilities module as it will be written, and the
@@ -17,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 from . import house, parsing, placement
 from .analysis.metadata import Metadata
@@ -67,51 +68,48 @@ def added_gate(report: FileReport) -> Optional[str]:
 
 
 def plan(files: Sequence[str], reports: Sequence[FileReport], index) -> List[Plan]:
-    """The packages whose modules got two or more gate lines, each with the utilities module
-    that takes the gate instead."""
+    """Each utilities module that two or more of the modules that got a gate line would
+    share (itself among them when it got one), with its bytes as they would be written."""
     slot_of = {os.path.abspath(path): slot for slot, path in enumerate(files)}
-    groups: Dict[str, List[Tuple[int, str]]] = {}
-    for slot, report in enumerate(reports):
-        if report is None or added_gate(report) is None:
-            continue
+    texts: Dict[int, Optional[bytes]] = {}  # utilities module -> its bytes with the gate (None: unusable)
+    needy = {slot for slot, report in enumerate(reports) if report is not None and added_gate(report) is not None}
+    groups: Dict[int, List[int]] = {}
+    for slot in sorted(needy):
         name = index.module_name(files[slot])
         if name is None or "." not in name:
             continue  # a script or a top-level module: no package to share a gate with
-        groups.setdefault(name.split(".")[0], []).append((slot, name))
+        for package in _packages(name, files[slot]):
+            utility = _utility(index, package, slot_of)
+            if utility is None:
+                continue
+            if utility not in texts:
+                texts[utility] = (reports[utility].fixed if utility in needy
+                                  else _with_gate(files[utility], reports[utility]))
+            if texts[utility] is not None:
+                groups.setdefault(utility, []).append(slot)
+                break
     plans = []
-    for members in groups.values():
-        if len(members) < 2:
+    for utility, members in sorted(groups.items()):
+        own = utility in needy
+        importers = [m for m in members if m != utility]
+        if len(importers) < (1 if own else 2):
             continue
-        found = _utility(index, [name for _, name in members], slot_of, files)
-        if found is None:
-            continue
-        slot = found
-        own = any(member == slot for member, _ in members)
-        text = _with_gate(files[slot], reports[slot]) if not own else reports[slot].fixed
-        if text is None:
-            continue
-        importers = [member for member, _ in members if member != slot]
-        plans.append(Plan(slot, text, importers, own, {m: reports[m].fixes_applied for m in importers}))
+        plans.append(Plan(utility, texts[utility], importers, own, {m: reports[m].fixes_applied for m in importers}))
     return plans
 
 
-def _packages(name: str) -> List[str]:
-    parts = name.split(".")[:-1]
+def _packages(name: str, path: str) -> List[str]:
+    """The packages a module is in, innermost first (a package's ``__init__`` is in itself)."""
+    parts = name.split(".") if os.path.basename(path).startswith("__init__.") else name.split(".")[:-1]
     return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
 
 
-def _utility(index, names: List[str], slot_of: Dict[str, int], files: Sequence[str]) -> Optional[int]:
-    """The report slot of the utilities module nearest above every one of ``names`` (their
-    deepest common package first, then the packages above it), among the files being fixed."""
-    common = _packages(names[0])
-    for name in names[1:]:
-        mine = set(_packages(name)) | ({name} if (index.path_of(name) or "").endswith("__init__.py") else set())
-        common = [p for p in common if p in mine]
-    for package in common:
-        for util in UTILITY_NAMES:
-            path = index.path_of(f"{package}.{util}")
-            if path is not None and path in slot_of:
-                return slot_of[path]
+def _utility(index, package: str, slot_of: Dict[str, int]) -> Optional[int]:
+    """The report slot of ``package``'s utilities module, when it is among the files fixed."""
+    for util in UTILITY_NAMES:
+        path = index.path_of(f"{package}.{util}")
+        if path is not None and path in slot_of:
+            return slot_of[path]
     return None
 
 

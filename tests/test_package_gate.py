@@ -117,6 +117,28 @@ def test_a_utilities_module_that_needs_the_gate_itself_is_the_gate(tmp_path):
     assert OWN_LINE not in changed["app/model_a.py"]
 
 
+def test_each_module_shares_the_nearest_utilities_module(tmp_path):
+    """Subpackages with utilities of their own: kernels' utils needs a gate itself and is the
+    gate of its package; models' _utils takes the private line for two modules."""
+    kernels_utils = textwrap.dedent(UTILS) + '\n\ndef compiled(model):\n    return torch.compile(model, mode="reduce-overhead")\n'
+    root = _write(tmp_path, {
+        "app/__init__.py": "", "app/utils.py": UTILS,
+        "app/kernels/__init__.py": "", "app/kernels/utils.py": kernels_utils,
+        "app/kernels/a.py": MODEL.format(imports="from .utils import device_name"),
+        "app/models/__init__.py": "", "app/models/_utils.py": UTILS,
+        "app/models/b.py": MODEL.format(imports="from ._utils import device_name"),
+        "app/models/c.py": MODEL.format(imports="from ._utils import device_name"),
+    })
+    changed = _fix(root)
+    assert "app/utils.py" not in changed
+    assert OWN_LINE in changed["app/kernels/utils.py"]
+    assert "from .utils import device_name, is_rocm\n" in changed["app/kernels/a.py"]
+    assert PACKAGE_LINE in changed["app/models/_utils.py"]
+    for name in "bc":
+        assert "from ._utils import _is_rocm, device_name\n" in changed[f"app/models/{name}.py"]
+    assert _fix(root) == {}
+
+
 # -- near misses: each module keeps its own line ------------------------------------------
 
 @pytest.mark.parametrize("case", ["one module", "utils without torch", "utils not fixed", "no utilities module",
