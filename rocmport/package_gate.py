@@ -159,8 +159,10 @@ def taken(plan: Plan, again: Dict[int, FileReport]) -> Dict[int, FileReport]:
     return keep if len(keep) >= needed else {}
 
 
-def with_gate(plan: Plan, report: FileReport) -> FileReport:
-    """The utilities module's report with the gate line in what is written."""
+def with_gate(plan: Plan, report: FileReport, written: Optional[FileReport]) -> FileReport:
+    """The utilities module's report with the gate line in what is written, and its findings
+    as a lint of that text places them (``written``)."""
     if plan.own:
         return report
-    return dataclasses.replace(report, fixed=plan.text)
+    findings = written.findings if written is not None and written.internal_error is None else report.findings
+    return dataclasses.replace(report, fixed=plan.text, findings=findings)

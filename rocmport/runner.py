@@ -393,14 +393,16 @@ def _share_package_gates(files: Sequence[str], reports: list, settings: Settings
         return
     index = ProjectIndex(files, data={files[plan.slot]: plan.text for plan in plans})
     again: List[Optional[FileReport]] = [None] * len(files)
-    _run_jobs([(slot, (files[slot], None, True)) for plan in plans for slot in plan.importers], again, settings,
-              jobs, None, index)
+    todo = [(slot, (files[slot], None, True)) for plan in plans for slot in plan.importers]
+    # a utilities module that gets the line: its findings where they are in what is written
+    todo += [(plan.slot, (files[plan.slot], plan.text, False)) for plan in plans if not plan.own]
+    _run_jobs(todo, again, settings, jobs, None, index)
     for plan in plans:
         taken = package_gate.taken(plan, {slot: again[slot] for slot in plan.importers if again[slot] is not None})
         if not taken:
             continue
         utility = reports[plan.slot]
-        reports[plan.slot] = package_gate.with_gate(plan, utility)
+        reports[plan.slot] = package_gate.with_gate(plan, utility, again[plan.slot])
         for slot, report in taken.items():
             report.needs_written = (utility.path,)
             reports[slot] = report

@@ -96,6 +96,20 @@ def test_three_modules_share_one_line_in_the_utilities_module(tmp_path, jobs):
     assert _fix(root) == {}  # a second run changes nothing
 
 
+def test_what_is_left_in_the_utilities_module_is_reported_where_it_is_written(tmp_path):
+    """The utilities module's own findings (a display-only one here) are placed in the text
+    with the gate line, not in the text before it."""
+    utils = textwrap.dedent(UTILS) + "\n\ndef fast():\n    major, _ = torch.cuda.get_device_capability()\n    return major >= 9\n"
+    root = _package(tmp_path, utils=utils)
+    reports = check_files(sorted(str(p) for p in root.rglob("*.py")), Settings(), jobs=1, fix=True)
+    report = next(r for r in reports if r.path.endswith("utils.py"))
+    assert report.fixed is not None and PACKAGE_LINE.encode() in report.fixed
+    lines = report.fixed.decode().splitlines()
+    assert report.findings
+    for finding in report.findings:
+        assert "major >= 9" in lines[finding.start.row - 1], finding
+
+
 def test_relative_imports_of_a_subpackage_import_the_gate_relatively(tmp_path):
     root = _write(tmp_path, {
         "app/__init__.py": "", "app/utils.py": UTILS, "app/models/__init__.py": "",
