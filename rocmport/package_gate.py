@@ -31,8 +31,10 @@ from .source import LineIndex, SourceError, SourceText, apply_edits
 # ``pkg/utils/__init__.py``).
 UTILITY_NAMES = ("utils", "_utils", "util", "utilities", "common", "_common")
 
-# A gate line as ``placement`` writes it, at module level (column 0).
-_GATE_LINE = re.compile(r"""(?m)^(\w+) = getattr\(\w+\.version, (?:"hip"|'hip'), None\) is not None[ \t]*\r?$""")
+# A gate line as ``placement.gate_text`` writes it (either quote), at module level (column 0).
+_GATE_LINE = re.compile("(?m)^(\\w+)(?:" + "|".join(
+    re.escape(placement.gate_text("", "TORCH", quote)).replace("TORCH", "\\w+") for quote in "\"'")
+    + ")[ \\t]*\\r?$")
 
 
 @dataclasses.dataclass
