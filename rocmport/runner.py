@@ -63,11 +63,12 @@ def _work(item):
     from .inputs import check_bytes, check_path
 
     path, data, fix = item
-    if _INDEX is not None:
+    record = _INDEX is not None and _INDEX.keeps_dependencies
+    if record:
         _INDEX.start_recording(path)
     report = (check_path(path, _SETTINGS, fix=fix, index=_INDEX) if data is None
               else check_bytes(data, path, _SETTINGS, fix=fix, index=_INDEX))
-    if _INDEX is not None:
+    if record:
         report.dependencies = _INDEX.stop_recording()  # the summaries its findings depend on
     return report
 
@@ -318,6 +319,9 @@ def _check_files(files: Sequence[str], settings: Settings, *, fix: bool = False,
     from rocmport.analysis.index import ProjectIndex  # reads no file and imports no LibCST
 
     project = ProjectIndex(files)  # module names only: summaries are computed on demand
+    # what a file's findings read of other modules is recorded for its cache entry: without a
+    # cache (``--no-cache``, ``fix``) nothing is (the digests of those answers cost time)
+    project.keeps_dependencies = cache is not None
     datas = [_read(path) for path in files] if cache is not None else [None] * len(files)
     for path, data in zip(files, datas):
         if data is not None:
@@ -392,6 +396,7 @@ def _share_package_gates(files: Sequence[str], reports: list, settings: Settings
     if not plans:
         return
     index = ProjectIndex(files, data={files[plan.slot]: plan.text for plan in plans})
+    index.keeps_dependencies = False
     again: List[Optional[FileReport]] = [None] * len(files)
     todo = [(slot, (files[slot], None, True)) for plan in plans for slot in plan.importers]
     # a utilities module that gets the line: its findings where they are in what is written

@@ -279,6 +279,19 @@ def test_changing_a_wrapper_re_lints_its_callers_only(tmp_path, monkeypatch):
     assert run() == []
 
 
+def test_what_other_modules_told_a_file_is_recorded_only_for_a_cache(tmp_path):
+    """A file's dependencies (digests of the answers it read from other modules) exist for
+    its cache entry: a run without a cache (``--no-cache``, ``fix``) computes none, and
+    finds the same."""
+    root = _copy(tmp_path, "zoo")
+    cached = check_files(_files(root), Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
+    uncached = check_files(_files(root), Settings(), jobs=1)
+    fixed = check_files(_files(root), Settings(), jobs=1, fix=True)
+    assert any(getattr(r, "dependencies", None) for r in cached)
+    assert not any(getattr(r, "dependencies", None) for r in uncached + fixed)
+    assert [f.sort_key() for r in cached for f in r.findings] == [f.sort_key() for r in uncached for f in r.findings]
+
+
 def test_cached_callers_are_re_linted_when_the_wrapper_changes(tmp_path):
     root = _copy(tmp_path, "zoo")
     cache = Cache(tmp_path / "cache", Settings())

@@ -172,6 +172,7 @@ class ProjectIndex:
         self._mentions: Dict[str, List[str]] = {}  # word -> modules whose bytes spell it
         self._subscripted: Optional[Dict[str, List[str]]] = None  # name -> modules that subscript it
         self.memo: Dict[object, object] = {}  # what shared analyses (``decisions``) computed once per run
+        self.keeps_dependencies = True  # a run with a cache records what each file's findings read
         files = [os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))]
         self._files = set(files)
         for path, blob in (data or {}).items():
