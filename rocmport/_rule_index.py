@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '89edf2e57c6bf15648f04228c006b096'
+FINGERPRINT = '49f24115ff8f7d66a8bbdf34307b00b4'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
