@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '49f24115ff8f7d66a8bbdf34307b00b4'
+FINGERPRINT = '3fa9c76a375efda459894e308c96be6c'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -630,6 +630,12 @@ def _answers_by_architecture(fn: ast.AST, env: Env) -> bool:
 
 
 
+def other_accelerator_name(name: str) -> bool:
+    """Does a dotted name speak of another accelerator (``self.xpu_graph``,
+    ``torch._C._XPUGraph``, ``torch.npu.NPUGraph``): a word of one of its parts is one?"""
+    return any(_OTHER_WORD.search(word) for part in name.split(".") for word in name_words(part))
+
+
 def other_accelerator_path(path: str) -> bool:
     """A module inside a directory for another accelerator: the per-vendor backend trees of
     operator libraries (``backend/_kunlunxin/ops/mm.py``, ``_mthreads/``, ``npu/``), which a

@@ -54,6 +54,7 @@ from .events import (
     UntraceableCall,
 )
 from .names import COMPILE_NAMES
+from .platforms import other_accelerator_name
 from .resolve import BindingRecorder, ScopeBindings
 from .statics import default_value
 from .syntax import dotted_name, keyword, literal_string
@@ -334,7 +335,8 @@ class _Collector(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "capture_begin":
-            self.a.capture_begins.append((self.scope(), node))
+            if not self._other_accelerators_graph(func.value):
+                self.a.capture_begins.append((self.scope(), node))
             return
         if not self.a.ctx.may_resolve(func, _COLLECT_LAST):
             if node.args and self.a.project_compile_call(node):
@@ -349,6 +351,16 @@ class _Collector(cst.CSTVisitor):
             self.a.disable_calls.append((self.scope(), node, self._enclosing_class()))
         elif node.args and self.a.project_compile_call(node):
             self.a.compile_calls.append((self.scope(), node, self._enclosing_class()))
+
+    def _other_accelerators_graph(self, receiver: cst.BaseExpression) -> bool:
+        """``capture_begin`` of another accelerator's graph: ``self.xpu_graph.capture_begin()``,
+        ``super().capture_begin()`` in a class based on ``torch._C._XPUGraph`` (torch.xpu's own
+        graphs, Ascend's ``NPUGraph``): no CUDA graph, never run on ROCm."""
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
+            cls = self._enclosing_class()
+            return cls is not None and any(other_accelerator_name(base) for base in cls.bases)
+        spelled = dotted_name(receiver)
+        return spelled is not None and other_accelerator_name(spelled)
 
     def _enclosing_class(self) -> Optional[ClassInfo]:
         scope = self.scope()

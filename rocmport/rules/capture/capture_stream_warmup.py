@@ -202,6 +202,20 @@ class CaptureStreamWarmup(CaptureRule):
             # with torch.cuda.graph(g): y = m(x)
             s = 'g.capture_begin()'
             """),
+        # another accelerator's graph (torch.xpu's own graphs, Ascend's NPUGraph): never a
+        # capture on ROCm
+        Case("""
+            import torch
+
+            class XPUGraph(torch._C._XPUGraph):
+                def capture_begin(self, pool=None):
+                    super().capture_begin(pool=pool)
+
+            class graph:
+                def __enter__(self):
+                    torch.xpu.synchronize()
+                    self.xpu_graph.capture_begin(*self.pool)
+            """),
         Case("""
             import torch
             import tensorflow as tf
