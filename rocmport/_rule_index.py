@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '3fa9c76a375efda459894e308c96be6c'
+FINGERPRINT = 'd1279c0231d9e17e4326ae8910506931'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -1900,7 +1900,10 @@ RULES = [{'code': 'ROC001',
   'what': '\n'
           '        `torch.nonzero` / `.nonzero()`, `argwhere`, `masked_select`, `unique`,\n'
           '        `unique_consecutive`, one-argument `torch.where`, `repeat_interleave` without\n'
-          '        `output_size=`, and boolean-mask indexing (`x[mask]`) whose size is then read\n'
+          '        `output_size=` whose repeat count may be a tensor (not an integer, nor a name '
+          'spelled\n'
+          '        like a count such as `n_rep` or `self.num_heads // 2`), and boolean-mask '
+          'indexing (`x[mask]`) whose size is then read\n'
           '        (`.numel()`, `.size()`, `.shape`, `len()`), in compiled code.\n'
           '        \n'
           '        Compiled code is a function decorated with `@torch.compile` (or '
@@ -1961,7 +1964,9 @@ RULES = [{'code': 'ROC001',
          '\n'
          '`torch.nonzero` / `.nonzero()`, `argwhere`, `masked_select`, `unique`,\n'
          '`unique_consecutive`, one-argument `torch.where`, `repeat_interleave` without\n'
-         '`output_size=`, and boolean-mask indexing (`x[mask]`) whose size is then read\n'
+         '`output_size=` whose repeat count may be a tensor (not an integer, nor a name spelled\n'
+         'like a count such as `n_rep` or `self.num_heads // 2`), and boolean-mask indexing '
+         '(`x[mask]`) whose size is then read\n'
          '(`.numel()`, `.size()`, `.shape`, `len()`), in compiled code.\n'
          '\n'
          'Compiled code is a function decorated with `@torch.compile` (or `@torch.compile(...)`),\n'

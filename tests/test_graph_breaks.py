@@ -225,6 +225,12 @@ def test_rng_state_of_generator_objects_in_a_capture(setup, call, hazard):
     ("    y = x[x > 0]\n    return y.sum()", False),  # the size never reaches Python
     ("    return torch.where(x > 0, x, 0)", False),
     ("    return x.repeat_interleave(3)", False),
+    ("    return x.repeat_interleave(n_rep, dim=1)", False),  # grouped-query attention: an int count
+    ("    return x.repeat_interleave(self.num_heads // 2, dim=-1)", False),
+    ("    return x.repeat_interleave(repeats=self.num_key_value_groups, dim=1)", False),
+    ("    return x.repeat_interleave(counts, dim=0)", True),  # per-row counts: a tensor
+    ("    return x.repeat_interleave(x.sum(-1).long(), dim=0)", True),
+    ("    return torch.repeat_interleave(x, tokens_per_expert, dim=0)", True),
     ('    s = "x.nonzero()"\n    return x', False),
 ])
 def test_dynamic_shapes_in_compiled_code(body, hazard):

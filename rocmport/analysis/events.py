@@ -110,8 +110,8 @@ class LoggingCall(RegionEvent):
 class DataDependentShape(RegionEvent):
     """An operation whose output shape depends on the data: ``torch.nonzero(x)`` (``op`` is
     the qualified name), ``x.unique()`` (``op`` is the method name, ``method`` True),
-    one-argument ``torch.where``, ``repeat_interleave`` with a repeat count that is not a
-    literal and no ``output_size=``."""
+    one-argument ``torch.where``, ``repeat_interleave`` with a repeat count that may be a
+    tensor (``regions._count_like``) and no ``output_size=``."""
 
     op: str = ""
     method: bool = False

@@ -371,6 +371,28 @@ class _Collector(cst.CSTVisitor):
 # The analysis
 # ----------------------------------------------------------------------------------------
 
+# A name for a count that is a Python int: ``n_rep``, ``num_heads``, ``self.num_key_value_groups``,
+# ``group_size``, ``repeat_factor`` (a tensor of per-element counts is ``counts``, ``lengths``,
+# ``tokens_per_expert``, ``repeats``: data).
+_COUNT_NAME = re.compile(r"(?i)^_*(?:n|num|number_of)_\w+$|^\w*_(?:groups|heads|rep|ratio|factor|times|size|dim|multiple)$"
+                         r"|^n_?rep$|^(?:groups|factor|ratio|stride)$")
+
+
+def _count_like(expr: cst.BaseExpression) -> bool:
+    """A repeat count that the code spells as a Python int: an integer literal, a name or
+    attribute named like a count (``_COUNT_NAME``), or arithmetic of them (``self.num_heads //
+    2``); a call, subscript or other name may be a tensor of counts."""
+    if isinstance(expr, cst.Integer):
+        return True
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        spelled = dotted_name(expr)
+        return spelled is not None and _COUNT_NAME.match(spelled.rsplit(".", 1)[-1]) is not None
+    if isinstance(expr, cst.BinaryOperation) and isinstance(
+            expr.operator, (cst.FloorDivide, cst.Multiply, cst.Add, cst.Subtract)):
+        return _count_like(expr.left) and _count_like(expr.right)
+    return False
+
+
 class RegionAnalysis:
     def __init__(self, ctx, collector: Optional["Feeder"] = None):
         self.ctx = ctx
@@ -1271,7 +1293,7 @@ class RegionAnalysis:
             return
         rep = keyword(node, "repeats")
         value = rep.value if rep is not None else (repeats[0].value if repeats and repeats[0].keyword is None else None)
-        if isinstance(value, cst.Integer):
+        if value is not None and _count_like(value):
             return  # a fixed repeat count gives a fixed shape
         events.append(DataDependentShape(node, op=op, method=method))
 

@@ -22,7 +22,8 @@ class CompiledDynamicShape(GraphBreakRule):
     WHAT = """
         `torch.nonzero` / `.nonzero()`, `argwhere`, `masked_select`, `unique`,
         `unique_consecutive`, one-argument `torch.where`, `repeat_interleave` without
-        `output_size=`, and boolean-mask indexing (`x[mask]`) whose size is then read
+        `output_size=` whose repeat count may be a tensor (not an integer, nor a name spelled
+        like a count such as `n_rep` or `self.num_heads // 2`), and boolean-mask indexing (`x[mask]`) whose size is then read
         (`.numel()`, `.size()`, `.shape`, `len()`), in compiled code.
         """ + REACH
     WHY = """
