@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '94cf905eece9f6df1414ca7a39e02534'
+FINGERPRINT = '54e7024d3acdae6aaa9182195e7e0d9d'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -15,7 +15,7 @@ import libcst as cst
 from rocmport.analysis import effects as _effects
 from rocmport.analysis.bindings import dotted as _dotted_ast, top_level
 from rocmport.analysis.names import qualified_names
-from rocmport.analysis.needs import Call, Identifier, strings
+from rocmport.analysis.needs import Call, Identifier, identifiers, strings
 from rocmport.analysis.platforms import ROCM, other_accelerator_path
 from rocmport.analysis.syntax import dotted_name, literal_string
 from rocmport.analysis.walk import children as _children
@@ -923,13 +923,14 @@ def _import_time_query(facts) -> bool:
         return False  # a script
     own = None
     index = None
-    accelerators = _ast_accelerators(body, facts)
+    accelerators = _ast_accelerators(body, facts) if _effects.ACCELERATOR_FACTORY in identifiers(facts) else None
     for call in _ast_import_time_calls(body):
         if facts.may_be(call.func, _QUERIES) or (isinstance(call.func, ast.Attribute)
                                                   and call.func.attr == "get_current_target"):
             found = True
             break
-        if _effects.accelerator_method(call.func, facts.qualified_names, accelerators) is not None:
+        if accelerators is not None and _effects.accelerator_method(call.func, facts.qualified_names,
+                                                                     accelerators) is not None:
             found = True
             break
         spelled = _dotted_ast(call.func)
