@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '54e7024d3acdae6aaa9182195e7e0d9d'
+FINGERPRINT = '5e25adc603606d64c64d3d4e582ecfa5'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -3303,10 +3303,15 @@ RULES = [{'code': 'ROC001',
           'two\n'
           '        (`assert n & (n - 1) == 0`, `assert is_power_of_2(n)`, `if n not in (16, 32, '
           '64):\n'
-          '        raise`) or the kernel checks with `tl.static_assert`, `tl.static_range(0, P)` '
-          'and\n'
-          '        `range` bounds (any integer works there), and kernels in ROCm-only or other\n'
-          "        accelerators' code.\n"
+          '        raise`) -- or, in a launcher that only the `backward` of a '
+          '`torch.autograd.Function`\n'
+          '        calls, a dimension of a tensor (`B, D, T = K.size()`) that a launcher its '
+          '`forward`\n'
+          '        hands the same tensor checks so -- or the kernel checks with '
+          '`tl.static_assert`,\n'
+          '        `tl.static_range(0, P)` and `range` bounds (any integer works there), and '
+          'kernels in\n'
+          "        ROCm-only or other accelerators' code.\n"
           '        ',
   'why': '\n'
          '        `tl.arange` and every tile dimension must be a power of two on every backend: '
@@ -3363,9 +3368,11 @@ RULES = [{'code': 'ROC001',
          'with powers of two, or shifted: `1 << k`), a literal, a value from autotune\n'
          '`triton.Config` dicts, a name that the launching function checks for a power of two\n'
          '(`assert n & (n - 1) == 0`, `assert is_power_of_2(n)`, `if n not in (16, 32, 64):\n'
-         'raise`) or the kernel checks with `tl.static_assert`, `tl.static_range(0, P)` and\n'
-         '`range` bounds (any integer works there), and kernels in ROCm-only or other\n'
-         "accelerators' code.\n"
+         'raise`) -- or, in a launcher that only the `backward` of a `torch.autograd.Function`\n'
+         'calls, a dimension of a tensor (`B, D, T = K.size()`) that a launcher its `forward`\n'
+         'hands the same tensor checks so -- or the kernel checks with `tl.static_assert`,\n'
+         '`tl.static_range(0, P)` and `range` bounds (any integer works there), and kernels in\n'
+         "ROCm-only or other accelerators' code.\n"
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
