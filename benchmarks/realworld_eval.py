@@ -10,7 +10,9 @@ so hazards one module away (a project's wrapper of torch.compile) count, with
 ``PYTHONPATH=ROOT`` for each ``--rocmport-root`` (give one per version to compare: an
 export of an older commit, and this checkout). A ``hazard`` row is found when a finding of
 its family covers the line; a ``clean`` row is a false alarm when one does. Every other
-finding is listed apart (``unlabelled``), so a new finding cannot hide. Their code never
+finding is listed apart (``unlabelled``), so a new finding cannot hide. Where the rows name a
+rule (``code``, as ``false-alarm-labels.jsonl``'s do), a table per rule follows: its findings,
+those no row labels, its hazard rows found and its clean rows flagged (by that rule). Their code never
 enters this repository: only the labels do (benchmarks/results/realworld-labels.jsonl).
 """
 
@@ -54,6 +56,7 @@ def main() -> int:
     for root in roots:
         found = {}  # (repo, path) -> {line: [codes]}
         unlabelled = []
+        per_rule = defaultdict(lambda: [0, 0, 0, 0, 0, 0])  # findings, unlabelled, hazards, found, clean, flagged
         labelled = {(r["repo"], r["path"], r["line"]) for r in rows}
         for repo in repos:
             checkout = Path(args.repos) / repo.split("/")[1]
@@ -63,13 +66,20 @@ def main() -> int:
                 rows_of = found.setdefault((repo, filename), defaultdict(list))
                 for line in range(f["location"]["row"], f["end_location"]["row"] + 1):
                     rows_of[line].append(f["code"])
+                per_rule[f["code"]][0] += 1
                 if (repo, filename, f["location"]["row"]) not in labelled:
                     unlabelled.append(f"{repo}:{filename}:{f['location']['row']}: {f['code']}")
+                    per_rule[f["code"]][1] += 1
         score = defaultdict(lambda: [0, 0, 0, 0])  # hazards, found, clean, false alarms
         for r in rows:
             codes = found.get((r["repo"], r["path"]), {}).get(r["line"], [])
             hit = any(c.startswith(FAMILY[r["class"]]) for c in codes)
             s = score[r["class"]]
+            if r.get("code"):  # rows of one rule (false-alarm-labels.jsonl): scored by that rule alone
+                by_rule = per_rule[r["code"]]
+                same = r["code"] in codes
+                by_rule[2 if r["expect"] == "hazard" else 4] += 1
+                by_rule[3 if r["expect"] == "hazard" else 5] += same
             if r["expect"] == "hazard":
                 s[0] += 1
                 s[1] += hit
@@ -87,6 +97,12 @@ def main() -> int:
             total = [a + b for a, b in zip(total, s)]
             print(f"| {cls} | {s[1]}/{s[0]} | {s[3]}/{s[2]} |")
         print(f"| all | {total[1]}/{total[0]} | {total[3]}/{total[2]} |")
+        if any(r.get("code") for r in rows):
+            print("| rule | findings | unlabelled | hazards found | clean rows flagged |")
+            print("| --- | --- | --- | --- | --- |")
+            for code in sorted(per_rule):
+                n, u, h, hf, c, cf = per_rule[code]
+                print(f"| {code} | {n} | {u} | {hf}/{h} | {cf}/{c} |")
         print(f"unlabelled findings: {len(unlabelled)}")
         for line in unlabelled:
             print("  " + line)

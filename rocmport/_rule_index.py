@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'd1279c0231d9e17e4326ae8910506931'
+FINGERPRINT = '3e277922261975e2574e8edf25f4bf2e'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -3308,10 +3308,15 @@ RULES = [{'code': 'ROC001',
           'two\n'
           '        (`assert n & (n - 1) == 0`, `assert is_power_of_2(n)`, `if n not in (16, 32, '
           '64):\n'
-          '        raise`) or the kernel checks with `tl.static_assert`, `tl.static_range(0, P)` '
-          'and\n'
-          '        `range` bounds (any integer works there), and kernels in ROCm-only or other\n'
-          "        accelerators' code.\n"
+          '        raise`) -- or, in a launcher that only the `backward` of a '
+          '`torch.autograd.Function`\n'
+          '        calls, a dimension of a tensor (`B, D, T = K.size()`) that a launcher its '
+          '`forward`\n'
+          '        hands the same tensor checks so -- or the kernel checks with '
+          '`tl.static_assert`,\n'
+          '        `tl.static_range(0, P)` and `range` bounds (any integer works there), and '
+          'kernels in\n'
+          "        ROCm-only or other accelerators' code.\n"
           '        ',
   'why': '\n'
          '        `tl.arange` and every tile dimension must be a power of two on every backend: '
@@ -3368,9 +3373,11 @@ RULES = [{'code': 'ROC001',
          'with powers of two, or shifted: `1 << k`), a literal, a value from autotune\n'
          '`triton.Config` dicts, a name that the launching function checks for a power of two\n'
          '(`assert n & (n - 1) == 0`, `assert is_power_of_2(n)`, `if n not in (16, 32, 64):\n'
-         'raise`) or the kernel checks with `tl.static_assert`, `tl.static_range(0, P)` and\n'
-         '`range` bounds (any integer works there), and kernels in ROCm-only or other\n'
-         "accelerators' code.\n"
+         'raise`) -- or, in a launcher that only the `backward` of a `torch.autograd.Function`\n'
+         'calls, a dimension of a tensor (`B, D, T = K.size()`) that a launcher its `forward`\n'
+         'hands the same tensor checks so -- or the kernel checks with `tl.static_assert`,\n'
+         '`tl.static_range(0, P)` and `range` bounds (any integer works there), and kernels in\n'
+         "ROCm-only or other accelerators' code.\n"
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -5770,8 +5777,20 @@ RULES = [{'code': 'ROC001',
           '        `get_device_name`, `current_device`, `mem_get_info`, `set_device`, '
           '`torch.cuda.init`,\n'
           "        Triton's `triton.runtime.driver.active.get_current_target()` and, for ROCm,\n"
-          '        `torch.cuda.device_count()`. The finding is at the call that runs at import '
-          '(where a\n'
+          '        `torch.cuda.device_count()`; and the methods of the accelerator object that\n'
+          "        DeepSpeed's `get_accelerator()` returns (imported from `deepspeed.accelerator`, "
+          'or from\n'
+          "        the project's own module named `accelerator`, as DeepSpeed's `op_builder` "
+          'does), called\n'
+          '        on its result (`get_accelerator().is_triton_supported()`) or on a module-level '
+          'name bound\n'
+          '        to it, that make one of those queries on the object ROCm gets, '
+          '`CUDA_Accelerator`:\n'
+          '        `is_triton_supported`, `is_fp16_supported` and `supported_dtypes`\n'
+          '        (`get_device_capability`), `total_memory` and `available_memory`\n'
+          '        (`get_device_properties`; ROCm has no NVML), `current_device`, '
+          '`current_device_name`,\n'
+          '        `set_device`. The finding is at the call that runs at import (where a\n'
           "        helper does the query, at the helper's call, naming the query). A helper of "
           'another\n'
           "        module is looked for where the file's code spells one of those names, or a "
@@ -5823,8 +5842,17 @@ RULES = [{'code': 'ROC001',
           'same\n'
           '        on both vendors: see below), and so a `device_count()` at import after one (HIP '
           'is\n'
-          '        already up there); only a query that calls `_lazy_init()` is reported after '
-          'it.\n'
+          '        already up there); only a query that calls `_lazy_init()` is reported after it. '
+          'Of an\n'
+          '        accelerator object, the methods that make no such query: `device_name()` and\n'
+          '        `communication_backend_name()` (strings), `memory_allocated()` and the other\n'
+          '        allocator statistics (`{}` before the runtime is up), `is_available()`,\n'
+          '        `is_bf16_supported()` (`is_available()` alone on ROCm) and `device_count()` (to '
+          'choose\n'
+          '        the object, `get_accelerator()` has already counted the devices and called\n'
+          '        `is_available()`); and a `get_accelerator` of a module not named `accelerator`, '
+          'or the\n'
+          "        module's own function of that name.\n"
           '        ',
   'why': '\n'
          '        The GPU runtime reads the visible devices once, when it is initialised: on ROCm\n'
@@ -5849,7 +5877,11 @@ RULES = [{'code': 'ROC001',
          '        makes `fork()`ed workers fail with "Cannot re-initialize CUDA in forked '
          'subprocess"\n'
          '        (deepspeedai/DeepSpeed#7918; #8078 removed the import-time\n'
-         '        `get_device_capability()` and `get_device_properties(0)` calls; #7252).\n'
+         '        `get_device_capability()` and `get_device_properties(0)` calls, among them\n'
+         "        `ds_transformer.py`'s module-level `if deepspeed.HAS_TRITON and\n"
+         '        get_accelerator().is_triton_supported():`, which reads the capability whenever '
+         'Triton\n'
+         '        is installed, as it always is beside a ROCm torch; #7252).\n'
          '\n'
          '        What each call does, on torch 2.13 (`torch/cuda/__init__.py`; checked on torch '
          '2.11\n'
@@ -5896,7 +5928,16 @@ RULES = [{'code': 'ROC001',
          'calls. The calls: `torch.cuda.get_device_properties`, `get_device_capability`,\n'
          '`get_device_name`, `current_device`, `mem_get_info`, `set_device`, `torch.cuda.init`,\n'
          "Triton's `triton.runtime.driver.active.get_current_target()` and, for ROCm,\n"
-         '`torch.cuda.device_count()`. The finding is at the call that runs at import (where a\n'
+         '`torch.cuda.device_count()`; and the methods of the accelerator object that\n'
+         "DeepSpeed's `get_accelerator()` returns (imported from `deepspeed.accelerator`, or from\n"
+         "the project's own module named `accelerator`, as DeepSpeed's `op_builder` does), called\n"
+         'on its result (`get_accelerator().is_triton_supported()`) or on a module-level name '
+         'bound\n'
+         'to it, that make one of those queries on the object ROCm gets, `CUDA_Accelerator`:\n'
+         '`is_triton_supported`, `is_fp16_supported` and `supported_dtypes`\n'
+         '(`get_device_capability`), `total_memory` and `available_memory`\n'
+         '(`get_device_properties`; ROCm has no NVML), `current_device`, `current_device_name`,\n'
+         '`set_device`. The finding is at the call that runs at import (where a\n'
          "helper does the query, at the helper's call, naming the query). A helper of another\n"
          "module is looked for where the file's code spells one of those names, or a method of\n"
          "such a name (the project's own `get_device_capability()` wrapper, say; a comment or\n"
@@ -5927,7 +5968,14 @@ RULES = [{'code': 'ROC001',
          'right of `is_cuda() and`, under `if torch.version.cuda:`, as the platform analysis\n'
          'reads those tests); `torch.cuda.is_available()` at import (everywhere, and the same\n'
          'on both vendors: see below), and so a `device_count()` at import after one (HIP is\n'
-         'already up there); only a query that calls `_lazy_init()` is reported after it.\n'
+         'already up there); only a query that calls `_lazy_init()` is reported after it. Of an\n'
+         'accelerator object, the methods that make no such query: `device_name()` and\n'
+         '`communication_backend_name()` (strings), `memory_allocated()` and the other\n'
+         'allocator statistics (`{}` before the runtime is up), `is_available()`,\n'
+         '`is_bf16_supported()` (`is_available()` alone on ROCm) and `device_count()` (to choose\n'
+         'the object, `get_accelerator()` has already counted the devices and called\n'
+         '`is_available()`); and a `get_accelerator` of a module not named `accelerator`, or the\n'
+         "module's own function of that name.\n"
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -5944,7 +5992,10 @@ RULES = [{'code': 'ROC001',
          'meta-pytorch/torchforge#725). A runtime initialised by `torch.cuda._lazy_init()` also\n'
          'makes `fork()`ed workers fail with "Cannot re-initialize CUDA in forked subprocess"\n'
          '(deepspeedai/DeepSpeed#7918; #8078 removed the import-time\n'
-         '`get_device_capability()` and `get_device_properties(0)` calls; #7252).\n'
+         '`get_device_capability()` and `get_device_properties(0)` calls, among them\n'
+         "`ds_transformer.py`'s module-level `if deepspeed.HAS_TRITON and\n"
+         'get_accelerator().is_triton_supported():`, which reads the capability whenever Triton\n'
+         'is installed, as it always is beside a ROCm torch; #7252).\n'
          '\n'
          'What each call does, on torch 2.13 (`torch/cuda/__init__.py`; checked on torch 2.11\n'
          'on an H100: a query, then `CUDA_VISIBLE_DEVICES=""`, then a tensor on the GPU, which\n'
@@ -5981,7 +6032,9 @@ RULES = [{'code': 'ROC001',
          'called where the value is needed (or a module global filled on the first call, under\n'
          '`if _cap is None:`). In a function that sets the visible devices, set every\n'
          '`*_VISIBLE_DEVICES` variable first and query the device after.\n',
-  'triggers': ['current_device',
+  'triggers': ['available_memory',
+               'current_device',
+               'current_device_name',
                'device_count',
                'get_current_target',
                'get_device_capability',
@@ -5989,11 +6042,16 @@ RULES = [{'code': 'ROC001',
                'get_device_properties',
                'init',
                'is_available',
+               'is_fp16_supported',
+               'is_triton_supported',
                'mem_get_info',
-               'set_device'],
+               'set_device',
+               'supported_dtypes',
+               'total_memory'],
   'words': [['cuda',
              'current_device',
              'device_count',
+             'get_accelerator',
              'get_current_target',
              'get_device_capability',
              'get_device_name',
@@ -6003,6 +6061,7 @@ RULES = [{'code': 'ROC001',
              'set_device'],
             ['current_device',
              'device_count',
+             'get_accelerator',
              'get_current_target',
              'get_device_capability',
              'get_device_name',
@@ -6013,6 +6072,7 @@ RULES = [{'code': 'ROC001',
              'set_device'],
             ['current_device',
              'device_count',
+             'get_accelerator',
              'get_current_target',
              'get_device_capability',
              'get_device_name',
@@ -6020,4 +6080,52 @@ RULES = [{'code': 'ROC001',
              'is_available',
              'mem_get_info',
              'set_device',
-             'torch']]}]
+             'torch'],
+            ['available_memory',
+             'cuda',
+             'current_device',
+             'current_device_name',
+             'device_count',
+             'get_current_target',
+             'get_device_capability',
+             'get_device_name',
+             'get_device_properties',
+             'is_available',
+             'is_fp16_supported',
+             'is_triton_supported',
+             'mem_get_info',
+             'set_device',
+             'supported_dtypes',
+             'total_memory'],
+            ['available_memory',
+             'current_device',
+             'current_device_name',
+             'device_count',
+             'get_current_target',
+             'get_device_capability',
+             'get_device_name',
+             'get_device_properties',
+             'init',
+             'is_available',
+             'is_fp16_supported',
+             'is_triton_supported',
+             'mem_get_info',
+             'set_device',
+             'supported_dtypes',
+             'total_memory'],
+            ['available_memory',
+             'current_device',
+             'current_device_name',
+             'device_count',
+             'get_current_target',
+             'get_device_capability',
+             'get_device_name',
+             'get_device_properties',
+             'is_available',
+             'is_fp16_supported',
+             'is_triton_supported',
+             'mem_get_info',
+             'set_device',
+             'supported_dtypes',
+             'torch',
+             'total_memory']]}]

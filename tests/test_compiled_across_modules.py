@@ -195,6 +195,49 @@ def test_near_misses_across_modules(tmp_path):
     assert _found(root) == []
 
 
+def test_accelerator_queries_one_module_away(tmp_path):
+    """A helper of another module that asks the object of the project's accelerator factory
+    (DeepSpeed's ``get_accelerator()``, here the project's own ``accelerator`` package) for a
+    device query: the index reads that module for the factory's name alone (``limits.py``
+    spells no torch query), and a method that queries nothing is no query."""
+    root = _write(tmp_path, {
+        "proj/__init__.py": "",
+        "proj/accelerator/__init__.py": "from .real_accelerator import get_accelerator\n",
+        "proj/accelerator/real_accelerator.py": """\
+            _accelerator = None
+
+            def get_accelerator():
+                return _accelerator
+            """,
+        "proj/limits.py": """\
+            from proj.accelerator import get_accelerator
+
+            def budget():
+                return get_accelerator().total_memory() // 2
+
+            def backend():
+                return get_accelerator().communication_backend_name()
+            """,
+        "proj/devices.py": """\
+            def current_device():
+                return "cuda"
+            """,
+        "proj/config.py": """\
+            from proj.devices import current_device
+            from proj.limits import backend, budget
+
+            DEVICE = current_device()
+            BACKEND = backend()
+            LIMIT = budget()
+            """,
+    })
+    reports = {Path(r.path).name: r for r in check_files(_files(root), Settings(), jobs=1)}
+    assert _found(root) == [("proj/config.py", 6, "ROC712")]
+    [roc712] = reports["config.py"].findings
+    assert roc712.message.startswith("`budget()` runs when this module is imported and calls"
+                                     " `get_accelerator().total_memory()` (line 4 of `proj.limits`)")
+
+
 def test_a_helper_of_another_module_is_followed_where_the_code_spells_its_kind(tmp_path):
     """Another module's helper is looked for where a name of the file spells ``compile`` (the
     graph-break rules) or a query's name (ROC712), as ``NEEDS`` declares: a comment or a

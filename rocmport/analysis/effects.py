@@ -15,7 +15,8 @@ for a file's own functions. Two facts:
   the module's other functions, or through another module's functions: ``external``) that
   Dynamo cannot trace (``untraceable``: ctypes, subprocess, NVML, amdsmi, the torch functions
   that return a non-tensor, Triton's driver) and the first device query that initialises the
-  GPU runtime (``query``). A function under ``torch.compiler.disable`` has no untraceable call
+  GPU runtime (``query``: torch's, or a method of the object DeepSpeed's ``get_accelerator()``
+  returns that makes one, ``ACCELERATOR_QUERIES``). A function under ``torch.compiler.disable`` has no untraceable call
   (it runs eagerly), nor has one whose body tests ``torch.cuda.is_initialized()`` a query (it
   asks only a runtime already up).
 
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from .bindings import dotted, module_imports, resolve_name, top_level, walk
 from .platforms import ROCM, Env, Test, classify as _classify_test, module_tests
@@ -68,6 +69,54 @@ IS_AVAILABLE = "torch.cuda.is_available"
 # that reads one function: at import it is everywhere and the same on both vendors.
 QUERIES = LAZY_INIT | {DEVICE_COUNT}
 INITIALIZED = frozenset({"torch.cuda.is_initialized"})
+# DeepSpeed's accelerator abstraction (``deepspeed.accelerator``, the repository's top-level
+# ``accelerator`` package, and projects' own copies of it): ``get_accelerator()`` returns the
+# platform's accelerator object, ``CUDA_Accelerator`` on ROCm (torch.cuda is HIP there). Its
+# methods that reach ``_lazy_init()`` on torch 2.13 (``accelerator/cuda_accelerator.py`` at
+# deepspeedai/DeepSpeed 10f76c2 and after #8078): method -> the torch query it makes. Not
+# here: ``device_count`` (to choose the object the factory itself counts the devices and calls
+# ``torch.cuda.is_available()``, unless ``DS_ACCELERATOR`` names it: the driver is up before
+# the method runs), ``is_available`` and ``is_bf16_supported`` (``is_available()`` alone on
+# ROCm: torch answers bf16 from ``torch.version.hip``), ``device_name`` and
+# ``communication_backend_name`` (strings), ``memory_allocated`` and the other allocator
+# statistics (``memory_stats`` returns ``{}`` before the runtime is up).
+ACCELERATOR_QUERIES = {
+    "current_device": "torch.cuda.current_device",
+    "current_device_name": "torch.cuda.current_device",  # "cuda:{}".format(current_device())
+    "set_device": "torch.cuda.set_device",
+    "total_memory": "torch.cuda.get_device_properties",  # get_device_properties(i).total_memory
+    "available_memory": "torch.cuda.get_device_properties",  # NVML, else total_memory(): ROCm has no NVML
+    "is_triton_supported": "torch.cuda.get_device_capability",  # after is_available()
+    "is_fp16_supported": "torch.cuda.get_device_capability",  # after is_available()
+    "supported_dtypes": "torch.cuda.get_device_capability",  # through is_fp16_supported()
+}
+ACCELERATOR_FACTORY = "get_accelerator"
+
+
+def accelerator_factory(name: Optional[str]) -> bool:
+    """Is ``name`` (a qualified name) an accelerator factory: ``get_accelerator`` of a module
+    named ``accelerator`` or of one under it (``deepspeed.accelerator``,
+    ``accelerator.real_accelerator``, a project's ``myproject.accelerator``)?"""
+    if not name:
+        return False
+    parts = name.split(".")
+    return parts[-1] == ACCELERATOR_FACTORY and "accelerator" in parts[:-1]
+
+
+def accelerator_method(func: ast.AST, qualified: Callable[[ast.AST], Iterable[str]],
+                       bound: Iterable[str] = ()) -> Optional[str]:
+    """The device query ``func`` (a call's callee) makes as a method of an accelerator object:
+    ``get_accelerator().total_memory`` (the factory's result) or ``acc.total_memory`` (``acc``
+    one of the ``bound`` names, assigned the factory's result at module level). ``qualified``
+    gives the qualified names a node may have. The method's name, or None."""
+    if not isinstance(func, ast.Attribute) or func.attr not in ACCELERATOR_QUERIES:
+        return None
+    value = func.value
+    if isinstance(value, ast.Call) and any(accelerator_factory(n) for n in qualified(value.func)):
+        return func.attr
+    if isinstance(value, ast.Name) and value.id in bound:
+        return func.attr
+    return None
 # ``if not torch.compiler.is_compiling():``: the code that Dynamo takes and the code it does
 # not (the eager side is never traced)
 _COMPILING = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling", "is_exporting")
@@ -75,7 +124,8 @@ _COMPILING = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling",
 # module's function: the words of that module then).
 WORDS = (b"ctypes", b"subprocess", b"os.system", b"popen", b"nvml", b"nvidia_smi", b"amdsmi", b"device_count",
          b"get_device_name", b"get_arch_list", b"get_current_target", b"get_device_propert",
-         b"get_device_capability", b"current_device", b"mem_get_info", b"set_device", b"cuda.init")
+         b"get_device_capability", b"current_device", b"mem_get_info", b"set_device", b"cuda.init",
+         ACCELERATOR_FACTORY.encode())
 _MAX_DEPTH = 6
 # modules whose ``compile`` is not torch's
 _NOT_TORCH = frozenset({"re", "regex", "fnmatch", "glob", "triton", "jax", "numba", "tf", "tensorflow", "ast"})
@@ -225,6 +275,7 @@ class ModuleFacts:
         self.classes: Dict[str, ast.ClassDef] = {}
         self.libraries: Set[str] = set()  # module-level names bound to a ctypes library
         self.partials: Dict[str, ast.Call] = {}
+        self.accelerators: Set[str] = set()  # module-level names bound to ``get_accelerator()``
         for stmt in top_level(body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions[stmt.name] = stmt
@@ -238,6 +289,8 @@ class ModuleFacts:
                         self.libraries.add(stmt.targets[0].id)
                     elif callee in PARTIAL:
                         self.partials[stmt.targets[0].id] = value
+                    elif accelerator_factory(callee):
+                        self.accelerators.add(stmt.targets[0].id)
                 elif (self.resolve(value) or "").startswith("ctypes.cdll."):
                     self.libraries.add(stmt.targets[0].id)
         self.external = external
@@ -257,6 +310,11 @@ class ModuleFacts:
         """The absolute dotted name a callee spells (imports, the module's own functions and
         classes)."""
         return resolve_name(self.imports, set(self.functions) | set(self.classes), self.name, node)
+
+    def qualified(self, node: ast.AST) -> Tuple[str, ...]:
+        """``resolve`` as the (at most one) qualified name ``node`` has here."""
+        name = self.resolve(node)
+        return (name,) if name is not None else ()
 
     # -- effects ------------------------------------------------------------------------
     def effects(self, name: str, depth: int = 0) -> Effects:
@@ -292,6 +350,14 @@ class ModuleFacts:
         found: Dict[str, Optional[Site]] = {"untraceable": None, "query": None, "init": None}
         asks_initialized = False
         for call in _calls(node.body, self.env()):
+            method = accelerator_method(call.func, self.qualified, self.accelerators)
+            if method is not None:
+                value = call.func.value  # type: ignore[attr-defined]
+                spelled = f"{dotted(value.func)}()" if isinstance(value, ast.Call) else dotted(value)
+                site = Site(f"{spelled}.{method}", "query", self.name, call.lineno)
+                found["query"] = found["query"] or site
+                found["init"] = found["init"] or site
+                continue
             name = self.resolve(call.func)
             if name in INITIALIZED:
                 asks_initialized = True

@@ -213,6 +213,7 @@ def pow2_checks(tree: ast.AST, word: str) -> List[int]:
 
 # -- one module -------------------------------------------------------------------------------
 
+_AUTOGRAD_FUNCTION = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 _Scope = Optional[ast.AST]  # a FunctionDef / AsyncFunctionDef / Lambda, or None for the module
 
 
@@ -642,10 +643,12 @@ class ModuleValues:
         return []
 
     def checked(self, scope: _Scope, name: str) -> bool:
-        """Does the function (or module) assert that ``name`` is a power of two?"""
+        """Does the function (or module) assert that ``name`` is a power of two -- or, for the
+        backward of an op, does its forward (``_checked_by_forward``)?"""
         key = (id(scope), name)
         found = self._checked.get(key)
         if found is None:
+            self._checked[key] = False  # a cycle of forwards reads False
             found = False
             body = getattr(scope, "body", None) if scope is not None else getattr(self.tree, "body", [])
             if isinstance(body, list):
@@ -657,8 +660,78 @@ class ModuleValues:
                             and pow2_shaped(node.test, _raise_message(node.body)):
                         found = True
                         break
+            if not found:
+                found = self._checked_by_forward(scope, name)
             self._checked[key] = found
         return found
+
+    def _checked_by_forward(self, scope: _Scope, name: str) -> bool:
+        """Is ``name`` a dimension of a tensor parameter (``B, D, T = K.size()``,
+        ``D = K.shape[1]``) of a function that only the ``backward`` of this module's
+        ``torch.autograd.Function`` classes call, whose ``forward`` calls a function of the
+        module that checks the same dimension of its parameter of the same name for a power
+        of two, each handed the same name (the backward's from ``ctx.saved_tensors``)? The
+        backward gets the tensors the forward saved, so the forward's check holds there
+        (FBGEMM's ``jagged_dense_flash_attention_fwd`` / ``_bwd``)."""
+        source = self._shape_source(scope, name)
+        if source is None:
+            return False
+        callers = self.callers(scope)
+        if not callers:
+            return False
+        for call in callers:
+            method = self.scope_of(call)
+            cls = self.class_of(method) if method is not None else None
+            if cls is None or getattr(method, "name", "") != "backward" \
+                    or not any((self.resolve(base) or "") in _AUTOGRAD_FUNCTION for base in cls.bases):
+                return False
+            forward = next((item for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                            and item.name == "forward"), None)
+            passed = _argument(call, _ordered(scope), source[0])
+            if forward is None or not isinstance(passed, ast.Name):
+                return False
+            if not any(self._checks_in_forward(node, passed.id, source, scope) for node in ast.walk(forward)):
+                return False
+        return True
+
+    def _checks_in_forward(self, call: ast.AST, tensor: str, source: Tuple[str, int], backward: ast.AST) -> bool:
+        """Is ``call`` (in a forward) a call of a function of the module that is handed the
+        tensor ``tensor`` (the name the backward hands its launcher too) as its parameter
+        ``source[0]`` and checks dimension ``source[1]`` of it for a power of two?"""
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+            return False
+        helper = self.functions.get(call.func.id)
+        if helper is None or helper is backward:
+            return False
+        passed = _argument(call, _ordered(helper), source[0])
+        if not isinstance(passed, ast.Name) or passed.id != tensor:
+            return False
+        return any(self._shape_source(helper, name) == source and self.checked(helper, name)
+                   for name in self._definitions(helper))
+
+    def _shape_source(self, scope: _Scope, name: str) -> Optional[Tuple[str, int]]:
+        """(tensor parameter, dimension) when ``name``'s one binding in the function reads a
+        dimension of one of its parameters: ``a, name, b = x.size()`` / ``x.shape``,
+        ``name = x.size(1)`` / ``x.shape[1]``; else None."""
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        definitions = self._definitions(scope).get(name, [])
+        if len(definitions) != 1 or not isinstance(definitions[0][0], ast.Assign):
+            return None
+        node, _, index = definitions[0]
+        value, tensor, dim = node.value, None, None
+        if index >= 0:
+            tensor, dim = _whole_shape(value), index
+        elif index == -1:
+            if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) \
+                    and value.value.attr == "shape":
+                tensor, dim = value.value.value, int_literal(value.slice)
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                    and value.func.attr == "size" and len(value.args) == 1 and not value.keywords:
+                tensor, dim = value.func.value, int_literal(value.args[0])
+        if not isinstance(tensor, ast.Name) or dim is None or dim < 0 or tensor.id not in _params(scope):
+            return None
+        return tensor.id, dim
 
     def _assigned(self, scope: _Scope) -> Set[str]:
         return set(self._definitions(scope))
@@ -881,6 +954,21 @@ def _return_values(func: ast.AST) -> List[ast.AST]:
         return [func.body]
     return [stmt.value for stmt in _statements(getattr(func, "body", [])) if isinstance(stmt, ast.Return)
             and stmt.value is not None]
+
+
+def _ordered(func: ast.AST) -> List[str]:
+    args = func.args  # type: ignore[attr-defined]
+    return [a.arg for a in args.posonlyargs + args.args]
+
+
+def _whole_shape(value: ast.AST) -> Optional[ast.AST]:
+    """The tensor of ``x.shape`` or ``x.size()``, or None."""
+    if isinstance(value, ast.Attribute) and value.attr == "shape":
+        return value.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
+            and not value.args and not value.keywords:
+        return value.func.value
+    return None
 
 
 def _params(scope: _Scope) -> Set[str]:

@@ -74,9 +74,11 @@ class TritonRuntimeExtent(TritonRule):
         with powers of two, or shifted: `1 << k`), a literal, a value from autotune
         `triton.Config` dicts, a name that the launching function checks for a power of two
         (`assert n & (n - 1) == 0`, `assert is_power_of_2(n)`, `if n not in (16, 32, 64):
-        raise`) or the kernel checks with `tl.static_assert`, `tl.static_range(0, P)` and
-        `range` bounds (any integer works there), and kernels in ROCm-only or other
-        accelerators' code.
+        raise`) -- or, in a launcher that only the `backward` of a `torch.autograd.Function`
+        calls, a dimension of a tensor (`B, D, T = K.size()`) that a launcher its `forward`
+        hands the same tensor checks so -- or the kernel checks with `tl.static_assert`,
+        `tl.static_range(0, P)` and `range` bounds (any integer works there), and kernels in
+        ROCm-only or other accelerators' code.
         """
     WHY = """
         `tl.arange` and every tile dimension must be a power of two on every backend: Triton
@@ -330,6 +332,40 @@ class TritonRuntimeExtent(TritonRule):
                 def go(x):
                     k[(1,)](x, x.shape[0])
             """),
+        # the backward of an autograd Function: its forward checks the same dimension of the
+        # same tensor (FBGEMM's jagged_dense_flash_attention_fwd / _bwd)
+        Case("""
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def rows_kernel(x_ptr, D: tl.constexpr):
+                offs = tl.arange(0, D)
+                tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+            def scale_fwd(x, w):
+                n, d = w.shape
+                assert d & (d - 1) == 0, "d must be a power of two"
+                rows_kernel[(n,)](x, D=d)
+                return x
+
+            def scale_bwd(grad, w):
+                n, d = w.shape
+                rows_kernel[(n,)](grad, D=d)
+                return grad
+
+            class Scale(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x, w):
+                    ctx.save_for_backward(w)
+                    return scale_fwd(x, w)
+
+                @staticmethod
+                def backward(ctx, grad):
+                    (w,) = ctx.saved_tensors
+                    return scale_bwd(grad, w), None
+            """),
     )
     INVALID = (
         Case(
@@ -452,6 +488,48 @@ class TritonRuntimeExtent(TritonRule):
                 "`x.shape[1]` at line 12, a tensor's shape (`x.shape[1]`). A value such as 3, 48 or 96 fails to "
                 "compile (on ROCm as on every backend); launch `triton.next_power_of_2(x.shape[1])` as the extent "
                 "and mask the lanes past `e`"
+            ),
+        ),
+        # the forward checks another tensor (the transposed weight): the backward's value is not checked
+        Case(
+            """
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def rows_kernel(x_ptr, D: tl.constexpr):
+                offs = tl.arange(0, D)
+                tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+            def scale_fwd(x, w):
+                n, d = w.shape
+                assert d & (d - 1) == 0, "d must be a power of two"
+                rows_kernel[(n,)](x, D=d)
+                return x
+
+            def scale_bwd(grad, w):
+                n, d = w.shape
+                rows_kernel[(n,)](grad, D=d)
+                return grad
+
+            class Scale(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x, w):
+                    ctx.save_for_backward(w)
+                    return scale_fwd(x, w.t())
+
+                @staticmethod
+                def backward(ctx, grad):
+                    (w,) = ctx.saved_tensors
+                    return scale_bwd(grad, w), None
+            """,
+            line=7,
+            column=12,
+            message=(
+                "`tl.arange(0, D)` needs a power-of-two extent, and `D` is decided at run time: launched with `d` at "
+                "line 18, a tensor's shape (`w.shape`). A value such as 3, 48 or 96 fails to compile (on ROCm as on "
+                "every backend); launch `triton.next_power_of_2(d)` as the extent and mask the lanes past `D`"
             ),
         ),
     )

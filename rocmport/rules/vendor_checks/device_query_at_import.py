@@ -13,9 +13,9 @@ from typing import Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from rocmport.analysis import effects as _effects
-from rocmport.analysis.bindings import dotted as _dotted_ast
+from rocmport.analysis.bindings import dotted as _dotted_ast, top_level
 from rocmport.analysis.names import qualified_names
-from rocmport.analysis.needs import Call, Identifier, strings
+from rocmport.analysis.needs import Call, Identifier, identifiers, strings
 from rocmport.analysis.platforms import ROCM, other_accelerator_path
 from rocmport.analysis.syntax import dotted_name, literal_string
 from rocmport.analysis.walk import children as _children
@@ -46,12 +46,14 @@ class DeviceQueryAtImport(VendorRule):
     SUMMARY = "A device query initialises the GPU runtime at import, or before the visible devices are set."
     # A finding may sit at a call of the project's own wrapper (another module's, a name no
     # Call need can list): the need is an identifier spelled as a query or a query method
-    # (the wrapper's name, ``p.get_device_name()``) or a call of torch.cuda.init. The derived
+    # (the wrapper's name, ``p.get_device_name()``), a call of torch.cuda.init, or an
+    # accelerator object's query method beside ``get_accelerator`` (DeepSpeed's). The derived
     # ``may_match`` would send every such file to LibCST; the hand-written one asks the index
     # (36 s of CPU on the torch package for the whole-file prefilter, 8 with this one:
     # ``benchmarks/bench.py``).
     NEEDS = (Identifier(*sorted({n.rsplit(".", 1)[-1] for n in _QUERIES} - {"init"} | _QUERY_METHODS))
-             | Call("torch.cuda.init"))
+             | Call("torch.cuda.init")
+             | Identifier(*sorted(_effects.ACCELERATOR_QUERIES)) & Identifier(_effects.ACCELERATOR_FACTORY))
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
     WHAT = """
         Two shapes.
@@ -63,7 +65,15 @@ class DeviceQueryAtImport(VendorRule):
         calls. The calls: `torch.cuda.get_device_properties`, `get_device_capability`,
         `get_device_name`, `current_device`, `mem_get_info`, `set_device`, `torch.cuda.init`,
         Triton's `triton.runtime.driver.active.get_current_target()` and, for ROCm,
-        `torch.cuda.device_count()`. The finding is at the call that runs at import (where a
+        `torch.cuda.device_count()`; and the methods of the accelerator object that
+        DeepSpeed's `get_accelerator()` returns (imported from `deepspeed.accelerator`, or from
+        the project's own module named `accelerator`, as DeepSpeed's `op_builder` does), called
+        on its result (`get_accelerator().is_triton_supported()`) or on a module-level name bound
+        to it, that make one of those queries on the object ROCm gets, `CUDA_Accelerator`:
+        `is_triton_supported`, `is_fp16_supported` and `supported_dtypes`
+        (`get_device_capability`), `total_memory` and `available_memory`
+        (`get_device_properties`; ROCm has no NVML), `current_device`, `current_device_name`,
+        `set_device`. The finding is at the call that runs at import (where a
         helper does the query, at the helper's call, naming the query). A helper of another
         module is looked for where the file's code spells one of those names, or a method of
         such a name (the project's own `get_device_capability()` wrapper, say; a comment or
@@ -93,7 +103,14 @@ class DeviceQueryAtImport(VendorRule):
         right of `is_cuda() and`, under `if torch.version.cuda:`, as the platform analysis
         reads those tests); `torch.cuda.is_available()` at import (everywhere, and the same
         on both vendors: see below), and so a `device_count()` at import after one (HIP is
-        already up there); only a query that calls `_lazy_init()` is reported after it.
+        already up there); only a query that calls `_lazy_init()` is reported after it. Of an
+        accelerator object, the methods that make no such query: `device_name()` and
+        `communication_backend_name()` (strings), `memory_allocated()` and the other
+        allocator statistics (`{}` before the runtime is up), `is_available()`,
+        `is_bf16_supported()` (`is_available()` alone on ROCm) and `device_count()` (to choose
+        the object, `get_accelerator()` has already counted the devices and called
+        `is_available()`); and a `get_accelerator` of a module not named `accelerator`, or the
+        module's own function of that name.
         """
     WHY = """
         The GPU runtime reads the visible devices once, when it is initialised: on ROCm
@@ -109,7 +126,10 @@ class DeviceQueryAtImport(VendorRule):
         meta-pytorch/torchforge#725). A runtime initialised by `torch.cuda._lazy_init()` also
         makes `fork()`ed workers fail with "Cannot re-initialize CUDA in forked subprocess"
         (deepspeedai/DeepSpeed#7918; #8078 removed the import-time
-        `get_device_capability()` and `get_device_properties(0)` calls; #7252).
+        `get_device_capability()` and `get_device_properties(0)` calls, among them
+        `ds_transformer.py`'s module-level `if deepspeed.HAS_TRITON and
+        get_accelerator().is_triton_supported():`, which reads the capability whenever Triton
+        is installed, as it always is beside a ROCm torch; #7252).
 
         What each call does, on torch 2.13 (`torch/cuda/__init__.py`; checked on torch 2.11
         on an H100: a query, then `CUDA_VISIBLE_DEVICES=""`, then a tensor on the GPU, which
@@ -253,6 +273,33 @@ class DeviceQueryAtImport(VendorRule):
 
             N = Registry().device_count()
             """),
+        # an accelerator object's methods that query nothing, or only what the factory asked
+        Case("""
+            from deepspeed.accelerator import get_accelerator
+
+            DEVICE = get_accelerator().device_name()
+            BACKEND = get_accelerator().communication_backend_name()
+            ALLOCATED = get_accelerator().memory_allocated()
+            LOCAL_GPUS = get_accelerator().device_count()
+            """),
+        # the query in a function that import-time code does not call
+        Case("""
+            from deepspeed.accelerator import get_accelerator
+
+            def use_triton(config):
+                return config.use_triton and get_accelerator().is_triton_supported()
+            """),
+        # not an accelerator factory's object: another library's, the module's own function
+        Case("""
+            from accelerate import Accelerator
+            from mylib.hardware import get_accelerator as hardware
+
+            def get_accelerator():
+                return Accelerator()
+
+            MEMORY = hardware().total_memory()
+            DEVICE = get_accelerator().current_device()
+            """),
     )
     INVALID = (
         Case("""
@@ -317,6 +364,52 @@ class DeviceQueryAtImport(VendorRule):
                      "before line 6 sets `HIP_VISIBLE_DEVICES`: the runtime has already read the visible devices, so "
                      "the new value has no effect in this process (every worker keeps the devices it started with): set "
                      "the `*_VISIBLE_DEVICES` variables first and query the device after"),
+        # deepspeedai/DeepSpeed#8078: ds_transformer.py, read by `import deepspeed`
+        Case("""
+            import deepspeed
+            from deepspeed.accelerator import get_accelerator
+
+            if deepspeed.HAS_TRITON and get_accelerator().is_triton_supported():
+                from deepspeed.ops.triton import attention
+            """, line=4, column=29,
+             message="`get_accelerator().is_triton_supported()` runs when this module is imported and, on the CUDA "
+                     "accelerator object that ROCm gets, calls `torch.cuda.get_device_capability()`, which initialises "
+                     "the GPU runtime (HIP on ROCm): "
+                     "a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` / `CUDA_VISIBLE_DEVICES` after the import no "
+                     "longer changes which GPUs the process sees, and `fork()`ed workers cannot use the GPU: query on "
+                     "first use instead: a `functools.cache` function called where the value is needed (or a module "
+                     "global filled on the first call)"),
+        # the project's own accelerator module, through a module-level name and a helper a
+        # class body calls
+        Case("""
+            from accelerator import get_accelerator
+
+            _ACCELERATOR = get_accelerator()
+
+            def _budget():
+                return _ACCELERATOR.total_memory() // 2
+
+            class Planner:
+                budget = _budget()
+            """, line=9, column=14,
+             message="`_budget()` runs when this module is imported and calls `_ACCELERATOR.total_memory()` (line 6), "
+                     "which initialises the GPU runtime (HIP on ROCm): "
+                     "a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` / `CUDA_VISIBLE_DEVICES` after the import no "
+                     "longer changes which GPUs the process sees, and `fork()`ed workers cannot use the GPU: query on "
+                     "first use instead: a `functools.cache` function called where the value is needed (or a module "
+                     "global filled on the first call)"),
+        Case("""
+            import os
+            from deepspeed.accelerator import get_accelerator
+
+            def launch(rank):
+                use_triton = get_accelerator().is_triton_supported()
+                os.environ["HIP_VISIBLE_DEVICES"] = str(rank)
+            """, line=5, column=18,
+             message="`get_accelerator().is_triton_supported()` queries the device, which initialises the GPU runtime "
+                     "before line 6 sets `HIP_VISIBLE_DEVICES`: the runtime has already read the visible devices, so "
+                     "the new value has no effect in this process (every worker keeps the devices it started with): set "
+                     "the `*_VISIBLE_DEVICES` variables first and query the device after"),
     )
 
     def __init__(self, context):
@@ -335,7 +428,8 @@ class DeviceQueryAtImport(VendorRule):
         if not cls.NEEDS.holds(facts) or other_accelerator_path(facts.path or ""):
             return False
         if not VISIBILITY.isdisjoint(strings(facts)) and (
-                any(facts.calls_to(_QUERIES)) or not _QUERY_METHODS.isdisjoint(facts.calls)):
+                any(facts.calls_to(_QUERIES)) or not _QUERY_METHODS.isdisjoint(facts.calls)
+                or not _effects.ACCELERATOR_QUERIES.keys().isdisjoint(facts.calls)):
             return True
         path = (facts.path or "").replace("\\", "/")
         if _TEST_PATH.search(path) or nvidia_named(path) or path.rsplit("/", 1)[-1] == "setup.py":
@@ -351,7 +445,8 @@ class DeviceQueryAtImport(VendorRule):
             return None
         memo = facts.memo.get("vendor_checks:712:reach")
         if memo is None:
-            words = set(facts.spellings(_QUERIES)) | {"get_current_target", "environ", "putenv", "unsetenv"}
+            words = set(facts.spellings(_QUERIES)) | {"get_current_target", "environ", "putenv", "unsetenv",
+                                                      _effects.ACCELERATOR_FACTORY}
             index = facts.index
             if facts.path is not None:
                 from rocmport.analysis.index import ProjectIndex
@@ -363,6 +458,7 @@ class DeviceQueryAtImport(VendorRule):
                 for local in list(own.functions) + list(own.classes):
                     if own.effects(local).query is not None:
                         words.add(local)
+                words |= own.accelerators  # ``_acc.total_memory()``
                 for bound, full in own.imports.items():
                     if bound not in facts.names or full.split(".", 1)[0] in ("torch", "os", "sys", "functools"):
                         continue
@@ -420,6 +516,22 @@ class DeviceQueryAtImport(VendorRule):
         names = qualified_names(self, call.func, _QUERIES) & _QUERIES
         return min(names) if names else None
 
+    def _accelerator_method(self, call: cst.Call) -> Optional[str]:
+        """The device query ``call`` makes as a method of the object an accelerator factory
+        returns (``get_accelerator().total_memory()``, or through a module-level name bound
+        to ``get_accelerator()``), or None."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in _effects.ACCELERATOR_QUERIES:
+            return None
+        value = func.value
+        if isinstance(value, cst.Call):
+            if any(_effects.accelerator_factory(n) for n in qualified_names(self, value.func)):
+                return func.attr.value
+        elif isinstance(value, cst.Name) and value.value in self._own()[1].accelerators \
+                and qualified_names(self, value) == {value.value}:  # the module's name, not a local one
+            return func.attr.value
+        return None
+
     # -- at import -----------------------------------------------------------------------
     def _import_time(self, module: cst.Module) -> None:
         # Once ``is_available()`` (``hipGetDeviceCount``) has run at import, HIP is up and a
@@ -436,6 +548,14 @@ class DeviceQueryAtImport(VendorRule):
                     available = True
                 elif not self._skipped(call) and (name in _effects.LAZY_INIT or not available):
                     self._report_import(call, f"`{_callee(self, call)}()`", name)
+                continue
+            method = self._accelerator_method(call)
+            if method is not None:
+                if ROCM in self.platforms(call) and not self._skipped(call):
+                    query = _effects.ACCELERATOR_QUERIES[method]
+                    self._report_import(call, f"`{_callee(self, call)}()` runs when this module is imported and,"
+                                              " on the CUDA accelerator object that ROCm gets, calls"
+                                              f" `{query}()`, which", query, helper=True)
                 continue
             found = self._helper_effects(call.func)
             if found.query is None or ROCM not in self.platforms(call):
@@ -574,6 +694,9 @@ class DeviceQueryAtImport(VendorRule):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _QUERY_METHODS and not self._self_method(func):
             return "method:" + func.attr.value
+        method = self._accelerator_method(call)
+        if method is not None:
+            return "method:" + method
         site = self._helper_effects(func).query
         if site is not None:
             return "helper:" + site.what
@@ -800,9 +923,14 @@ def _import_time_query(facts) -> bool:
         return False  # a script
     own = None
     index = None
+    accelerators = _ast_accelerators(body, facts) if _effects.ACCELERATOR_FACTORY in identifiers(facts) else None
     for call in _ast_import_time_calls(body):
         if facts.may_be(call.func, _QUERIES) or (isinstance(call.func, ast.Attribute)
                                                   and call.func.attr == "get_current_target"):
+            found = True
+            break
+        if accelerators is not None and _effects.accelerator_method(call.func, facts.qualified_names,
+                                                                     accelerators) is not None:
             found = True
             break
         spelled = _dotted_ast(call.func)
@@ -832,6 +960,17 @@ def _import_time_query(facts) -> bool:
             break
     facts.memo["vendor_checks:import_time_query"] = found
     return found
+
+
+def _ast_accelerators(body, facts) -> Set[str]:
+    """Module-level names bound to an accelerator factory's result (``_acc = get_accelerator()``)."""
+    out: Set[str] = set()
+    for stmt in top_level(body):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.Call) \
+                and any(_effects.accelerator_factory(n) for n in facts.qualified_names(stmt.value.func)):
+            out.add(stmt.targets[0].id)
+    return out
 
 
 def _ast_main_test(test: ast.AST) -> bool:
