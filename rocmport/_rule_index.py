@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '3e277922261975e2574e8edf25f4bf2e'
+FINGERPRINT = 'b0ae6cdaed91ad3b8ed5747f1d370f9e'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -5820,9 +5820,12 @@ RULES = [{'code': 'ROC001',
           'backend\n'
           '        tree (`backend/_kunlunxin/`, `npu/`: never imported on an AMD GPU); code under '
           '`if __name__ == "__main__":`, in\n'
-          '        files that have one, in files that begin with `#!` and in `setup.py` (a '
-          "script's\n"
-          '        module level is its start, not an import); test files (`test_*.py`, '
+          '        files that have one, in files that begin with `#!`, in `setup.py`, and in files '
+          'whose\n'
+          '        own top level parses the command line or joins a process group (`args =\n'
+          '        parser.parse_args()`, `dist.init_process_group(...)`: a script `torchrun` '
+          'starts; a\n'
+          "        script's module level is its start, not an import); test files (`test_*.py`, "
           '`*_test.py`,\n'
           '        `conftest.py`, the modules of a `tests/` folder: pytest imports them to '
           'collect, and\n'
@@ -5956,8 +5959,11 @@ RULES = [{'code': 'ROC001',
          "for ROCm is checked: it runs on ROCm) and the modules of another accelerator's backend\n"
          'tree (`backend/_kunlunxin/`, `npu/`: never imported on an AMD GPU); code under `if '
          '__name__ == "__main__":`, in\n'
-         "files that have one, in files that begin with `#!` and in `setup.py` (a script's\n"
-         'module level is its start, not an import); test files (`test_*.py`, `*_test.py`,\n'
+         'files that have one, in files that begin with `#!`, in `setup.py`, and in files whose\n'
+         'own top level parses the command line or joins a process group (`args =\n'
+         'parser.parse_args()`, `dist.init_process_group(...)`: a script `torchrun` starts; a\n'
+         "script's module level is its start, not an import); test files (`test_*.py`, "
+         '`*_test.py`,\n'
          '`conftest.py`, the modules of a `tests/` folder: pytest imports them to collect, and\n'
          'their capability checks are how tests are skipped); a query in a function no\n'
          'import-time code calls (lazy: `functools.cache`, `if _cap is None: _cap = ...`); a\n'

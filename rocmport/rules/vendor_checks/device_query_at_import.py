@@ -91,8 +91,10 @@ class DeviceQueryAtImport(VendorRule):
         Not reported: files named for NVIDIA alone (`gemm_sm90.py`, `nvidia.py`; a file named
         for ROCm is checked: it runs on ROCm) and the modules of another accelerator's backend
         tree (`backend/_kunlunxin/`, `npu/`: never imported on an AMD GPU); code under `if __name__ == "__main__":`, in
-        files that have one, in files that begin with `#!` and in `setup.py` (a script's
-        module level is its start, not an import); test files (`test_*.py`, `*_test.py`,
+        files that have one, in files that begin with `#!`, in `setup.py`, and in files whose
+        own top level parses the command line or joins a process group (`args =
+        parser.parse_args()`, `dist.init_process_group(...)`: a script `torchrun` starts; a
+        script's module level is its start, not an import); test files (`test_*.py`, `*_test.py`,
         `conftest.py`, the modules of a `tests/` folder: pytest imports them to collect, and
         their capability checks are how tests are skipped); a query in a function no
         import-time code calls (lazy: `functools.cache`, `if _cap is None: _cap = ...`); a
@@ -260,6 +262,16 @@ class DeviceQueryAtImport(VendorRule):
 
             print("GPU:", torch.cuda.get_device_name())
             """),
+        # a script torchrun starts, without a guard: it joins its process group at module level
+        Case("""
+            import os
+            import torch
+            import torch.distributed as dist
+
+            device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+            torch.cuda.set_device(device)
+            dist.init_process_group(backend="nccl", device_id=device)
+            """),
         # the words in a string and a comment; a look-alike method of another object
         Case("""
             import torch
@@ -307,6 +319,21 @@ class DeviceQueryAtImport(VendorRule):
 
             _MAJOR, _MINOR = torch.cuda.get_device_capability()
             """, line=3, column=18,
+             message="`torch.cuda.get_device_capability()` runs when this module is imported and initialises the"
+                     " GPU runtime (HIP on ROCm): a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` /"
+                     " `CUDA_VISIBLE_DEVICES` after the import no longer changes which GPUs the process sees, and"
+                     " `fork()`ed workers cannot use the GPU: query on first use instead: a `functools.cache`"
+                     " function called where the value is needed (or a module global filled on the first call)"),
+        # a library that joins the process group in a function: its module level is an import
+        Case("""
+            import torch
+            import torch.distributed as dist
+
+            def setup():
+                dist.init_process_group("nccl")
+
+            CAP = torch.cuda.get_device_capability()
+            """, line=7, column=7,
              message="`torch.cuda.get_device_capability()` runs when this module is imported and initialises the"
                      " GPU runtime (HIP on ROCm): a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` /"
                      " `CUDA_VISIBLE_DEVICES` after the import no longer changes which GPUs the process sees, and"
@@ -477,7 +504,8 @@ class DeviceQueryAtImport(VendorRule):
         if self.context.facts is None or nvidia_named(path) or other_accelerator_path(path):
             return
         script = (_has_main_guard(original_node) or self.context.text.startswith("#!")
-                  or path.replace("\\", "/").rsplit("/", 1)[-1] == "setup.py")
+                  or path.replace("\\", "/").rsplit("/", 1)[-1] == "setup.py"
+                  or _starts_a_program(getattr(self.context.facts.tree, "body", [])))
         if not script and not _TEST_PATH.search(path.replace("\\", "/")):
             self._import_time(original_node)
         if not VISIBILITY.isdisjoint(strings(self.context.facts)):
@@ -918,7 +946,7 @@ def _import_time_query(facts) -> bool:
         return memo
     found = False
     body = getattr(facts.tree, "body", [])
-    if any(isinstance(s, ast.If) and _ast_main_test(s.test) for s in body):
+    if any(isinstance(s, ast.If) and _ast_main_test(s.test) for s in body) or _starts_a_program(body):
         facts.memo["vendor_checks:import_time_query"] = False
         return False  # a script
     own = None
@@ -971,6 +999,23 @@ def _ast_accelerators(body, facts) -> Set[str]:
                 and any(_effects.accelerator_factory(n) for n in facts.qualified_names(stmt.value.func)):
             out.add(stmt.targets[0].id)
     return out
+
+
+# Calls that only a program's start makes at its module level (a library that did it on import
+# would take the process over): its arguments read, its process group joined.
+_PROGRAM_START = frozenset({"parse_args", "parse_known_args", "init_process_group"})
+
+
+def _starts_a_program(body) -> bool:
+    """Does the module's own top level (not a function, class or branch) parse the command
+    line or join a process group, as ``torchrun train.py`` scripts without a ``__main__``
+    guard do? Its module level is then the program's start, not an import."""
+    for stmt in body:
+        value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name)) and (
+                value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id) in _PROGRAM_START:
+            return True
+    return False
 
 
 def _ast_main_test(test: ast.AST) -> bool:
