@@ -7,8 +7,8 @@ reports any file whose findings, fixes or fixed bytes differ.
 DIR defaults to the installed torch package's directory. To reach small files, every file of
 more than ``--piece-lines`` lines counts as large and is reduced wherever one statement can go
 (``parsing.REDUCE_MIN_SHARE`` 0). Prints each file that differs, then the counts; exit status 1
-when one differs. The files are only read. One process: a run over torch (2,285 files) takes
-about a quarter of an hour on one core.
+when one differs. The files are only read. One process: a run over torch (2,285 files) took
+three minutes on one core (29 reduced, 0 different).
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ whole fix may. Here the unit is a top-level *simple* statement (an assignment, a
   ``TRIGGERS`` and ``WORDS``, every word of its ``NEEDS``, what the project index makes it look
   for, and the names the engine's own analyses read by name, :data:`ENGINE_WORDS`): a
   statement whose text holds one of them (or the comment and blank lines above it) is kept;
-- the names bound at module level: a statement that spells a name which a kept statement
-  spells, and which something in the file binds, is kept too, and so on until nothing more
-  is. So every binding of a name a kept statement reads is kept (the scope analyses answer
+- the names the file binds (anywhere: more than those bound at module level): a statement
+  that spells a name which a kept statement spells, and which something in the file binds, is
+  kept too, and so on until nothing more is. So every binding of a name a kept statement reads is kept (the scope analyses answer
   alike), every use of a name a kept statement binds is kept (a call of the compiled model,
   an alias of a mode), and so is everything linked to those.
 
