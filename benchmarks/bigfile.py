@@ -80,6 +80,11 @@ import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from rocmport.config import Settings
 from rocmport.engine import check_bytes
+try:  # what `rocmport fix` does: its run is rocmport's own process (rocmport.process)
+    from rocmport import process
+    process.own().__enter__()
+except ImportError:  # a checkout from before it
+    pass
 data = open(sys.argv[2], "rb").read()
 profile = sys.argv[3] if len(sys.argv) > 3 else None
 t0, c0 = time.perf_counter(), time.process_time()

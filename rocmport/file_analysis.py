@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Callable, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
@@ -35,3 +35,6 @@ class FileAnalysis:
     spans: List[Tuple[cst.CSTNode, int, int]] = dataclasses.field(default_factory=list)  # statement_spans
     # _gate_bound: where the first module-level statement that binds the gate begins (-1: none)
     gate_at: Optional[int] = None
+    # where the analysis left inert statements out (``parsing.reduced``): the words whose
+    # statements another text of this file keeps (``inert.seed_words``), None: not a word
+    reduce_words: Optional[Callable[[str], Optional[FrozenSet[str]]]] = None

@@ -11,6 +11,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
+from rocmport.analysis import inert as _inert
 from rocmport.analysis import prescan as _prescan
 from rocmport.analysis import testing as _testing
 from rocmport.analysis import walk as _walk
@@ -52,7 +53,17 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         for f in findings:
             f.filename = path
         return FileAnalysis(text, findings, lines=lines)
-    tree, deep = parsing.cpython_parse(text)
+    reduction = None
+    if PREFILTER["enabled"] and parsing.REDUCE["enabled"] and parsing.reducible(text) \
+            and not parsing.parsed_last(text):
+        # a large file: the module-level statements that no rule of it reads are left out of
+        # both trees (``analysis/inert.py``)
+        words = _inert.seed_words(triggered, index)
+        reduction = parsing.reduced(text, lines, words) if words is not None else None
+    if reduction is not None:
+        tree, deep = reduction.tree, None
+    else:
+        tree, deep = parsing.cpython_parse(text)
     scope = file_scope(tree, path)
     if not in_scope(scope, settings):
         return FileAnalysis(text, [], lines=lines)  # --scope leaves this file out
@@ -66,9 +77,13 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
         if not triggered:
             return FileAnalysis(text, [], lines=lines)  # it parses (CPython): nothing can match
     try:
-        module = parsing.parse_partial(text, lines, tree, facts, triggered) if partial and PREFILTER["enabled"] else None
-        if module is None:
-            module = parsing.parse(text, tree)
+        if reduction is not None and reduction.module is not None:
+            module = reduction.module
+        else:
+            module = parsing.parse_partial(text, lines, tree, facts, triggered) if partial and PREFILTER["enabled"] \
+                else None
+            if module is None:
+                module = parsing.parse(text, tree)
     except cst.ParserSyntaxError as exc:
         return FileAnalysis(text, _scoped(parsing.syntax_findings(path, text, exc, enabled), scope), lines=lines)
     except RecursionError:
@@ -128,6 +143,8 @@ def analyze(text: str, path: str, settings: Settings, rules: Sequence[Type[Rule]
     if findings is None:
         return FileAnalysis(text, unreadable(path, "cannot analyse: nesting too deep", 1, 1, enabled), lines=lines)
     analysis = FileAnalysis(text, findings, module, wrapper, lines, gate, binding, block, own)
+    if reduction is not None and reduction.module is not None:
+        analysis.reduce_words = lambda other: _inert.seed_words(text_triggered(rules, other, index), index)
     analysis.findings = gating.with_gate_edits(analysis, settings)
     analysis.findings = _decisions(_not_ports(analysis.findings, scope, settings))
     return analysis

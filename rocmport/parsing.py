@@ -22,6 +22,7 @@ from typing import Callable, List, Optional, Sequence, Set, Tuple, Type
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from rocmport.analysis import inert as _inert
 from rocmport.analysis import opaque as _opaque
 from rocmport.analysis import prescan as _prescan
 from rocmport.analysis.metadata import STATS
@@ -216,6 +217,13 @@ _LAST_PARSE = threading.local()
 def forget_last_parse() -> None:
     """Drop the tree kept for the text parsed last (its text will not be analysed next)."""
     _LAST_PARSE.value = None
+    _LAST_REDUCED.value = None
+
+
+def parsed_last(text: str) -> bool:
+    """Is ``text`` the text :func:`parse_error` parsed last, whole (its tree kept)?"""
+    last = getattr(_LAST_PARSE, "value", None)
+    return last is not None and last[0] is text
 
 
 def parse(text: str, tree: Optional[ast.AST] = None, before: Optional[Tuple[FileAnalysis, List[Edit]]] = None) -> cst.Module:
@@ -230,10 +238,24 @@ def parse(text: str, tree: Optional[ast.AST] = None, before: Optional[Tuple[File
     if len(text) > MAX_TREE_CHARS:
         raise TooLarge(too_large_message(text, MAX_TREE_CHARS))
     STATS["parse"] += 1
-    if text.count("\n", 0, PIECE_CHARS * 2) >= PIECE_LINES or len(text) > PIECE_CHARS * 2:
-        module = parse_edited(text, *before) if before is not None else None
-        if module is None:
-            module = parse_pieces(text, tree)
+    if before is not None and _large(text):
+        module = parse_edited(text, *before)
+        if module is not None:
+            return module
+    return _parse_text(text, tree)
+
+
+def _large(text: str) -> bool:
+    """Is ``text`` parsed in pieces (where it can be cut)?"""
+    return text.count("\n", 0, PIECE_CHARS * 2) >= PIECE_LINES or len(text) > PIECE_CHARS * 2
+
+
+def _parse_text(text: str, tree: Optional[ast.AST] = None) -> cst.Module:
+    """LibCST's tree of ``text``: in pieces where it is large and can be cut, else whole."""
+    if len(text) > MAX_TREE_CHARS:
+        raise TooLarge(too_large_message(text, MAX_TREE_CHARS))
+    if _large(text):
+        module = parse_pieces(text, tree)
         if module is not None:
             return module
     return libcst_parse(text)
@@ -683,8 +705,20 @@ def parse_edited(text: str, analysis: FileAnalysis, edits: Sequence[Edit]) -> Op
 
 
 def parse_error(text: str, before: Optional[Tuple[FileAnalysis, List[Edit]]] = None) -> Optional[str]:
+    words_for = before[0].reduce_words if before is not None else None
+    if words_for is not None:  # the analysis left inert statements out: so does this parse
+        words = words_for(text)
+        found = reduced(text, LineIndex(text), words) if words is not None else None
+        if found is not None and found.module is not None:
+            _LAST_REDUCED.value = (text, words, found)
+            return None
+        # none here: the whole text's parse says whether it parses (not where the edits are:
+        # the analysis' tree holds runs of statements as code)
+        tree, before = (found.tree if found is not None else None), None
+    else:
+        tree = None
     try:
-        module = parse(text, before=before)
+        module = parse(text, tree, before=before)
     except cst.ParserSyntaxError as exc:
         return f"{_parser_message(exc)} at line {exc.raw_line}"
     except RecursionError:
@@ -693,6 +727,105 @@ def parse_error(text: str, before: Optional[Tuple[FileAnalysis, List[Edit]]] = N
         return "too large for the parser"
     _LAST_PARSE.value = (text, module)
     return None
+
+
+# -- large files without the module-level statements no rule reads (``analysis/inert.py``) --
+
+# The reduction of large files, on or off (tests compare the two: findings, fixes and bytes
+# must not change).
+REDUCE = {"enabled": True}
+# A reduction leaves out at least this share of a large text's lines, or none: below it,
+# CPython's tree is the whole one and LibCST parses the whole text (as a lint may then leave
+# out its definitions instead, ``parse_partial``).
+REDUCE_MIN_SHARE = 0.5
+# The reduction of the text reduced last, per thread (the fix pass's check that its result
+# parses, for the next pass's analysis of that text, as _LAST_PARSE).
+_LAST_REDUCED = threading.local()
+_STATEMENT_START = re.compile(r"[^\W\d]")
+_CLAUSE_START = re.compile(r"(?:else|elif|except|finally)\b")
+
+
+def reducible(text: str) -> bool:
+    """May the analysis of ``text`` leave inert statements out (:func:`reduced`)? A large
+    text that rocmport parses whole otherwise, with no lone CR, no line that is only a
+    backslash continuation (:func:`lost_continuation` reads those) and no placeholder."""
+    if not _large(text) or len(text) > MAX_TREE_CHARS or len(text) > MAX_PARSED_CHARS:
+        return False
+    if _inert.PLACEHOLDER in text or ("\r" in text and "\r" in text.replace("\r\n", "")):
+        return False
+    return _CONTINUATION_LINE.search(text) is None
+
+
+def cpython_pieces(text: str, lines: LineIndex):
+    """CPython's tree of each piece of ``text`` in turn, with the positions of the whole text,
+    then nothing more; None in place of a tree for a piece that does not parse or that nests
+    deeper than LibCST survives (:func:`cpython_parse` answers for the whole text then).
+
+    A piece ends before a line of about PIECE_LINES lines on that begins, in its first
+    column, with a letter or ``_`` (not ``else``, ``elif``, ``except``, ``finally``). That
+    the piece before parses alone proves the cut is between two top-level statements: a cut
+    in a string, in brackets or after a backslash or a decorator leaves the piece open at
+    its end, which CPython refuses; the line after begins a statement at column 0, where the
+    whole text's tokenizer is at no indentation too. So the pieces' statements are the whole
+    tree's. Where a piece does not parse, the cut moves to the next such line (a few times)."""
+    starts = lines.starts
+    count = len(starts)
+    at = 1
+    while at <= count:
+        target = at + PIECE_LINES
+        for _attempt in range(5):
+            cut = target
+            while cut <= count and (not _STATEMENT_START.match(text, starts[cut - 1])
+                                    or _CLAUSE_START.match(text, starts[cut - 1])):
+                cut += 1
+            end = starts[cut - 1] if cut <= count else len(text)
+            piece = text[starts[at - 1]:end]
+            tree, exc = gated(_prescan.parse, "\n" * (at - 1) + piece)
+            if tree is not None or cut > count or not isinstance(exc, SyntaxError):
+                break
+            target = cut + 1
+        if tree is None or (_bool_chain_depth(piece, tree) or _long_dotted_import(piece, tree)) is not None:
+            yield None
+            return
+        yield tree
+        at = cut
+
+
+def _parse_at(code: str, line: int) -> Optional[ast.Module]:
+    """CPython's tree of ``code``, a part of a text that begins at the start of ``line``, with
+    the text's positions."""
+    tree, _ = gated(_prescan.parse, code)
+    if tree is not None and line > 1:
+        ast.increment_lineno(tree, line - 1)
+    return tree
+
+
+def reduced(text: str, lines: LineIndex, words) -> Optional[_inert.Reduction]:
+    """The reduction of ``text`` for rules that look for ``words`` (``inert.seed_words``):
+    CPython's tree without the runs of inert statements and, where there are runs, LibCST's
+    tree with each as an ``Opaque`` statement; None: analyse the text as usual (it is not
+    :func:`reducible`, a piece does not parse, or LibCST refuses the reduced text: the whole
+    text's parse then says what it says). Reused once for the text reduced last."""
+    last = getattr(_LAST_REDUCED, "value", None)
+    _LAST_REDUCED.value = None
+    if last is not None and last[0] is text and last[1] == words:
+        return last[2]
+    if not reducible(text):
+        return None
+    minimum = max(1, int(len(lines.starts) * REDUCE_MIN_SHARE))
+    try:
+        found = _inert.reduce(text, lines, words, cpython_pieces(text, lines), _parse_at, minimum)
+        if found is None or not found.runs:
+            return found
+        module = found.restore(_parse_text(found.reduced_text()))
+    except (cst.ParserSyntaxError, RecursionError, TooLarge):
+        return None
+    if module is None:
+        return None
+    found.module = module
+    STATS["parse"] += 1
+    STATS["parse:inert"] += found.statements
+    return found
 
 
 def statement_spans(analysis: FileAnalysis):

@@ -451,3 +451,247 @@ def test_positions_of_a_statement_inside_a_class_or_function_are_libcsts(source)
     assert not used["positions:nested recounted"], used
     if "class " in source:
         assert used["positions:nested"], used
+
+
+# -- a large file without the module-level statements no rule reads (analysis/inert.py) ------
+
+def _reducing(monkeypatch):
+    """Every text "large" and reduced wherever one statement can go."""
+    from rocmport import parsing
+
+    monkeypatch.setattr(parsing, "PIECE_LINES", 1)
+    monkeypatch.setattr(parsing, "REDUCE_MIN_SHARE", 0.0)
+
+
+_TRICKY_CUTS = {
+    "a string with lines at column 0": 'x = 1\nHELP = """\nusage: a\nb = 2\n"""\ny = 2\n',
+    "brackets with lines at column 0": "x = [\n1,\nlen(y),\n]\nz = 3\n",
+    "a backslash": "x = 1 + \\\n  2\nw = 3\n",
+    "decorators": "@a\n@b\ndef f(): pass\nx = 1\n",
+    "clauses at column 0": "if x:\n  a = 1\nelse:\n  a = 2\ntry:\n  b = 1\nexcept E:\n  b = 2\nfinally:\n  c = 1\nz = 1\n",
+    "a string continued by a backslash": "s = 'a\\\nb'\nt = 1\n",
+    "an f-string over lines": 'v = f"""{\nx\n}"""\nu = 1\n',
+    "unicode before a cut": "é = 'ü'\nñ = é\n",
+    "a syntax error": "x = 1\ny = (\nz = 3\n",
+}
+
+
+@pytest.mark.parametrize("name,code", list(_texts()) + sorted(_TRICKY_CUTS.items()))
+def test_cpythons_tree_in_pieces_is_the_tree_of_one_parse(name, code, monkeypatch):
+    import ast
+
+    from rocmport import parsing
+    from rocmport.source import LineIndex
+
+    monkeypatch.setattr(parsing, "PIECE_LINES", 1)
+    try:
+        whole = ast.parse(code)
+    except (SyntaxError, ValueError):
+        whole = None
+    trees = list(parsing.cpython_pieces(code, LineIndex(code)))
+    if whole is None:
+        assert trees[-1] is None
+        return
+    if None in trees:  # nested too deep in a piece: as cpython_parse would say
+        assert parsing.cpython_parse(code)[1] is not None
+        return
+    body = [stmt for tree in trees for stmt in tree.body]
+    assert ast.dump(ast.Module(body=body, type_ignores=[]), include_attributes=True) == \
+        ast.dump(whole, include_attributes=True), name
+
+
+def _reduction(text, words=("compile",)):
+    from rocmport import parsing
+    from rocmport.source import LineIndex
+
+    return parsing.reduced(text, LineIndex(text), frozenset(words))
+
+
+def test_which_module_level_statements_are_left_out(monkeypatch):
+    _reducing(monkeypatch)
+    text = ('"""doc"""\nimport torch\n'
+            'a = 1\n'                                   # 3: read by nothing
+            'b = a + 1  # a compile note\n'             # 4: a word (in its comment)
+            'c = a\n'                                   # 5: spells a, which a kept statement spells
+            '# about d\nd = 2\n'                        # 7: linked to nothing
+            'm = torch.compile(model, mode=mode)\n'    # 8: a word
+            'model = d2\n'                              # 9: binds a name the compile reads
+            'd2 = 7\n'                                  # 10: read by the one above
+            'print(len(q))\n'                           # 11: builtins and an unbound name only
+            'm(x)\n'                                    # 12: a use of what the compile binds
+            '__all__ = ["m"]\n'                         # 13: a dunder
+            '(y := 3)\n'                                # 14: binds with :=
+            'pytestmark = skip\n'                       # 15: read by the engine by name
+            '"a string"\n'                              # 16: a constant expression
+            'e = 1; f = 2\n'                            # 17: one line, two statements
+            'assert e\n'                                # 18: not a simple assignment or call
+            'g = [\n  1,\n]\n')                         # 19-21
+    found = _reduction(text)
+    assert found is not None and found.module is not None
+    left_out = sorted((run.first, run.last) for run in found.runs)
+    assert left_out == [(7, 7), (11, 11), (19, 21)], left_out  # the comment above 7: its leading line
+    assert found.module.code == text
+    from rocmport.analysis.inert import InertRun
+
+    run = found.tree.body[5]  # CPython's tree: the statements kept, a statement for each run
+    assert found.tree.body[4].lineno == 5 and type(run) is InertRun and (run.lineno, run.end_lineno) == (7, 7)
+
+
+def test_a_reduced_tree_is_the_text_with_a_whole_parses_positions(monkeypatch):
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from rocmport.analysis.opaque import Opaque
+
+    _reducing(monkeypatch)
+    text = ("# head\n\nimport torch\nx = 1  # one\n# between\n\ny = (2,\n     3)\nif torch:\n    z = compile(x)\n"
+            "w = 4\r\nv = 5\n# end\n")
+    found = _reduction(text)
+    assert found is not None and found.module is not None and len(found.runs) == 2
+    module = found.module
+    assert module.code == text and module.deep_clone().code == text
+    whole = MetadataWrapper(cst.parse_module(text)).resolve(PositionProvider)
+    part = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def names(positions):
+        return sorted((node.value, (r.start.line, r.start.column, r.end.line, r.end.column))
+                      for node, r in positions.items() if isinstance(node, cst.Name))
+
+    kept = [n for n in names(whole) if n[0] not in ("y", "w", "v")]  # x: read by the kept block
+    assert names(part) == kept
+    assert [type(s) for s in module.body].count(Opaque) == 2
+    from rocmport.analysis.metadata import Metadata
+
+    meta = Metadata(module, found.tree, text)  # the lines of CPython's tree pair with LibCST's
+    assert meta.positions._lines() is not None
+    full = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+    block = next(s for s in full.module.body if isinstance(s, cst.If))
+    mine = next(s for s in module.body if isinstance(s, cst.If))
+    assert meta.positions[mine] == full.resolve(PositionProvider)[block]
+    assert meta.positions[mine.body.body[0]] == full.resolve(PositionProvider)[block.body.body[0]]
+
+
+def _flat(lines):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bigfile", Path(__file__).parent.parent / "benchmarks" / "bigfile.py")
+    bigfile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bigfile)
+    return bigfile.make(lines, lines // 100, "flat")
+
+
+def _outcome(report):
+    return (report.internal_error, report.fixed, report.fixes_applied, report.extra_files, report.applied,
+            [(f.code, f.name, f.message, f.start, f.end, f.span, f.fix, f.scope, f.related, f.decision, f.not_a_port)
+             for f in report.findings])
+
+
+def test_a_flat_file_is_linted_and_fixed_alike_with_and_without_the_statements_no_rule_reads(monkeypatch):
+    from rocmport import parsing
+
+    monkeypatch.setattr(parsing, "PIECE_LINES", 500)
+    text = _flat(3000).encode()
+    out = {}
+    for on in (True, False):
+        monkeypatch.setitem(parsing.REDUCE, "enabled", on)
+        before = STATS.copy()
+        linted = check_bytes(text, "big.py", Settings())
+        fixed = check_bytes(text, "big.py", Settings(), fix=True)
+        used = STATS - before
+        assert (used["parse:inert"] > 5000) == on, used  # each analysis leaves most statements out
+        out[on] = (_outcome(linted), _outcome(fixed))
+    assert out[True] == out[False]
+    assert out[True][1][1] is not None and out[True][1][2] >= 30
+
+
+def _noise(names):
+    """Module-level statements: some read by nothing, some spelling the case's own names."""
+    lines = ["noise_0 = 1  # a note", "noise_1 = noise_0 + len([2,", "  3])", "", "# a comment line",
+             "print(noise_1, undefined_name)", "noise_2 = 2; noise_3 = 3", "noise_4: int = 4", "del noise_4",
+             "noise_0 += 1"]
+    for name in sorted(names)[:3]:
+        lines.append(f"noise_{name} = {name}")
+    return "\n".join(lines) + "\n"
+
+
+def _variants(code):
+    """``code`` with noise after it, and with noise before its last top-level statement."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    noise = _noise(names)
+    out = [code + ("" if code.endswith("\n") or not code else "\n") + noise]
+    tops = [s for s in tree.body if s.col_offset == 0 and not getattr(s, "decorator_list", None)]
+    if len(tops) >= 2:
+        at = sum(len(line) for line in code.splitlines(keepends=True)[:tops[-1].lineno - 1])
+        out.append(code[:at] + noise + code[at:])
+    return out
+
+
+def _cases():
+    for rule in visitor_rules():
+        for number, case in enumerate(list(rule.VALID) + list(rule.INVALID)):
+            yield f"{rule.CODE}-{number}", case.code, getattr(case, "path", None) or "t.py"
+    for path in sorted((Path(__file__).parent / "fixtures").rglob("*.py")):
+        yield path.name, path.read_text(encoding="utf-8", errors="replace"), path.name
+
+
+def _compare_reduced(cases, monkeypatch):
+    from rocmport import parsing
+
+    _reducing(monkeypatch)
+    reduced = 0
+    for name, code, path in cases:
+        for text in _variants(code):
+            data = text.encode()
+            out = {}
+            for on in (True, False):
+                monkeypatch.setitem(parsing.REDUCE, "enabled", on)
+                before = STATS["parse:inert"]
+                out[on] = (_outcome(check_bytes(data, path, Settings())),
+                           _outcome(check_bytes(data, path, Settings(), fix=True)))
+                if on:
+                    reduced += STATS["parse:inert"] > before
+            assert out[True] == out[False], name
+    return reduced
+
+
+def test_rule_cases_with_noise_are_found_and_fixed_alike_with_and_without_the_reduction(monkeypatch):
+    cases = [c for c in _cases() if c[0].endswith("-0") or c[0].endswith("-1")]
+    reduced = _compare_reduced(cases, monkeypatch)
+    assert reduced > len(cases) // 2  # the noise went, in most of them
+
+
+@pytest.mark.slow
+def test_every_rule_case_and_fixture_with_noise_is_found_and_fixed_alike_with_and_without_the_reduction(monkeypatch):
+    cases = list(_cases())
+    reduced = _compare_reduced(cases, monkeypatch)
+    assert reduced > len(cases) // 2
+
+
+_REFUSED = {
+    "a syntax error half way": "x = (\n",
+    "more joined strings than LibCST takes": "joined = (" + " ".join(['"s"'] * 3001) + ")\n",
+    "a line that is only a continuation": "\\\ny = 1\n",
+    "a lone CR": "cr = 1\rcr2 = 2\n",
+    "the placeholder's name": "_rocmport_inert_0 = 1\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_REFUSED))
+def test_what_a_whole_parse_refuses_or_reads_is_alike_with_the_reduction(name, monkeypatch):
+    from rocmport import parsing
+
+    _reducing(monkeypatch)
+    lines = _flat(400).splitlines(keepends=True)
+    data = "".join(lines[:200] + [_REFUSED[name]] + lines[200:]).encode()
+    out = {}
+    for on in (True, False):
+        monkeypatch.setitem(parsing.REDUCE, "enabled", on)
+        out[on] = (_outcome(check_bytes(data, "big.py", Settings())),
+                   _outcome(check_bytes(data, "big.py", Settings(), fix=True)))
+    assert out[True] == out[False]
