@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'd3d7d5e928069449cfacaf2e48939500'
+FINGERPRINT = 'ee1089f1c43d3000e87f4b4a70456843'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

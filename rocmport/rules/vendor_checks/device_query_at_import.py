@@ -272,6 +272,14 @@ class DeviceQueryAtImport(VendorRule):
             torch.cuda.set_device(device)
             dist.init_process_group(backend="nccl", device_id=device)
             """),
+        Case("""
+            import argparse
+            import torch
+
+            parser = argparse.ArgumentParser()
+            args = parser.parse_args()
+            torch.cuda.set_device(0)
+            """),
         # the words in a string and a comment; a look-alike method of another object
         Case("""
             import torch
