@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'ee1089f1c43d3000e87f4b4a70456843'
+FINGERPRINT = 'ace9d1f5fa9c28af608844ee167d5eed'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

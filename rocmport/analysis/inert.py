@@ -46,6 +46,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional
 import libcst as cst
 
 from ..source import LineIndex
+from .bindings import import_binding
 from .opaque import Opaque
 
 PLACEHOLDER = "_rocmport_inert_"
@@ -164,7 +165,7 @@ def _bound_anywhere(stmt: ast.AST, out: Set[str]) -> None:
         elif kind is ast.arg:
             out.add(node.arg)
         elif kind is ast.alias:
-            out.add((node.asname or node.name).split(".")[0])
+            out.add(import_binding(node.name, node.asname)[0])
         elif kind in (ast.Global, ast.Nonlocal):
             out.update(node.names)
         elif kind is ast.ExceptHandler:
