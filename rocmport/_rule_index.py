@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'ace9d1f5fa9c28af608844ee167d5eed'
+FINGERPRINT = '5f057fed770e6112c4acc9a73a95d2c4'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

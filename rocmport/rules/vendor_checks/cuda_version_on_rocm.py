@@ -430,6 +430,23 @@ class CudaVersionOnRocm(VendorRule):
         ),
         Case(
             """
+            def supported():
+                import torch as th
+                ok = th.cuda.is_available() and int(th.version.cuda.split('.')[0]) >= 11
+                return ok
+            """,
+            expected="""
+            def supported():
+                import torch as th
+                ok = th.cuda.is_available() and th.version.cuda is not None and int(th.version.cuda.split('.')[0]) >= 11
+                return ok
+            """,
+            line=3,
+            column=41,
+            message="torch.version.cuda is None on ROCm: `.split` on it raises AttributeError",
+        ),
+        Case(
+            """
             import torch as th
             ok = th.cuda.is_available() and int(th.version.cuda.split('.')[0]) >= 11
             """,
@@ -761,6 +778,8 @@ class CudaVersionOnRocm(VendorRule):
             return
         message = f"torch.version.cuda is None on ROCm: {why}"
         test = self._version_test(node)
+        if test is not None and self._none_checked_before(node, test):
+            return  # `x is not None and <test>`: the test never runs on ROCm
         if test is None or id(test) in self._fixed:
             if test is None:
                 self.display_only(node, message, "Guard it with `torch.version.cuda is not None`, and test "
@@ -775,6 +794,27 @@ class CudaVersionOnRocm(VendorRule):
         fix = Fix(Applicability.SAFE, "Guard the version test against None",
                   (self.context.replace(test, text),))
         self.report(node, message, fix=fix)
+
+    def _none_checked_before(self, node: cst.Attribute, test: cst.CSTNode) -> bool:
+        """Is ``test`` the right side of an ``and`` whose left side tests the same expression
+        ``is not None`` (what this rule's fix writes, wherever the platform analysis cannot
+        tell the name for torch: an alias imported inside a function)?"""
+        base = self.context.source(node)
+        current, parent = test, self.parent(test)
+        while isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And) \
+                and parent.right is current:
+            todo = [parent.left]
+            while todo:
+                operand = todo.pop()
+                if isinstance(operand, cst.BooleanOperation) and isinstance(operand.operator, cst.And):
+                    todo += [operand.left, operand.right]
+                elif (isinstance(operand, cst.Comparison) and len(operand.comparisons) == 1
+                      and isinstance(operand.comparisons[0].operator, cst.IsNot)
+                      and is_none(operand.comparisons[0].comparator) and not operand.lpar
+                      and self.context.source(operand.left) == base):
+                    return True
+            current, parent = parent, self.parent(parent)
+        return False
 
     def _version_test(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The expression evaluated for its truth that holds this version use, where a None
