@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '5f057fed770e6112c4acc9a73a95d2c4'
+FINGERPRINT = '57241cebbfcb583189f6a9d5f9a9011d'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

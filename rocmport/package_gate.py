@@ -20,6 +20,8 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence
 
+import libcst as cst
+
 from . import house, parsing, placement
 from .analysis.metadata import Metadata
 from .analysis.testing import is_test_module
@@ -128,20 +130,21 @@ def _with_gate(path: str, report: FileReport) -> Optional[bytes]:
     text = source.text
     if PACKAGE_GATE in text:
         return None
-    try:
-        module = parsing.parse(text)
-    except Exception:  # noqa: BLE001 - a module LibCST cannot read is not edited
+    tree, deep = parsing.cpython_parse(text)
+    if tree is None or deep is not None or is_test_module(tree, path):
         return None
-    if (not any(placement.torch_binding(stmt) for stmt in module.body) or placement.torch_optional(module)
-            or is_test_module(parsing.cpython_parse(text)[0], path)):
-        return None  # the gate would make torch required there, or the module is a test
+    try:
+        module = parsing.parse(text, tree)
+    except (cst.ParserSyntaxError, RecursionError, parsing.TooLarge):
+        return None  # a module LibCST cannot read is not edited
+    if not any(placement.torch_binding(stmt) for stmt in module.body) or placement.torch_optional(module):
+        return None  # the gate would make torch required there
     style = house.style_for(path)
     lines = LineIndex(text)
     gate_plan = placement.Placer(module, Metadata(module), text, lines, PACKAGE_GATE, quote=style.quote,
                                  lines_after_imports=style.lines_after_imports).plan(len(text))
-    if (gate_plan.edit is None or gate_plan.extra or "import" in gate_plan.edit.content
-            or not _GATE_LINE.search(gate_plan.edit.content)):
-        return None  # torch is not imported in its import block: the gate would add the import
+    if gate_plan.edit is None or gate_plan.extra or not _GATE_LINE.search(gate_plan.edit.content):
+        return None  # not the plain line after the module's own binding of torch
     updated = apply_edits(text, [gate_plan.edit])
     if parsing.parse_error(updated) is not None:
         return None

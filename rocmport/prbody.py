@@ -16,7 +16,6 @@ from . import __version__
 from .config import CUDA_GRAPH_CODES, Settings
 from .findings import Applicability, Finding
 from .output import relative_path
-from .prelude import PACKAGE_GATE
 from .registry import rule_infos
 
 MAX_LOCATIONS = 20  # per rule, in "left for a person"
@@ -174,9 +173,9 @@ def render(reports: Sequence, remaining: Sequence[Finding], settings: Settings, 
         for path in r.needs_written if r.fixed is not None else ():
             shared[rel(path)] = shared.get(rel(path), 0) + 1
     for path, count in sorted(shared.items()):
-        out += [f"The ROCm test is defined once for its package, in `{path}` (`{PACKAGE_GATE} = getattr(torch.version,"
-                f" \"hip\", None) is not None`), and imported by the {count} modules that test it, rather than a"
-                " line in each.", ""]
+        modules = "the module" if count == 1 else f"the {count} modules"
+        out += [f"The ROCm test is defined once for its package, in `{path}`, and imported by {modules} that"
+                " test it, rather than a line in each.", ""]
     if changed or unknown:
         out += ["## What changed", "", "| rule | fixes | files |", "|---|---|---|"]
         for code, per in changed.items():

@@ -803,15 +803,11 @@ class CudaVersionOnRocm(VendorRule):
         current, parent = test, self.parent(test)
         while isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And) \
                 and parent.right is current:
-            todo = [parent.left]
-            while todo:
-                operand = todo.pop()
-                if isinstance(operand, cst.BooleanOperation) and isinstance(operand.operator, cst.And):
-                    todo += [operand.left, operand.right]
-                elif (isinstance(operand, cst.Comparison) and len(operand.comparisons) == 1
-                      and isinstance(operand.comparisons[0].operator, cst.IsNot)
-                      and is_none(operand.comparisons[0].comparator) and not operand.lpar
-                      and self.context.source(operand.left) == base):
+            for operand in _and_operands(parent.left):
+                if (isinstance(operand, cst.Comparison) and len(operand.comparisons) == 1
+                        and isinstance(operand.comparisons[0].operator, cst.IsNot)
+                        and is_none(operand.comparisons[0].comparator) and not operand.lpar
+                        and self.context.source(operand.left) == base):
                     return True
             current, parent = parent, self.parent(parent)
         return False
