@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '57241cebbfcb583189f6a9d5f9a9011d'
+FINGERPRINT = '71f168d92f905703d6bb5709fd6728ab'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -56,9 +56,13 @@ RULES = [{'code': 'ROC001',
   'what': '\n'
           '        The fix loop applies fixes and lints again until nothing changes. When applying '
           'a\n'
-          '        fix would produce code that does not parse, or the loop does not settle within '
-          'its\n'
-          '        bound, the original text is kept for that fix and this finding says why.\n'
+          '        fix would produce code that does not parse, the original text is kept for that '
+          'fix;\n'
+          "        when a rule's fixes do not settle within the loop's bound (8 passes), none of "
+          'that\n'
+          "        rule's fixes is applied (the passes are made again without them). This finding "
+          'says\n'
+          '        which and why.\n'
           '        ',
   'why': 'It points at a rocmport bug or an unusual construct; the code is left as it was.',
   'default_enabled': True,
@@ -70,8 +74,10 @@ RULES = [{'code': 'ROC001',
          '## What it finds\n'
          '\n'
          'The fix loop applies fixes and lints again until nothing changes. When applying a\n'
-         'fix would produce code that does not parse, or the loop does not settle within its\n'
-         'bound, the original text is kept for that fix and this finding says why.\n'
+         'fix would produce code that does not parse, the original text is kept for that fix;\n'
+         "when a rule's fixes do not settle within the loop's bound (8 passes), none of that\n"
+         "rule's fixes is applied (the passes are made again without them). This finding says\n"
+         'which and why.\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'

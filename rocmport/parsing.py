@@ -743,6 +743,7 @@ REDUCE_MIN_SHARE = 0.5
 _LAST_REDUCED = threading.local()
 _STATEMENT_START = re.compile(r"[^\W\d]")
 _CLAUSE_START = re.compile(r"(?:else|elif|except|finally)\b")
+_COMPOUND_START = re.compile(r"(?:(?:async[ \t]+)?def|class|if|for|while|with|try)\b|@")
 
 
 def reducible(text: str) -> bool:
@@ -754,6 +755,29 @@ def reducible(text: str) -> bool:
     if _inert.PLACEHOLDER in text or ("\r" in text and "\r" in text.replace("\r\n", "")):
         return False
     return _CONTINUATION_LINE.search(text) is None
+
+
+def _compound_lines(text: str, starts: Sequence[int]) -> int:
+    """About how many lines of ``text`` top-level compound statements take (``def``, ``class``,
+    decorated, ``if``, ``for``, ``while``, ``with``, ``try``): from a line that begins with one
+    in the first column to the next line that begins a statement there. No such line is ever
+    left out (only simple statements are, ``inert._candidate``); a line that merely looks like
+    one (in a string) makes the count too high, and the reduction is then not tried where it
+    could have been: the text is analysed as usual, which is what a reduction must equal."""
+    total = 0
+    opened = None
+    for i, at in enumerate(starts):
+        first = text[at:at + 1]
+        if not first or first in " \t\f\r\n#)]}" or _CLAUSE_START.match(text, at):
+            continue
+        if opened is not None:
+            total += i - opened
+            opened = None
+        if _COMPOUND_START.match(text, at):
+            opened = i
+    if opened is not None:
+        total += len(starts) - opened
+    return total
 
 
 def cpython_pieces(text: str, lines: LineIndex):
@@ -813,6 +837,8 @@ def reduced(text: str, lines: LineIndex, words) -> Optional[_inert.Reduction]:
     if not reducible(text):
         return None
     minimum = max(1, int(len(lines.starts) * REDUCE_MIN_SHARE))
+    if len(lines.starts) - _compound_lines(text, lines.starts) < minimum:
+        return None  # too few lines outside compound statements to leave enough out
     try:
         found = _inert.reduce(text, lines, words, cpython_pieces(text, lines), _parse_at, minimum)
         if found is None or not found.runs:

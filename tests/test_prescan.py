@@ -101,6 +101,25 @@ FOUND = [
     ("import triton.language as tl\ndef k(x):\n    return x.to(tl.float8e4nv) if x.dtype != tl.float8e4nv else x\n",
      "ROC705"),
     ("from torch import float8_e4m3fn\ndef f(float8_e4m3fn=float8_e4m3fn):\n    return float8_e4m3fn == 1\n", None),
+    # ROC711: a format behind a vendor test: a branch, the else of a CUDA test, an and-chain,
+    # an early exit, an assert, `not`, the module's own flag, a class's flag on self, a gate
+    # imported from another module (which the file alone cannot read)
+    ("import torch\nif torch.version.hip:\n    dtype = torch.float8_e4m3fnuz\n", "ROC711"),
+    ("import torch\nif torch.version.cuda:\n    dtype = torch.float8_e4m3fn\nelse:\n"
+     "    dtype = torch.float8_e4m3fnuz\n", "ROC711"),
+    ("import torch\ndtype = torch.version.hip is not None and ready() and torch.float8_e4m3fnuz\n", "ROC711"),
+    ("import torch\ndef pick():\n    if not torch.version.hip:\n        return None\n"
+     "    return torch.float8_e4m3fnuz\n", "ROC711"),
+    ("import torch\ndef pick():\n    assert torch.version.hip\n    return torch.float8_e4m3fnuz\n", "ROC711"),
+    ("import torch\n_IS_HIP = torch.version.hip is not None\nx = torch.float8_e4m3fnuz if _IS_HIP else None\n",
+     "ROC711"),
+    ("import torch\nclass Q:\n    def __init__(self):\n        self.amd = torch.version.hip is not None\n"
+     "    def dtype(self):\n        if self.amd:\n            return torch.float8_e4m3fnuz\n", "ROC711"),
+    ("import torch\nfrom .utils import on_amd\nif on_amd:\n    dtype = torch.float8_e4m3fnuz\n", None),
+    # ROC705: a reference beside no fnuz name; ROC503: a helper that returns its num_warps
+    # (in a tuple; and an async def: the same with the prefilter off)
+    ("import triton\ndef settings(n):\n    num_warps = 32\n    return n, num_warps\n", "ROC503"),
+    ("import triton\nasync def settings(n):\n    num_warps = 32\n    return num_warps\n", None),
     # ROC701: every use _use names (a method, a subscript, a call, None tests, an ordering,
     # `in`, `+`, a test, `and`/`or`, `not`), through an alias of torch.version
     ("import torch\nmajor = torch.version.cuda.split('.')[0]\n", "ROC701"),
@@ -166,6 +185,14 @@ SKIPPED = [
     ("import torch\nif x.dtype == torch.float8_e4m3fn or x.dtype in [torch.float8_e4m3fn, (torch.float8_e4m3fn,)]:\n"
      "    pass\nname = 'float8_e4m3fn'\n", "ROC705"),
     ("from torch import float8_e4m3fn\nis_fp8 = dtype in {float8_e4m3fn}\n", "ROC705"),
+    # ROC705: the module names the fnuz format (it converts between the two) or a gfx9 target
+    ("import torch\nw = w.to(torch.float8_e4m3fn)\nREF = torch.float8_e4m3fnuz\n", "ROC705"),
+    ('import torch\nTARGET = "gfx942"\ndtype = torch.float8_e4m3fn\n', "ROC705"),
+    # ROC711: formats with no vendor test in the file (a GPU test is true on both vendors; a
+    # dtype comparison is no platform test)
+    ("import torch\nif torch.cuda.is_available():\n    dtype = torch.float8_e4m3fnuz\n", "ROC711"),
+    ("import torch\ndef f(x):\n    if x.dtype == torch.float8_e4m3fnuz:\n        return x.float()\n"
+     "    return torch.float8_e4m3fn\n", "ROC711"),
     # ROC507: the word in names, strings and the neutral module
     ('import triton\nfrom triton.language.extra import libdevice\nops.libdevice("x")\nname = "libdevice"\n',
      "ROC507"),
@@ -657,7 +684,7 @@ def _own(rule, name: str):
 # NEEDS is a name that spells one (``Identifier``), and the fast path asks the index.
 HAND_WRITTEN_MAY_MATCH = {"ROC101", "ROC102", "ROC103", "ROC104", "ROC106", "ROC201", "ROC202", "ROC203", "ROC204",
                           "ROC205", "ROC401", "ROC402", "ROC403", "ROC404", "ROC405", "ROC503", "ROC512", "ROC701", "ROC702",
-                          "ROC705", "ROC707", "ROC708", "ROC709", "ROC710", "ROC712"}
+                          "ROC705", "ROC707", "ROC708", "ROC709", "ROC710", "ROC711", "ROC712"}
 HAND_WRITTEN_REACH = {"ROC201", "ROC202", "ROC203", "ROC204", "ROC205", "ROC512", "ROC701", "ROC702", "ROC707", "ROC708",
                       "ROC709", "ROC710", "ROC712"}
 # Rules whose findings depend on the project's other modules, which a need of one file cannot

@@ -279,6 +279,11 @@ def reduce(text: str, lines: LineIndex, words: Iterable[str],
     intern = sys.intern
     groups: List[_Group] = []
     gap = 0  # where the text after the last group's line begins
+    # A candidate's statements are dropped (to be parsed again if it is kept) only once the
+    # candidates' lines reach ``minimum``: with fewer, nothing can be left out, and the tree
+    # is CPython's whole tree as the pieces gave it, parsed once.
+    held: List[_Group] = []
+    candidate_lines = 0
     for tree in pieces:
         if tree is None:
             return None
@@ -300,7 +305,12 @@ def reduce(text: str, lines: LineIndex, words: Iterable[str],
                         if target is not None:
                             _targets(target, bound)
                 group.bound = bound
-                group.stmts = []  # parsed again if it is kept
+                candidate_lines += group.last - group.first + 1
+                held.append(group)
+                if candidate_lines >= minimum:
+                    for dropped in held:
+                        dropped.stmts = []  # parsed again if it is kept
+                    held = []
             groups.append(group)
             group.kept = group.seed
             gap = end
@@ -362,6 +372,9 @@ def reduce(text: str, lines: LineIndex, words: Iterable[str],
                 text[line_start:line_end].encode("utf-8")))
             body.append(run)
             runs.append(Run(first, last, start, line_end, j - k + 1))
+        elif all(g.stmts for g in groups[k:j + 1]):  # never dropped
+            for g in groups[k:j + 1]:
+                body.extend(g.stmts)
         else:
             end = starts[last] if last < count else len(text)
             part = parse_at(text[start:end], first)

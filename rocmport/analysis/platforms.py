@@ -619,12 +619,31 @@ def _answers_by_architecture(fn: ast.AST, env: Env) -> bool:
     """A function that returns only ``True`` / ``False`` and decides by an architecture test
     (``if torch.version.hip: ... if cap == (9, 4): return True ... return False``): a helper
     such as ``supports_float8_fnuz()``, whatever its name."""
-    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
-    if not returns or not all(isinstance(r.value, ast.Constant) and isinstance(r.value.value, bool) for r in returns):
-        return False
+    # ``return`` and ``if`` are statements: only statements are walked (every ``return``,
+    # nested functions' too), and the walk ends at the first one that returns something else
+    returns: List[ast.Return] = []
+    ifs: List[ast.If] = []
+    stack: List[ast.stmt] = list(fn.body)
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Return:
+            value = node.value
+            if not (isinstance(value, ast.Constant) and isinstance(value.value, bool)):
+                return False
+            returns.append(node)
+            continue
+        if kind is ast.If:
+            ifs.append(node)
+        for block in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(node, block, ()))
+        for handler in getattr(node, "handlers", ()):
+            stack.extend(handler.body)
+        for case in getattr(node, "cases", ()):
+            stack.extend(case.body)
     if not any(r.value.value for r in returns):
         return False
-    tests = [classify(node.test, env) for node in ast.walk(fn) if isinstance(node, ast.If)]
+    tests = [classify(node.test, env) for node in ifs]
     on_rocm = any(t.true and t.true <= {ROCM} for t in tests)  # its answer is about AMD GPUs
     return on_rocm and any(t.arch for t in tests)
 

@@ -5,7 +5,8 @@ The rule's documentation is its class's (`rocmport rule ROC503` prints it).
 
 from __future__ import annotations
 
-from typing import Set
+import ast
+from typing import FrozenSet, Optional, Set
 
 import libcst as cst
 
@@ -239,8 +240,6 @@ class TritonNumWarps(TritonRule):
             return False
         if facts.tree is None or (KERNELS_OR_CONFIGS | Keyword("num_warps", subscripted=True)).holds(facts):
             return True
-        import ast
-
         for node in facts.nodes(ast.Assign, ast.AnnAssign):
             targets = node.targets if type(node) is ast.Assign else [node.target]
             value = node.value
@@ -254,6 +253,9 @@ class TritonNumWarps(TritonRule):
         (``BLOCK_SIZE, num_warps = calculate_settings(n)``): the value is gated where it is
         decided, in the helper, once for every launch (also those in other modules)."""
         if "num_warps" not in self.context.text or not _imports_triton(self.context.facts):
+            return
+        helpers = _helper_names(self.context.facts)
+        if helpers is not None and node.name.value not in helpers:
             return
         returned = _returned_names(node)
         for name in returned:
@@ -318,6 +320,26 @@ def _imports_triton(facts) -> bool:
         return True
     return any(full == "triton" or full.startswith("triton.")
                for fulls in facts.binding_kinds_imports().values() for full in fulls)
+
+
+def _helper_names(facts) -> Optional[FrozenSet[str]]:
+    """The names of the functions that CPython's tree of the file shows returning a name
+    spelled ``num_warps`` (in any case; a nested function's ``return`` counts for the one
+    around it too): no other can be such a helper. None without the tree."""
+    if facts is None or facts.tree is None:
+        return None
+    memo = facts.memo.get("roc503:helpers")
+    if memo is None:
+        lines = []
+        for node in facts.nodes(ast.Return):
+            if node.value is not None:
+                values = node.value.elts if type(node.value) is ast.Tuple else [node.value]
+                if any(type(v) is ast.Name and v.id.lower() == "num_warps" for v in values):
+                    lines.append(node.lineno)
+        memo = facts.memo["roc503:helpers"] = frozenset(
+            fn.name for fn in facts.nodes(ast.FunctionDef, ast.AsyncFunctionDef) if lines
+            and any(fn.lineno <= line <= (fn.end_lineno or fn.lineno) for line in lines))
+    return memo
 
 
 def _own_statements(function: cst.FunctionDef):

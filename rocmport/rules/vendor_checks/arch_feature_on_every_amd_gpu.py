@@ -15,12 +15,16 @@ from libcst.metadata import PositionProvider
 from rocmport.analysis import gates
 from rocmport.analysis.names import qualified_names
 from rocmport.analysis.needs import Call, Import, Name, String
+from rocmport.analysis.bindings import module_imports
 from rocmport.analysis.platforms import (
     ARCH_LIMITED_PACKAGES,
     CUDA,
     ROCM,
+    Env,
     arch_word,
+    attribute_tests,
     classify,
+    module_tests,
 )
 from rocmport.analysis.syntax import dotted_name
 from rocmport.findings import Applicability, Fix
@@ -47,11 +51,15 @@ ARCH_HINT = ("Test the architecture, not the vendor: e.g. "
              "`\"gfx94\" in torch.cuda.get_device_properties(0).gcnArchName` (MI300), `\"gfx95\"` (MI350)")
 
 
+# what the probe of a package built for some architectures needs (``visit_Import``, ``visit_Call``)
+_PROBE_NEEDS = Import(*ARCH_LIMITED_PACKAGES) | (Call(*PROBES) & String(*ARCH_LIMITED_PACKAGES))
+
+
 class ArchFeatureOnEveryAmdGpu(VendorRule):
     CODE = "ROC711"
     NAME = "arch-feature-on-every-amd-gpu"
     SUMMARY = "A feature of one AMD architecture (fnuz fp8, FP4 / MX, AITER) chosen for every AMD GPU by a vendor test."
-    NEEDS = Name(*WATCHED) | Import(*ARCH_LIMITED_PACKAGES) | (Call(*PROBES) & String(*ARCH_LIMITED_PACKAGES))
+    NEEDS = Name(*WATCHED) | _PROBE_NEEDS
     LOCAL = True
     BY_FILE_NAME = False
     FIX_APPLICABILITY = Applicability.DISPLAY_ONLY
@@ -334,6 +342,21 @@ class ArchFeatureOnEveryAmdGpu(VendorRule):
         self._module_arch: Optional[bool] = None
         self._kinds: Dict[int, Set[str]] = {}  # statement -> the kinds of format it names
 
+    @classmethod
+    def may_match(cls, facts) -> bool:
+        """A format is reported only at a vendor test around it (``_vendor_decision``): a
+        condition with a side that holds ROCm and not CUDA. On CPython's tree, with the
+        module's predicates as ``gates.FilePlatforms`` reads them: some condition, operand of
+        ``and`` / ``or`` or operand of ``not`` has such a side (a test made of parts has one
+        only if a part has: each side of ``and`` / ``or`` is an intersection or union of its
+        parts'), or is an imported name it cannot read (a gate another module defines). A
+        probe of a package needs only what its visits read."""
+        if not cls.NEEDS.holds(facts):
+            return False
+        if facts.tree is None or _PROBE_NEEDS.holds(facts):
+            return True
+        return _has_vendor_test(facts)
+
     # -- fp8 / FP4 formats ----------------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in _LASTS:
@@ -592,3 +615,31 @@ def _leaves(block) -> bool:
     return isinstance(block, cst.SimpleStatementSuite) and any(
         isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for small in block.body)
 
+
+def _has_vendor_test(facts) -> bool:
+    """Has the module (CPython's tree) a condition that :meth:`ArchFeatureOnEveryAmdGpu.may_match`
+    counts as a possible vendor test?"""
+    tree, index, path = facts.tree, facts.index, facts.path
+    own = index.module_name(path) if index is not None and path else None
+
+    def absolute(module, level):
+        return index.absolute(own, module, level) if own is not None else None
+
+    env = Env(module_imports(tree.body, absolute), {}, index.platform_test if index is not None else None)
+    module_tests(tree.body, env)
+    attribute_tests(tree, env)
+    tests = [node.test for node in facts.nodes(ast.If, ast.While, ast.IfExp, ast.Assert)]
+    for node in facts.nodes(ast.BoolOp):
+        tests.append(node)
+        tests.extend(node.values)
+    tests.extend(node.operand for node in facts.nodes(ast.UnaryOp) if type(node.op) is ast.Not)
+    for test in tests:
+        found = classify(test, env)
+        for side in (found.true, found.false):
+            if ROCM in side and CUDA not in side:
+                return True
+        if not found.known:
+            name = test.func if type(test) is ast.Call else test
+            if type(name) is ast.Name and name.id in env.imports:
+                return True
+    return False

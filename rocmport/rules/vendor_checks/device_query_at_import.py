@@ -674,25 +674,24 @@ class DeviceQueryAtImport(VendorRule):
     # -- before the visible devices are set ------------------------------------------------
     def _before_visibility(self, module: cst.Module) -> None:
         for body in _bodies(module):
-            events: List[Tuple[str, cst.CSTNode, str]] = []  # ("query" | "write", node, what)
+            writes: List[Tuple[cst.CSTNode, str]] = []
+            calls: List[cst.Call] = []  # the calls that write nothing: queries, maybe
             for node in _own_nodes(body):
                 if isinstance(node, cst.Call):
                     what = self._visibility_write_call(node)
                     if what is not None:
-                        events.append(("write", node, what))
-                        continue
-                    query = self._any_query(node)
-                    if query is not None:
-                        events.append(("query", node, query))
+                        writes.append((node, what))
+                    else:
+                        calls.append(node)
                 elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del)):
                     what = self._visibility_write_statement(node)
                     if what is not None:
-                        events.append(("write", node, what))
-            writes = [(n, w) for kind, n, w in events if kind == "write"]
+                        writes.append((node, what))
             if not writes:
-                continue
-            for kind, node, what in events:
-                if kind != "query" or id(node) in self._reported:
+                continue  # no query here is asked what it is
+            for node in calls:
+                what = self._any_query(node) if id(node) not in self._reported else None
+                if what is None:
                     continue
                 start = self._offset(node)
                 later = [(n, w) for n, w in writes if self._offset(n) > start and not self._exclusive(node, n)]

@@ -247,6 +247,8 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
             return False
         if facts.tree is None:
             return True
+        if _knows_fnuz(facts):
+            return False  # every reference is left alone (``_module_knows_fnuz``)
         import ast
 
         compared: Set[int] = set()
@@ -352,17 +354,7 @@ class Fp8FormatIsArchitectureDependent(Fp8Rule):
         format it reads or converts from, chosen knowingly. Read on CPython's tree, so code a
         lint leaves unparsed counts."""
         facts = self.context.facts
-        if facts is None or facts.tree is None:
-            return False
-        known = facts.memo.get("roc705_knows_fnuz")
-        if known is None:
-            import ast
-
-            words = set(facts.names) | set(facts.attributes)
-            words.update(n.name for n in facts.nodes(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            known = facts.memo["roc705_knows_fnuz"] = any(_FNUZ_AWARE_WORD.search(w) for w in words) or any(
-                s.startswith("gfx9") for s in strings(facts, lower=True))
-        return bool(known)
+        return facts is not None and facts.tree is not None and _knows_fnuz(facts)
 
     def _format_of_its_own(self, node: cst.CSTNode, statement) -> bool:
         """A format whose own definition fixes E4M3: the OCP MX formats (MXFP8 elements), NVFP4
@@ -504,3 +496,17 @@ def _has_device(call: cst.Call) -> bool:
 
 def _format_word(name: str) -> bool:
     return any(_MX_WORD.match(word) for word in name_words(name))
+
+
+def _knows_fnuz(facts) -> bool:
+    """Does the module (CPython's tree) name the fnuz format or an AMD architecture anywhere:
+    a name, an attribute, a definition, or a string that begins with ``gfx9``?"""
+    known = facts.memo.get("roc705_knows_fnuz")
+    if known is None:
+        import ast
+
+        words = set(facts.names) | set(facts.attributes)
+        words.update(n.name for n in facts.nodes(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        known = facts.memo["roc705_knows_fnuz"] = any(_FNUZ_AWARE_WORD.search(w) for w in words) or any(
+            s.startswith("gfx9") for s in strings(facts, lower=True))
+    return bool(known)
