@@ -74,7 +74,35 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=Non
     """Apply fixes until none applies. Returns (text, last analysis, fixes applied, notes, extra files).
     ``record``: a list that gets (code, row, gated) of each fix applied: the row in the original
     text (0 for a fix of a later pass) and whether its code tests the ROCm gate, for the pull
-    request's description (``--pr-body``)."""
+    request's description (``--pr-body``).
+
+    A rule whose fixes have not settled after MAX_FIX_PASSES passes (each pass finds its fix
+    again: a fix its own detection does not see as done) gets none of its fixes applied: the
+    passes are made again from ``text`` without them, and each of its findings is an ROC002
+    note. Its passes' edits would otherwise stay, one per pass."""
+    withheld: Set[str] = set()
+    while True:
+        passes: Optional[List[Tuple[str, int, bool]]] = [] if record is not None else None
+        fixed, analysis, applied, notes, extra, unsettled = _fix_passes(text, path, settings, rules, enabled, index,
+                                                                        passes, withheld)
+        if not unsettled:
+            break
+        withheld |= unsettled
+    unsafe = settings.unsafe_fixes
+    for f in analysis.findings:
+        if f.code in withheld and f.applies(unsafe):
+            notes.append(not_applied(f, f"fix for {f.code} did not settle after {MAX_FIX_PASSES} passes: none of"
+                                        " its fixes was applied", enabled))
+    if record is not None and passes is not None:
+        record.extend(passes)
+    return fixed, analysis, applied, notes, extra
+
+
+def _fix_passes(text: str, path: str, settings: Settings, rules, enabled, index,
+                record: Optional[List[Tuple[str, int, bool]]], withheld: Set[str]):
+    """The passes of :func:`fix_text`, the fixes of the ``withheld`` codes left out. Returns
+    (text, last analysis, fixes applied, notes, extra files, the codes whose fixes still
+    applied after the last pass)."""
     unsafe = settings.unsafe_fixes
     failed: Set = set()
     notes: List[Finding] = []
@@ -82,10 +110,11 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=Non
     extra: Dict[str, bytes] = {}
     for _ in range(MAX_FIX_PASSES):
         analysis = linting.analyze(text, path, settings, rules, enabled, index)
-        candidates = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
+        candidates = [f for f in analysis.findings
+                      if f.applies(unsafe) and f.code not in withheld and _fix_key(f) not in failed]
         if not candidates or analysis.module is None:
             parsing.forget_last_parse()
-            return text, analysis, applied, notes, extra
+            return text, analysis, applied, notes, extra, set()
         chosen: List[Finding] = []
         taken: List[Edit] = []
         for f in sorted(candidates, key=lambda f: (f.span, f.code)):
@@ -120,8 +149,7 @@ def fix_text(text: str, path: str, settings: Settings, rules, enabled, index=Non
                                for e in f.fix.edits)) for f in chosen)
         extra.update(files)
     analysis = linting.analyze(text, path, settings, rules, enabled, index)
-    remaining = [f for f in analysis.findings if f.applies(unsafe) and _fix_key(f) not in failed]
-    for f in remaining:
-        notes.append(not_applied(f, f"fix for {f.code} did not settle after {MAX_FIX_PASSES} passes; the rest was kept", enabled))
     parsing.forget_last_parse()
-    return text, analysis, applied, notes, extra
+    unsettled = {f.code for f in analysis.findings
+                 if f.applies(unsafe) and f.code not in withheld and _fix_key(f) not in failed}
+    return text, analysis, applied, notes, extra, unsettled

@@ -14,8 +14,10 @@ class FixFailed(Rule):
     SUMMARY = "A fix that rocmport computed but did not apply."
     WHAT = """
         The fix loop applies fixes and lints again until nothing changes. When applying a
-        fix would produce code that does not parse, or the loop does not settle within its
-        bound, the original text is kept for that fix and this finding says why.
+        fix would produce code that does not parse, the original text is kept for that fix;
+        when a rule's fixes do not settle within the loop's bound (8 passes), none of that
+        rule's fixes is applied (the passes are made again without them). This finding says
+        which and why.
         """
     WHY = "It points at a rocmport bug or an unusual construct; the code is left as it was."
     EXAMPLE = "# (no example: this finding reports on rocmport itself)"
