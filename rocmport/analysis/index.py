@@ -163,6 +163,8 @@ class ProjectIndex:
         self._chains: Dict[str, Optional[Chain]] = {}
         self._chain_deps: Dict[str, Set[str]] = {}  # module -> the modules its chain read
         self._words: Optional[FrozenSet[str]] = None
+        self._call_digests: Dict[str, str] = {}  # "module|name" -> _calls_digest, once per run
+        self._hashes: Dict[str, str] = {}  # path -> the hash of its bytes (``_bytes_hash``)
         self._word_inputs: Optional[List[Tuple[str, bytes, bool]]] = None
         self._words_input_digest: Optional[str] = None
         self._calls: Dict[str, Optional[ModuleFacts]] = {}  # module -> its compilers and effects
@@ -265,6 +267,15 @@ class ProjectIndex:
                 return None
             self._data[path] = blob
         return blob
+
+    def _bytes_hash(self, path: Optional[str]) -> str:
+        """The hash of the bytes at ``path`` ("" for none): read once, hashed once."""
+        if not path:
+            return ""
+        found = self._hashes.get(path)
+        if found is None:
+            found = self._hashes[path] = _hash(self._bytes(path))
+        return found
 
     def summary(self, name: str, tree: Optional[ast.AST] = None, path: Optional[str] = None,
                 rebinds: bool = True) -> Optional[ModuleSummary]:
@@ -734,6 +745,9 @@ class ProjectIndex:
 
     def _calls_digest(self, key: str) -> str:
         """The answers for "module|name": what it compiles, what calling it does."""
+        found = self._call_digests.get(key)  # the answers are computed once: so is their digest
+        if found is not None:
+            return found
         module, _, attr = key.partition("|")
         dotted = f"{module}.{attr}"
         record, self._record = self._record, None  # computing a digest records nothing
@@ -741,7 +755,9 @@ class ProjectIndex:
             text = repr((self.compiler(dotted), self.effects(dotted)))
         finally:
             self._record = record
-        return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+        found = self._call_digests[key] = hashlib.blake2b(text.encode("utf-8", "surrogateescape"),
+                                                          digest_size=12).hexdigest()
+        return found
 
     def _calls_closure(self, keys: Set[str]) -> Set[str]:
         """``keys`` and every "module|name" that the answers of their modules read,
@@ -876,7 +892,7 @@ class ProjectIndex:
         parts = []
         for module in (self.mentioning(word) if mentions else self.launchers(word)):
             path = self.path_of(module)
-            parts.append(f"{module}:{_hash(self._bytes(path) if path else None)}")
+            parts.append(f"{module}:{self._bytes_hash(path)}")
         return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
     # -- cache keys: the summaries a file's findings depend on ----------------------------
@@ -898,7 +914,7 @@ class ProjectIndex:
             if name.startswith(_CALLS):
                 key = name[len(_CALLS):]
                 path = self.path_of(key.partition("|")[0])
-                out[name] = (_hash(self._bytes(path) if path else None), self._calls_digest(key))
+                out[name] = (self._bytes_hash(path), self._calls_digest(key))
                 continue
             if name.startswith(_INVENTORY):
                 out[name] = (self._inventory_inputs(name), self._inventory_digest(name))
@@ -906,7 +922,7 @@ class ProjectIndex:
             if name.startswith(_PLATFORMS):
                 module = name[len(_PLATFORMS):]
                 path = self.path_of(module)
-                out[name] = (_hash(self._bytes(path) if path else None), self._platform_digest(module))
+                out[name] = (self._bytes_hash(path), self._platform_digest(module))
                 continue
             if name.startswith(_CUDA_WORDS):
                 out[name] = (self._words_inputs(), self._words_digest(name[len(_CUDA_WORDS):]))
@@ -914,7 +930,7 @@ class ProjectIndex:
             if name.startswith(_CUDA):
                 module = name[len(_CUDA):]
                 path = self.path_of(module)
-                out[name] = (_hash(self._bytes(path) if path else None), self._cuda_digest(module))
+                out[name] = (self._bytes_hash(path), self._cuda_digest(module))
                 continue
             if name.startswith(_LAUNCHES) or name.startswith(_MENTIONS):
                 inputs = self._launch_inputs(name.partition(">:")[2], name.startswith(_MENTIONS))
@@ -922,7 +938,7 @@ class ProjectIndex:
                 continue
             if name.startswith(_SOURCE):
                 path = self.path_of(name[len(_SOURCE):])
-                blob_hash = _hash(self._bytes(path) if path else None)
+                blob_hash = self._bytes_hash(path)
                 out[name] = (blob_hash, blob_hash)
                 continue
             summary = self.summary(name)
@@ -948,7 +964,7 @@ class ProjectIndex:
             if name.startswith(_PLATFORMS):
                 module = name[len(_PLATFORMS):]
                 path = self.path_of(module)
-                same = _hash(self._bytes(path) if path else None) == recorded_hash
+                same = self._bytes_hash(path) == recorded_hash
                 parts.append(f"{name}:{recorded_digest if same else self._platform_digest(module)}")
                 continue
             if name.startswith(_CUDA_WORDS):
@@ -958,13 +974,13 @@ class ProjectIndex:
             if name.startswith(_CUDA):
                 module = name[len(_CUDA):]
                 path = self.path_of(module)
-                same = _hash(self._bytes(path) if path else None) == recorded_hash
+                same = self._bytes_hash(path) == recorded_hash
                 parts.append(f"{name}:{recorded_digest if same else self._cuda_digest(module)}")
                 continue
             if name.startswith(_CALLS):
                 key = name[len(_CALLS):]
                 path = self.path_of(key.partition("|")[0])
-                if _hash(self._bytes(path) if path else None) == recorded_hash:
+                if self._bytes_hash(path) == recorded_hash:
                     parts.append(f"{name}:{recorded_digest}")
                 else:
                     parts.append(f"{name}:{self._calls_digest(key)}")
@@ -974,7 +990,7 @@ class ProjectIndex:
                 continue
             if name.startswith(_SOURCE):
                 path = self.path_of(name[len(_SOURCE):])
-                parts.append(f"{name}:{_hash(self._bytes(path) if path else None)}")
+                parts.append(f"{name}:{self._bytes_hash(path)}")
                 continue
             path = self.path_of(name)
             blob = self._bytes(path) if path else None
