@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'd7a9b29066316814b6ad70c49a960328'
+FINGERPRINT = '34392d7a528b5e35bdb1d82f45d4f925'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -280,7 +280,9 @@ def _in_pool(todo, reports, settings: Settings, jobs: int, progress,
 # file created, written and renamed): when it has no finding, it goes into the run's one list
 # of clean files (``Cache.add_clean``) instead, and when it has one (ROC001, a syntax error)
 # it is simply checked again next time (benchmarks/cache_cost.py: a cold cached run on many
-# empty files was 2.2 times --no-cache with an entry each).
+# empty files was 2.2 times --no-cache with an entry each). One that imports may read the
+# project's other modules all the same (whether it imports one whose import runs CUDA-only
+# code: ROC707): what it read is recorded, and it gets an entry as any file does.
 CHEAP_BYTES = 1024
 
 
@@ -330,10 +332,13 @@ def _check_files(files: Sequence[str], settings: Settings, *, fix: bool = False,
     for index, path in enumerate(files):
         data = datas[index]
         if data is not None:
+            cached = None
             if _cheap(path, data, settings):
                 cheap.add(index)
                 cached = [] if cache.known_clean(cache.key(path, data)) else None
-            else:
+            if cached is None and (index not in cheap or b"import" in data):
+                # a small file that imports may still read the project's modules (the names of
+                # those whose import runs CUDA-only code): then it has an entry of its own
                 key = cache.lookup_key(path, data, project)
                 cached = cache.get(key, path) if key is not None else None
             if cached is not None:
@@ -351,12 +356,11 @@ def _check_files(files: Sequence[str], settings: Settings, *, fix: bool = False,
         data = keys.pop(index, None)
         report = reports[index]
         if data is not None and report is not None and report.internal_error is None:
-            if index in cheap:  # a finding here (ROC001: rare) is found again next time
-                if not report.findings and not getattr(report, "dependencies", None):
-                    cache.add_clean(cache.key(files[index], data))  # written once, at the end
-            else:
-                cache.put_with_dependencies(files[index], data, project, getattr(report, "dependencies", {}),
-                                            report.findings)
+            dependencies = getattr(report, "dependencies", None)
+            if index in cheap and not report.findings and not dependencies:
+                cache.add_clean(cache.key(files[index], data))  # written once, at the end
+            elif index not in cheap or b"import" in data:  # where the lookup asks for an entry
+                cache.put_with_dependencies(files[index], data, project, dependencies or {}, report.findings)
 
     jobs = jobs or default_jobs()
     # each report is cached as it comes, while the workers check the rest

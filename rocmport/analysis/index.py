@@ -155,6 +155,7 @@ class ProjectIndex:
         self._recording = ""  # the path of the file whose lint is recorded
         self._inventory: Dict[str, List[Tuple[str, str, str]]] = {}  # package -> its ROCm tests
         self._no_hip: Set[str] = set()  # files read by the caller that cannot define a ROCm test
+        self._no_cuda: Set[str] = set()  # files read by the caller that may hold no CUDA-only statement
         self._platforms: Dict[str, Dict[str, Test]] = {}  # module -> its platform predicates
         self._platform_imports: Dict[str, Dict[str, str]] = {}
         self._platform_deps: Dict[str, Set[str]] = {}  # module -> the modules its predicates read
@@ -359,12 +360,17 @@ class ProjectIndex:
 
     def seen(self, path: str, blob: bytes) -> None:
         """The caller read ``path``: the index keeps the bytes it may need again (a file that
-        mentions "hip" may define a ROCm test) and remembers that the others need no reading."""
+        mentions "hip" may define a ROCm test; one may hold a CUDA-only statement) and
+        remembers that the others need no reading."""
         path = os.path.abspath(path)
         if b"hip" in blob:
             self._data.setdefault(path, blob)
         else:
             self._no_hip.add(path)
+        if may_hold(blob):  # the names of CUDA-only modules are made from these (``cuda_words``)
+            self._data.setdefault(path, blob)
+        else:
+            self._no_cuda.add(path)
 
     def rocm_tests(self, package: Optional[str] = None) -> List[Tuple[str, str, str, str]]:
         """(module dotted name, name, "constant" | "function", path) for every ROCm-build
@@ -515,12 +521,14 @@ class ProjectIndex:
             found = []
             for path, name in sorted(self._name_of.items(), key=lambda item: item[1]):
                 blob = self._data.get(path)
+                named = nvidia_named(name)
                 if blob is None:
+                    if path in self._no_cuda and not named:
+                        continue  # read by the caller already: it may hold no CUDA-only statement
                     try:
                         blob = read_regular(path)
                     except OSError:
                         continue
-                named = nvidia_named(name)
                 if named or may_hold(blob):
                     self._data[path] = blob
                     found.append((name, blob, named))
