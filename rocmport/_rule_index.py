@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '34392d7a528b5e35bdb1d82f45d4f925'
+FINGERPRINT = '3795056184ea3514cdd4913091569769'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -428,3 +428,26 @@ def test_a_change_in_the_imported_module_reaches_the_importers_findings_through_
                       .replace("@cute.jit\n", ""))
     assert run() == sorted(set(CUDA_REACH_FINDINGS) - {("layers.py", 4, "ROC707")})
     assert "layers.py" in linted and "utils.py" not in linted
+
+
+# -- a compiled extension of the project, built for an NVIDIA architecture --------------------
+
+def test_a_module_that_imports_an_nvidia_architecture_extension_of_the_project_is_nvidia_only(tmp_path):
+    """`import attn._qattn_sm89`: a module of the project's package that no file is (a
+    compiled extension) named for sm89: the importing benchmark does not load on ROCm, so its
+    fp8 choice is not a ROCm finding. Near misses: an extension not named for an architecture,
+    a Python module of the package named for one (its content decides), `from attn import
+    _qattn_sm89` (which may name anything the package binds), a package that is not linted."""
+    fp8 = 'v = torch.randn(4, device="cuda").to(torch.float8_e4m3fn)\n'
+    _write(tmp_path, {
+        "attn/__init__.py": "",
+        "attn/quant_sm90.py": "import torch\n",
+        "bench/sm89.py": "import torch\nimport attn._qattn_sm89 as qattn\n" + fp8,
+        "bench/sm90a.py": "import torch\nimport attn.kernels.hopper_fwd\n" + fp8,
+        "bench/fused.py": "import torch\nimport attn._fused as fused\n" + fp8,
+        "bench/python_sm90.py": "import torch\nimport attn.quant_sm90\n" + fp8,
+        "bench/from_import.py": "import torch\nfrom attn import _qattn_sm89\n" + fp8,
+        "bench/other_package.py": "import torch\nimport vendorlib._ops_sm89\n" + fp8,
+    })
+    found = {name for name, _row, code in _found(tmp_path) if code == "ROC705"}
+    assert found == {"bench/fused.py", "bench/python_sm90.py", "bench/from_import.py", "bench/other_package.py"}

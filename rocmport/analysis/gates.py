@@ -14,6 +14,7 @@ under ``if torch.cuda.is_available():``, which lets ROCm through. Facts, never f
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, FrozenSet, Iterator, Optional, Tuple
 
 import libcst as cst
@@ -52,6 +53,7 @@ class FilePlatforms:
         self._skips: Dict[int, FrozenSet[str]] = {}
         self._marks: Optional[FrozenSet[str]] = None
         self._module_import: Optional[str] = None
+        self._module_why = "which has no ROCm build"
         self._chain: Optional[str] = None  # the project module whose import fails on ROCm ("" none)
         self._before: Dict[int, tuple] = {}  # block -> (block, {statement: platforms after those before it}, all)
         tree = getattr(ctx.facts, "tree", None) if ctx.facts is not None else None
@@ -231,6 +233,7 @@ class FilePlatforms:
             child, current = current, parents.get(current)
         if self._module_import is None:
             self._module_import = ""
+            index = getattr(self.ctx.facts, "index", None) if self.ctx.facts is not None else None
             for stmt in self.ctx.module.body:
                 if not isinstance(stmt, cst.SimpleStatementLine):
                     continue
@@ -241,10 +244,17 @@ class FilePlatforms:
                     elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
                         names = [_dotted(small.module)]
                     for name in names:
-                        if _no_rocm_build(name) and not self._module_import:
+                        if self._module_import:
+                            break
+                        if _no_rocm_build(name):
                             self._module_import = name
+                        elif isinstance(small, cst.Import) and _nvidia_extension(index, name):
+                            self._module_import = name
+                            self._module_why = ("a compiled extension of the project built for an NVIDIA"
+                                                " architecture (no Python source)")
         if self._module_import:
-            return f"the module imports `{self._module_import}`, which has no ROCm build, so it does not load on ROCm"
+            return (f"the module imports `{self._module_import}`, {self._module_why}, so it does not load on"
+                    " ROCm")
         return self._cuda_only_module()
 
     def _cuda_only_module(self) -> Optional[str]:
@@ -286,6 +296,24 @@ class FilePlatforms:
                     out &= self.test(small.test).true
             return out
         return EVERY
+
+
+# A part of a module name that names an NVIDIA architecture: sm70 to sm120 (`_qattn_sm89`,
+# `sm_90a`), Hopper, Blackwell
+_NVIDIA_ARCH_PART = re.compile(r"(?i)(?:^|_)(?:sm_?(?:[7-9]\d|1[0-2]\d)a?|hopper|blackwell)(?:_|$)")
+
+
+def _nvidia_extension(index, module: Optional[str]) -> bool:
+    """``import pkg._qattn_sm89``: a module (``import`` names only modules) of one of the
+    project's own packages that no linted file is (a compiled extension) and that a part below
+    the package names for an NVIDIA architecture. Built for those GPUs only, it is not there on
+    ROCm. Without the project index (or where the package is not linted): False."""
+    if index is None or not module or "." not in module:
+        return False
+    top, _, rest = module.partition(".")
+    if not index.defines_module(top) or index.defines_module(module):
+        return False
+    return any(_NVIDIA_ARCH_PART.search(part) for part in rest.split("."))
 
 
 def _no_rocm_build(module: Optional[str]) -> bool:

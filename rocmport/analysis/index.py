@@ -244,6 +244,10 @@ class ProjectIndex:
                 return found[0] if len(found) == 1 else None
         return None
 
+    def defines_module(self, name: str) -> bool:
+        """Is some linted file module ``name`` (one or several)?"""
+        return bool(self._by_name.get(name) or self._by_long_name.get(name))
+
     def absolute(self, importer: str, module: Optional[str], level: int) -> Optional[str]:
         """``from <.. module> import``: the absolute name, seen from module ``importer``."""
         if not level:
