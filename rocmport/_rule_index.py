@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '3795056184ea3514cdd4913091569769'
+FINGERPRINT = '4b028aa2cc1167b4e120bd34a177efd2'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -1552,7 +1552,9 @@ RULES = [{'code': 'ROC001',
          '- the last compound statement before the capture in its block is\n'
          '  `with torch.cuda.stream(s):` (a warm-up on `s`; `s` a name not rebound in between):\n'
          '  `stream=s` is added to the graph call;\n'
-         '- it is a `for` or `while` loop (the warm-up), and the graph call is spelled\n'
+         '- it is a `for` or `while` loop that runs something the capture runs (a callee spelled\n'
+         '  the same, or the same statement: a loop that only replays another graph is no\n'
+         '  warm-up), and the graph call is spelled\n'
          '  `<torch.cuda>.graph(...)`: the loop moves into `with torch.cuda.stream(side_stream):`\n'
          '  (re-indented by one level; loops with multi-line strings, backslash continuations,\n'
          '  or a `return`, `yield` or `raise`, which would skip the closing wait, are left\n'

@@ -19,7 +19,7 @@ from rocmport.analysis.events import (
     StreamCreated,
     StreamEntered,
 )
-from rocmport.analysis.syntax import keyword
+from rocmport.analysis.syntax import dotted_name, keyword
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
@@ -122,7 +122,9 @@ class CaptureStreamWarmup(CaptureRule):
         - the last compound statement before the capture in its block is
           `with torch.cuda.stream(s):` (a warm-up on `s`; `s` a name not rebound in between):
           `stream=s` is added to the graph call;
-        - it is a `for` or `while` loop (the warm-up), and the graph call is spelled
+        - it is a `for` or `while` loop that runs something the capture runs (a callee spelled
+          the same, or the same statement: a loop that only replays another graph is no
+          warm-up), and the graph call is spelled
           `<torch.cuda>.graph(...)`: the loop moves into `with torch.cuda.stream(side_stream):`
           (re-indented by one level; loops with multi-line strings, backslash continuations,
           or a `return`, `yield` or `raise`, which would skip the closing wait, are left
@@ -444,6 +446,26 @@ class CaptureStreamWarmup(CaptureRule):
                 "hand: warm up on a side stream `s` and capture with `torch.cuda.graph(g, stream=s)`"
             ),
         ),
+        # the loop before the capture replays another graph: no warm-up of what is captured,
+        # so nothing is moved onto a side stream (reported, not fixed)
+        Case(
+            """
+            import torch
+            def f(g, h, m, x):
+                for _ in range(100):
+                    g.replay()
+                with torch.cuda.graph(h):
+                    y = m(x)
+            """,
+            line=5,
+            column=10,
+            message=(
+                "the capture at line 5 runs on torch.cuda.graph's own stream, not the one the warm-up ran on; from "
+                "torch 2.12 ROCm makes a hipBLASLt handle per stream, lazily, and making it during capture fails or "
+                "hangs (pytorch#179053; failures: pytorch#187745, ROCm/TransformerEngine#644, "
+                "lightseekorg/tokenspeed#1059): warm up on a side stream and pass it as `stream=`"
+            ),
+        ),
         Case(
             """
             import torch
@@ -674,6 +696,8 @@ def _graph_fix(rule, found, node: cst.With, call: cst.Call) -> Tuple[Optional[Fi
         return None, None
     if _mentions_stream(found, warmup) or _leaves_early(warmup):
         return None, None
+    if not _work(found, warmup.body) & _work(found, node.body):
+        return None, None  # the loop runs nothing the capture runs (a replay of another graph): no warm-up
     cuda = found.code(call.func.value)
     start, end = ctx.span(warmup)
     text, lines = ctx.text, ctx.lines
@@ -705,6 +729,24 @@ def _graph_fix(rule, found, node: cst.With, call: cst.Call) -> Tuple[Optional[Fi
     return Fix(Applicability.SAFE, "Warm up on a side stream and capture on it (`stream=`)",
                (ctx.edit(line_start, end, head + moved + tail),
                 ctx.edit(insert_at, insert_at, f", stream={name}"))), warmup
+
+
+# Calls that run no work of a capture: a loop that makes only these is no warm-up of it
+_NOT_WORK = frozenset({"range", "len", "print", "enumerate", "zip", "min", "max", "next", "iter"})
+
+
+def _work(found, node: cst.CSTNode) -> set:
+    """What a block runs: the callees it calls, as spelled (``m``, ``self.model``,
+    ``g.replay``), and its simple statements' code (``y = x @ w``, whitespace aside)."""
+    out = set()
+    for n in _walk_nodes(node):
+        if isinstance(n, cst.Call):
+            name = dotted_name(n.func)
+            if name is not None and name not in _NOT_WORK:
+                out.add(name)
+        elif isinstance(n, cst.BaseSmallStatement):
+            out.add("statement: " + " ".join(found.code(n).split()))
+    return out
 
 
 def _indents_cleanly(indent: str, nl: str, block: str) -> bool:
