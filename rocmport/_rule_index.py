@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '4b028aa2cc1167b4e120bd34a177efd2'
+FINGERPRINT = 'b5f7109c6a880d149244d71ecae405c8'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -286,6 +286,13 @@ def _in_pool(todo, reports, settings: Settings, jobs: int, progress,
 CHEAP_BYTES = 1024
 
 
+def _has_entry(cheap: bool, data: bytes) -> bool:
+    """Is a file's report cached in an entry of its own? Every file's but a cheap one's that
+    imports nothing (a small file that imports may still read the project's modules: the names
+    of those whose import runs CUDA-only code)."""
+    return not cheap or b"import" in data
+
+
 def _cheap(path: str, data: bytes, settings: Settings) -> bool:
     if len(data) > CHEAP_BYTES:
         return False
@@ -336,9 +343,7 @@ def _check_files(files: Sequence[str], settings: Settings, *, fix: bool = False,
             if _cheap(path, data, settings):
                 cheap.add(index)
                 cached = [] if cache.known_clean(cache.key(path, data)) else None
-            if cached is None and (index not in cheap or b"import" in data):
-                # a small file that imports may still read the project's modules (the names of
-                # those whose import runs CUDA-only code): then it has an entry of its own
+            if cached is None and _has_entry(index in cheap, data):
                 key = cache.lookup_key(path, data, project)
                 cached = cache.get(key, path) if key is not None else None
             if cached is not None:
@@ -359,7 +364,7 @@ def _check_files(files: Sequence[str], settings: Settings, *, fix: bool = False,
             dependencies = getattr(report, "dependencies", None)
             if index in cheap and not report.findings and not dependencies:
                 cache.add_clean(cache.key(files[index], data))  # written once, at the end
-            elif index not in cheap or b"import" in data:  # where the lookup asks for an entry
+            elif _has_entry(index in cheap, data):
                 cache.put_with_dependencies(files[index], data, project, dependencies or {}, report.findings)
 
     jobs = jobs or default_jobs()

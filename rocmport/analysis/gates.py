@@ -62,13 +62,7 @@ class FilePlatforms:
                 tree = ast.parse(ctx.text)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = ast.Module(body=[], type_ignores=[])
-        index = ctx.index
-        module_name = index.module_name(ctx.path) if index is not None else None
-
-        def absolute(module, level):
-            return index.absolute(module_name, module, level) if index is not None and module_name else None
-
-        self.env = Env(module_imports(tree.body, absolute), {}, index.platform_test if index is not None else None)
+        self.env = module_env(tree, ctx.index, ctx.path)
         gate = (ctx.gate_name or "").partition("(")[0]
         if gate:
             self.env.tests.setdefault(gate, IS_ROCM)
@@ -372,6 +366,18 @@ def _leaves(block) -> bool:
     # ``if t: return`` on one line: the block is the small statements themselves
     return isinstance(block, cst.SimpleStatementSuite) and isinstance(last, (cst.Return, cst.Raise, cst.Continue,
                                                                             cst.Break))
+
+
+def module_env(tree: ast.Module, index, path: Optional[str]) -> Env:
+    """What a module's names mean as platform tests before its own predicates are read
+    (``platforms.module_tests``): its module-level imports (relative ones made absolute through
+    the project ``index``; without it, left out) and the index's predicates of other modules."""
+    own = index.module_name(path) if index is not None and path else None
+
+    def absolute(module, level):
+        return index.absolute(own, module, level) if own else None
+
+    return Env(module_imports(tree.body, absolute), {}, index.platform_test if index is not None else None)
 
 
 def of(ctx) -> FilePlatforms:

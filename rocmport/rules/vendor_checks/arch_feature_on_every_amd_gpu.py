@@ -15,12 +15,10 @@ from libcst.metadata import PositionProvider
 from rocmport.analysis import gates
 from rocmport.analysis.names import qualified_names
 from rocmport.analysis.needs import Call, Import, Name, String
-from rocmport.analysis.bindings import module_imports
 from rocmport.analysis.platforms import (
     ARCH_LIMITED_PACKAGES,
     CUDA,
     ROCM,
-    Env,
     arch_word,
     attribute_tests,
     classify,
@@ -619,13 +617,8 @@ def _leaves(block) -> bool:
 def _has_vendor_test(facts) -> bool:
     """Has the module (CPython's tree) a condition that :meth:`ArchFeatureOnEveryAmdGpu.may_match`
     counts as a possible vendor test?"""
-    tree, index, path = facts.tree, facts.index, facts.path
-    own = index.module_name(path) if index is not None and path else None
-
-    def absolute(module, level):
-        return index.absolute(own, module, level) if own is not None else None
-
-    env = Env(module_imports(tree.body, absolute), {}, index.platform_test if index is not None else None)
+    tree = facts.tree
+    env = gates.module_env(tree, facts.index, facts.path)  # as ``gates.FilePlatforms`` makes it
     module_tests(tree.body, env)
     attribute_tests(tree, env)
     tests = [node.test for node in facts.nodes(ast.If, ast.While, ast.IfExp, ast.Assert)]
