@@ -267,6 +267,24 @@ def test_a_whole_word_is_what_the_regex_calls_one(text):
     assert _holds_word(text, "graph", {}) == bool(re.search(r"\bgraph\b", text))
 
 
+@pytest.mark.parametrize("text", ["graph", "a.graph(", "graphs", "_graph", "x graph_", "\u00e9graph graph2", "xgraph",
+                                  "graph\u00e9", "(graph)", "graph\n", "g.\\\n    graph", "# graph", "graph\u0301"])
+def test_the_word_runs_answer_as_the_whole_text(text):
+    """The prefilter looks for a needle of word characters in the text's distinct runs of
+    them (``registry.WordRuns``): the same answers as a search of the whole text, for
+    substrings and whole words, with non-ASCII letters, surrogates and punctuation around."""
+    from rocmport.registry import WordRuns, holds_word
+
+    needles = ["graph", "raph", "graph2", "a.graph", "# graph", "graph\n", "x graph_", "\u00e9graph", "ph gr",
+               "graph\u0301", "", " ", "\ud800", "2"]
+    for extra in ("", "\ud800", " cuda-graph max-autotune\t\u00e9"):
+        scan = WordRuns(text + extra)
+        for needle in needles:
+            assert scan.holds(needle) == (needle in text + extra), (text, extra, needle)
+        for word in ("graph", "graph2", "cuda", "autotune", "max"):
+            assert scan.holds_word(word, {}) == holds_word(text + extra, word, {}), (text, extra, word)
+
+
 @pytest.mark.parametrize("source,code", WORDS_FOUND)
 def test_every_spelling_passes_the_words(source, code):
     with_filter = _findings(source, EVERY_RULE)
