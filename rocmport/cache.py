@@ -3,7 +3,8 @@ code of rocmport and its rules, and the settings (with the configuration's root)
 findings. ``fix`` never uses it. Kept like ruff's: ``.rocmport_cache/`` at the project
 root with a ``CACHEDIR.TAG`` (backup tools skip it) and a ``.gitignore``. Each entry is its
 own file, written atomically, so runs that share the cache never see a half-written entry
-and never corrupt one another.
+and never corrupt one another. An entry whose findings read other project modules holds
+what it read and the digest of their summaries then: it is a hit only while they are the same.
 
 What a clone cannot forge: every key is a keyed digest (BLAKE2b) under a secret of this user
 on this machine, 32 random bytes kept outside any work tree (``$XDG_CACHE_HOME/rocmport/secret``,
@@ -13,7 +14,8 @@ can never hide a finding. Where that secret cannot be kept, each run draws its o
 then helps within the run only.
 
 Writes never go through a symbolic link: the cache directory and its subdirectories are
-opened with ``O_NOFOLLOW`` and used through their descriptors, files are created with
+opened with ``O_NOFOLLOW`` and used through their descriptors (kept open for the run,
+closed by :meth:`Cache.close`), files are created with
 ``O_CREAT | O_EXCL | O_NOFOLLOW`` and renamed over the entry (a rename replaces a link, it
 does not follow it), so a link planted in the cache makes ``lint`` write nothing elsewhere.
 A write that fails (a full disk) removes its temporary file."""
@@ -30,7 +32,7 @@ import stat
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from . import __version__
 from .config import Settings
@@ -40,7 +42,7 @@ from .source import read_regular
 CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                 "# This file is a cache directory tag created by rocmport.\n"
                 "# For information about cache directory tags see https://bford.info/cachedir/\n")
-FORMAT = 2
+FORMAT = 3
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
 MAX_CLEAN_LISTS = 16  # clean lists kept before they are merged into one
 _KEY_RE = re.compile(r"[0-9a-f]{40}")
@@ -180,59 +182,43 @@ class Cache:
         self._writable = True
         self._clean: Optional[set] = None  # keys of the clean lists (loaded on first use)
         self._new_clean: List[str] = []
+        self._folders: Dict[tuple, int] = {}  # open folders of the cache directory (``_folder``)
 
-    def key(self, path: str, data: bytes, dependencies: str = "") -> str:
-        """``dependencies``: the digest of the summaries of the project modules the file
-        imports (``ProjectIndex.dependency_digest``): a changed wrapper re-lints its callers."""
+    def key(self, path: str, data: bytes) -> str:
         digest = hashlib.blake2b(data, digest_size=20, key=self.secret)
-        if dependencies:
-            digest.update(b"\0deps:" + dependencies.encode())
         digest.update(b"\0" + os.path.abspath(path).encode("utf-8", "surrogateescape"))
         digest.update(b"\0" + self.fingerprint.encode())
         return digest.hexdigest()
 
     # A file's findings also depend on the summaries of the project modules its lint
-    # consulted (rocmport.analysis.index): recorded per file content, they join its key.
-    def lookup_key(self, path: str, data: bytes, index) -> Optional[str]:
-        """The key of ``path``'s entry given the current summaries of the modules its last
-        lint consulted (none recorded: the plain key); None when a record is unreadable."""
-        base = self.key(path, data)
-        record = self._read_json(self._record(base))
-        if record is None:
-            return base
-        try:
-            return self.key(path, data, index.dependency_digest(record))
-        except (TypeError, ValueError):
-            return None
+    # consulted (rocmport.analysis.index): its entry keeps them, as ``stop_recording`` made
+    # them, with the digest ``ProjectIndex.dependency_digest`` gave them when it was written.
+    def lookup(self, path: str, data: bytes, index) -> Optional[List[Finding]]:
+        """The cached findings of ``path`` holding ``data``, or None: no entry, an
+        unreadable one, or one whose findings read modules whose summaries changed since."""
+        return self.get(self.key(path, data), path, index)
 
     def put_with_dependencies(self, path: str, data: bytes, index, record, findings: List[Finding]) -> None:
-        base = self.key(path, data)
-        target = self._record(base)
-        if record or target.exists():
-            self._write_json(target, record or {})
-        self.put(self.key(path, data, index.dependency_digest(record)) if record else base, findings)
-
-    def _record(self, key: str) -> Path:
-        return self.directory / f"v{FORMAT}" / "deps" / key[:2] / f"{key}.json"
-
-    @staticmethod
-    def _read_json(path: Path):
-        try:
-            return json.loads(read_regular(str(path), MAX_ENTRY_BYTES))
-        except (OSError, ValueError, RecursionError):
-            return None
-
-    def _write_json(self, entry: Path, value) -> None:
-        self._store(entry, json.dumps(value, separators=(",", ":")).encode("utf-8"))
+        items = [finding_to_data(f) for f in findings]
+        value = {"deps": record, "digest": index.dependency_digest(record), "findings": items} if record else items
+        self._store(self._entry(self.key(path, data)), json.dumps(value, separators=(",", ":")).encode(
+            "utf-8", "surrogateescape"))
 
     def _entry(self, key: str) -> Path:
-        return self.directory / f"v{FORMAT}" / key[:2] / f"{key}.json"
+        return self.directory / f"v{FORMAT}" / key[0] / f"{key}.json"
 
-    def get(self, key: str, path: str) -> Optional[List[Finding]]:
+    def get(self, key: str, path: str, index=None) -> Optional[List[Finding]]:
         """The cached findings, or None: a missing, unreadable, non-regular (a FIFO) or
-        malformed entry, even valid JSON of another shape, is a miss, never an error."""
+        malformed entry, even valid JSON of another shape, is a miss, never an error; so is
+        an entry with dependencies where ``index`` (the project index) is not given."""
         try:
             data = json.loads(read_regular(str(self._entry(key)), MAX_ENTRY_BYTES))
+            if isinstance(data, dict):
+                if index is None or set(data) != {"deps", "digest", "findings"} or not isinstance(data["deps"], dict):
+                    return None
+                if index.dependency_digest(data["deps"]) != data["digest"]:
+                    return None
+                data = data["findings"]
             if not isinstance(data, list):
                 return None
             if not all(_valid(d) for d in data):
@@ -304,23 +290,46 @@ class Cache:
             return
         parts = entry.relative_to(self.directory).parts
         try:
-            top = self._open_top()
+            folder = self._folder(parts[:-1])
         except OSError:
-            self._writable = False  # no cache directory of our own: no writes this run
-            return
-        try:
-            folder = self._descend(top, parts[:-1])
-        except OSError:
-            os.close(top)
             return
         try:
             self._replace(folder, parts[-1], data)
         except OSError:
             pass
-        finally:
-            if folder != top:
-                os.close(folder)
-            os.close(top)
+
+    def _folder(self, names) -> int:
+        """The descriptor of the subdirectory ``names`` of the cache directory (made where
+        missing, each step opened without following a link), kept open until
+        :meth:`close`: a run writes thousands of entries into a few folders."""
+        names = tuple(names)
+        found = self._folders.get(names)
+        if found is not None:
+            return found
+        if not names:
+            try:
+                found = self._open_top()
+            except OSError:
+                self._writable = False  # no cache directory of our own: no writes this run
+                raise
+        else:
+            parent = self._folder(names[:-1])
+            try:
+                found = os.open(names[-1], _DIR_FLAGS, dir_fd=parent)
+            except FileNotFoundError:
+                try:
+                    os.mkdir(names[-1], 0o777, dir_fd=parent)
+                except FileExistsError:
+                    pass
+                found = os.open(names[-1], _DIR_FLAGS, dir_fd=parent)  # ELOOP for a link
+        self._folders[names] = found
+        return found
+
+    def close(self) -> None:
+        """The end of a run: the folders it opened are closed (a later write opens them again)."""
+        folders, self._folders = self._folders, {}
+        for fd in folders.values():
+            os.close(fd)
 
     def _open_top(self) -> int:
         """The cache directory, opened without following a link (made if missing, with its
@@ -344,25 +353,6 @@ class Cache:
                 except OSError:
                     pass  # there already, or a link: left alone
         return fd
-
-    @staticmethod
-    def _descend(fd: int, names) -> int:
-        """The subdirectory ``names`` of ``fd`` (made where missing), each step opened
-        without following a link; the caller closes what it gets (``fd`` when ``names`` is
-        empty)."""
-        current = fd
-        for name in names:
-            try:
-                os.mkdir(name, 0o777, dir_fd=current)
-            except FileExistsError:
-                pass
-            try:
-                following = os.open(name, _DIR_FLAGS, dir_fd=current)
-            finally:
-                if current != fd:
-                    os.close(current)
-            current = following
-        return current
 
     @staticmethod
     def _create(folder: int, name: str, data: bytes) -> None:

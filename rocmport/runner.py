@@ -344,8 +344,7 @@ def _check_files(files: Sequence[str], settings: Settings, *, fix: bool = False,
                 cheap.add(index)
                 cached = [] if cache.known_clean(cache.key(path, data)) else None
             if cached is None and _has_entry(index in cheap, data):
-                key = cache.lookup_key(path, data, project)
-                cached = cache.get(key, path) if key is not None else None
+                cached = cache.lookup(path, data, project)
             if cached is not None:
                 reports[index] = FileReport(path=path, findings=cached, original=data)
                 if progress:
@@ -368,12 +367,16 @@ def _check_files(files: Sequence[str], settings: Settings, *, fix: bool = False,
                 cache.put_with_dependencies(files[index], data, project, dependencies or {}, report.findings)
 
     jobs = jobs or default_jobs()
-    # each report is cached as it comes, while the workers check the rest
-    _run_jobs(todo, reports, settings, jobs, progress, project, store if cache is not None else None)
-    for index in list(keys):
-        store(index)
-    if cache is not None:
-        cache.flush_clean()
+    try:
+        # each report is cached as it comes, while the workers check the rest
+        _run_jobs(todo, reports, settings, jobs, progress, project, store if cache is not None else None)
+        for index in list(keys):
+            store(index)
+        if cache is not None:
+            cache.flush_clean()
+    finally:
+        if cache is not None:
+            cache.close()
     if fix and len(todo) > 1:
         _share_package_gates(files, reports, settings, jobs, project)
     return reports  # type: ignore[return-value]

@@ -15,7 +15,7 @@ import libcst as cst
 import pytest
 
 from rocmport.analysis.prescan import PREFILTER
-from rocmport.cache import Cache
+from rocmport.cache import FORMAT, Cache
 from rocmport.config import Settings
 from rocmport.inputs import check_bytes
 from rocmport.output import finding_dict
@@ -391,6 +391,34 @@ def test_reports_are_cached_while_the_workers_check_the_rest(tmp_path, monkeypat
     assert len(puts) == len(paths) and all(r.findings for r in again)  # served from the cache
 
 
+def test_a_run_opens_each_cache_folder_once_and_closes_them(tmp_path, monkeypatch):
+    """A cold run of the torch package wrote 2,000 entries, each through a fresh descent of
+    the cache's folders (a mkdir and an open per level: 2 s of system time on 2 cores); the
+    folders are opened once per run now, without following a link, and closed at its end.
+    One file per entry: what a file's findings read is kept in its entry."""
+    from rocmport import runner
+
+    paths = _hazard_files(tmp_path, 40)
+    opened = []
+    real_open = os.open
+
+    def counting_open(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if flags & getattr(os, "O_DIRECTORY", 0):
+            opened.append(path)
+        return fd
+
+    before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "open", counting_open)
+    runner.check_files(paths, Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
+    monkeypatch.setattr(os, "open", real_open)
+    folders = {p.parent for p in (tmp_path / "cache").rglob("*") if p.is_file()}
+    entries = list((tmp_path / "cache").rglob("*.json"))
+    assert len(entries) == 40 and len(folders) > 3  # the cache's folders: v3/<first hex digit>
+    assert len(opened) == len({p.parent for p in entries}) + 2  # the cache directory, v3, one each
+    assert len(os.listdir("/proc/self/fd")) == before  # none left open
+
+
 def test_the_engines_parse_skips_only_the_parsers_own_validation(monkeypatch):
     """``parsing.libcst_parse`` builds LibCST's tree without validating the parser's nodes,
     the same tree as ``libcst.parse_module``, and nodes built afterwards are validated again."""
@@ -437,7 +465,7 @@ def test_a_workers_report_holds_the_files_bytes_without_sending_them_back(tmp_pa
 
 FORGE = """
 import sys
-from rocmport.cache import Cache
+from rocmport.cache import FORMAT, Cache
 from rocmport.config import load_settings
 from pathlib import Path
 root = Path(sys.argv[1])
@@ -483,14 +511,14 @@ def test_the_cache_never_writes_through_a_link(tmp_path, monkeypatch):
     (project / "bad.py").write_text(HAZARD)
     cache = project / ".rocmport_cache"
     cache.mkdir()
-    for name in ("CACHEDIR.TAG", ".gitignore", "v2"):
+    for name in ("CACHEDIR.TAG", ".gitignore", f"v{FORMAT}"):
         os.symlink(outside / f"made-by-{name}", cache / name)  # dangling
     monkeypatch.chdir(project)
     for _ in range(2):
         result = CliRunner().invoke(main, ["lint", "-j", "1", "."], catch_exceptions=False)
         assert result.exit_code == 1 and "ROC101" in result.stdout
     assert list(outside.iterdir()) == []
-    assert all(os.path.islink(cache / name) for name in ("CACHEDIR.TAG", ".gitignore", "v2"))
+    assert all(os.path.islink(cache / name) for name in ("CACHEDIR.TAG", ".gitignore", f"v{FORMAT}"))
     # the cache directory itself a link (a committed one): nothing written where it points
     (tmp_path / "elsewhere").mkdir()
     os.symlink(tmp_path / "elsewhere", project / "linked_cache")
@@ -501,7 +529,7 @@ def test_the_cache_never_writes_through_a_link(tmp_path, monkeypatch):
 FULL_DISK = """
 import errno, os, sys
 from pathlib import Path
-from rocmport.cache import Cache
+from rocmport.cache import FORMAT, Cache
 from rocmport.config import Settings
 from rocmport.findings import Finding, Position
 folder = Path(sys.argv[1])
@@ -580,11 +608,14 @@ def test_files_with_nothing_to_find_share_one_clean_list(tmp_path, monkeypatch):
     reports = runner.check_files(paths, Settings(), jobs=1, cache=cache)
     expected = [[], [], ["ROC101"], [], [], ["ROC001"]]
     assert [[f.code for f in r.findings] for r in reports] == expected
-    entries = sorted(p for p in (tmp_path / "cache").rglob("*.json") if "deps" not in p.parts)
+    entries = sorted((tmp_path / "cache").rglob("*.json"))
     assert len(entries) == 3  # bad.py, long.py (over 1 KiB), the shell script
-    # bad.py imports (torch): it also records which project modules run CUDA-only code on
-    # import (ROC707/ROC708's words); a file that imports nothing records nothing
-    assert [p.parent.parent.name for p in (tmp_path / "cache").rglob("*.json") if "deps" in p.parts] == ["deps"]
+    # bad.py imports (torch): its entry also holds what it read, which project modules run
+    # CUDA-only code on import (ROC707/ROC708's words); a file that imports nothing read nothing
+    kept = [json.loads(p.read_text()) for p in entries]
+    assert sorted(type(value).__name__ for value in kept) == ["dict", "list", "list"]
+    (read,) = [value for value in kept if isinstance(value, dict)]
+    assert read["deps"] and [f["c"] for f in read["findings"]] == ["ROC101"]
     (clean,) = (tmp_path / "cache").rglob("*.keys")
     assert len(clean.read_text().split()) == 2
     checked = []
