@@ -1,10 +1,16 @@
 """The result cache of ``lint``: findings of a file, keyed by its content, its path, the
 code of rocmport and its rules, and the settings (with the configuration's root) that shape
 findings. ``fix`` never uses it. Kept like ruff's: ``.rocmport_cache/`` at the project
-root with a ``CACHEDIR.TAG`` (backup tools skip it) and a ``.gitignore``. Each entry is its
-own file, written atomically, so runs that share the cache never see a half-written entry
-and never corrupt one another. An entry whose findings read other project modules holds
-what it read and the digest of their summaries then: it is a hit only while they are the same.
+root with a ``CACHEDIR.TAG`` (backup tools skip it) and a ``.gitignore``.
+
+Entries are lines of packs (``v3/packs/*.pack``): a run reads every pack once, and writes
+what it learnt as one new pack (one per :data:`PACK_LINES` entries), atomically, so runs
+that share the cache never see a half-written pack and never corrupt one another. Past
+:data:`MAX_PACKS` packs, a run merges them into one, keeping for each file and settings the
+latest entry only, so the cache holds about one entry per file. An entry whose findings read
+other project modules holds what it read and the digest of their summaries then: it is a
+hit only while they are the same. (A file per entry cost a file created, written and renamed
+per source file: 2,200 of them, 1.7 s of system time, in a cold lint of the torch package.)
 
 What a clone cannot forge: every key is a keyed digest (BLAKE2b) under a secret of this user
 on this machine, 32 random bytes kept outside any work tree (``$XDG_CACHE_HOME/rocmport/secret``,
@@ -14,8 +20,7 @@ can never hide a finding. Where that secret cannot be kept, each run draws its o
 then helps within the run only.
 
 Writes never go through a symbolic link: the cache directory and its subdirectories are
-opened with ``O_NOFOLLOW`` and used through their descriptors (kept open for the run,
-closed by :meth:`Cache.close`), files are created with
+opened with ``O_NOFOLLOW`` and used through their descriptors, files are created with
 ``O_CREAT | O_EXCL | O_NOFOLLOW`` and renamed over the entry (a rename replaces a link, it
 does not follow it), so a link planted in the cache makes ``lint`` write nothing elsewhere.
 A write that fails (a full disk) removes its temporary file."""
@@ -27,9 +32,9 @@ import hashlib
 import importlib.util
 import json
 import os
-import re
 import stat
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -43,9 +48,9 @@ CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
                 "# This file is a cache directory tag created by rocmport.\n"
                 "# For information about cache directory tags see https://bford.info/cachedir/\n")
 FORMAT = 3
-MAX_ENTRY_BYTES = 16 * 1024 * 1024
-MAX_CLEAN_LISTS = 16  # clean lists kept before they are merged into one
-_KEY_RE = re.compile(r"[0-9a-f]{40}")
+MAX_PACK_BYTES = 512 * 1024 * 1024  # a larger pack is not read (not one this code wrote)
+MAX_PACKS = 16  # packs kept before they are merged into one
+PACK_LINES = 4096  # entries a run holds before it writes them
 
 
 # The package holding the rules, found without importing it (importing costs start-up time).
@@ -180,9 +185,9 @@ class Cache:
         self.secret = _secret(str(secret_path()))
         self._ready = False
         self._writable = True
-        self._clean: Optional[set] = None  # keys of the clean lists (loaded on first use)
-        self._new_clean: List[str] = []
-        self._folders: Dict[tuple, int] = {}  # open folders of the cache directory (``_folder``)
+        self._entries: Optional[Dict[str, str]] = None  # key -> "slot json", from the packs read
+        self._packs: List[Path] = []  # the packs read
+        self._new: List[str] = []  # this run's lines, not yet written
 
     def key(self, path: str, data: bytes) -> str:
         digest = hashlib.blake2b(data, digest_size=20, key=self.secret)
@@ -190,29 +195,39 @@ class Cache:
         digest.update(b"\0" + self.fingerprint.encode())
         return digest.hexdigest()
 
+    def _slot(self, path: str) -> str:
+        """Which file, under which settings, an entry is of: a merge keeps the latest per slot."""
+        digest = hashlib.blake2b(os.path.abspath(path).encode("utf-8", "surrogateescape"), digest_size=10)
+        digest.update(b"\0" + self.fingerprint.encode())
+        return digest.hexdigest()
+
     # A file's findings also depend on the summaries of the project modules its lint
     # consulted (rocmport.analysis.index): its entry keeps them, as ``stop_recording`` made
     # them, with the digest ``ProjectIndex.dependency_digest`` gave them when it was written.
     def lookup(self, path: str, data: bytes, index) -> Optional[List[Finding]]:
-        """The cached findings of ``path`` holding ``data``, or None: no entry, an
-        unreadable one, or one whose findings read modules whose summaries changed since."""
+        """The cached findings of ``path`` holding ``data``, or None: no entry, a malformed
+        one, or one whose findings read modules whose summaries changed since."""
         return self.get(self.key(path, data), path, index)
 
     def put_with_dependencies(self, path: str, data: bytes, index, record, findings: List[Finding]) -> None:
+        """Keep ``findings`` of ``path`` holding ``data`` (and ``record``, what they read of
+        the project: ``index`` gives its digest); written by :meth:`flush`, or once
+        :data:`PACK_LINES` entries wait."""
         items = [finding_to_data(f) for f in findings]
         value = {"deps": record, "digest": index.dependency_digest(record), "findings": items} if record else items
-        self._store(self._entry(self.key(path, data)), json.dumps(value, separators=(",", ":")).encode(
-            "utf-8", "surrogateescape"))
-
-    def _entry(self, key: str) -> Path:
-        return self.directory / f"v{FORMAT}" / key[0] / f"{key}.json"
+        self._new.append(f"{self.key(path, data)} {self._slot(path)} {json.dumps(value, separators=(',', ':'))}")
+        if len(self._new) >= PACK_LINES:
+            self.flush()
 
     def get(self, key: str, path: str, index=None) -> Optional[List[Finding]]:
-        """The cached findings, or None: a missing, unreadable, non-regular (a FIFO) or
-        malformed entry, even valid JSON of another shape, is a miss, never an error; so is
-        an entry with dependencies where ``index`` (the project index) is not given."""
+        """The cached findings, or None: a missing or malformed entry, even valid JSON of
+        another shape, is a miss, never an error; so is an entry with dependencies where
+        ``index`` (the project index) is not given."""
+        line = self._load().get(key)
+        if line is None:
+            return None
         try:
-            data = json.loads(read_regular(str(self._entry(key)), MAX_ENTRY_BYTES))
+            data = json.loads(line.partition(" ")[2])
             if isinstance(data, dict):
                 if index is None or set(data) != {"deps", "digest", "findings"} or not isinstance(data["deps"], dict):
                     return None
@@ -224,61 +239,70 @@ class Cache:
             if not all(_valid(d) for d in data):
                 return None  # fields of the wrong type: only what put() writes is trusted
             return [finding_from_data(d, path) for d in data]
-        except (OSError, RecursionError, ValueError, LookupError, TypeError, AttributeError):
+        except (RecursionError, ValueError, LookupError, TypeError, AttributeError):
             return None
 
-    def put(self, key: str, findings: List[Finding]) -> None:
-        data = json.dumps([finding_to_data(f) for f in findings], separators=(",", ":"))
-        self._store(self._entry(key), data.encode("utf-8", "surrogateescape"))
+    # -- packs ----------------------------------------------------------------------------------
 
-    # -- clean lists: files with no finding, one list per run instead of an entry each --------
+    def _pack_dir(self) -> Path:
+        return self.directory / f"v{FORMAT}" / "packs"
 
-    def _clean_dir(self) -> Path:
-        return self.directory / f"v{FORMAT}" / "clean"
-
-    def known_clean(self, key: str) -> bool:
-        """Is ``key`` in a clean list (a file with no finding, written by ``add_clean``)?"""
-        if self._clean is None:
-            self._clean = set()
-            for entry in self._clean_lists():
+    def _load(self) -> Dict[str, str]:
+        """Every entry of the packs, read once (a later pack's entry wins); an unreadable
+        pack, a link or a FIFO among them, is passed over."""
+        if self._entries is None:
+            self._entries = {}
+            try:
+                with os.scandir(self._pack_dir()) as found:
+                    packs = sorted(Path(e.path) for e in found
+                                   if e.name.endswith(".pack") and e.is_file(follow_symlinks=False))
+            except OSError:
+                packs = []
+            for pack in packs:
                 try:
-                    text = read_regular(str(entry), MAX_ENTRY_BYTES).decode("ascii")
+                    text = read_regular(str(pack), MAX_PACK_BYTES).decode("ascii")
                 except (OSError, UnicodeDecodeError):
                     continue
-                self._clean.update(line for line in text.split("\n") if _KEY_RE.fullmatch(line))
-        return key in self._clean
+                self._packs.append(pack)
+                for line in text.split("\n"):
+                    key, _, rest = line.partition(" ")
+                    if rest:
+                        self._entries.pop(key, None)  # the latest last: a merge keeps it
+                        self._entries[key] = rest
+        return self._entries
 
-    def _clean_lists(self) -> List[Path]:
-        try:
-            with os.scandir(self._clean_dir()) as entries:
-                return sorted(Path(e.path) for e in entries
-                              if e.name.endswith(".keys") and e.is_file(follow_symlinks=False))
-        except OSError:
-            return []
-
-    def add_clean(self, key: str) -> None:
-        self._new_clean.append(key)
-
-    def flush_clean(self) -> None:
-        """Write this run's clean keys as one list; past :data:`MAX_CLEAN_LISTS` lists, merge
-        them into one (a list another run merges away at the same moment only costs speed)."""
-        if not self._new_clean:
+    def flush(self) -> None:
+        """Write the entries this run holds as one pack; past :data:`MAX_PACKS` packs, merge
+        them all into one, the latest entry of each file and settings kept (a pack another
+        run merges away at the same moment only costs speed)."""
+        if not self._new:
             return
-        lists = self._clean_lists()
-        keys = list(self._new_clean)
-        self._new_clean = []
-        merge = len(lists) >= MAX_CLEAN_LISTS
+        entries = self._load()
+        lines, self._new = self._new, []
+        merge = len(self._packs) >= MAX_PACKS
         if merge:
-            self.known_clean("")  # loads every list
-            keys = sorted((self._clean or set()) | set(keys))
-        name = f"{os.getpid()}-{os.urandom(6).hex()}.keys"
-        self._store(self._clean_dir() / name, ("\n".join(keys) + "\n").encode("ascii"))
-        if merge and (self._clean_dir() / name).is_file():
-            for old in lists:
+            latest: Dict[str, str] = {}  # slot -> line
+            for key, rest in entries.items():
+                latest[rest.partition(" ")[0]] = f"{key} {rest}"
+            for line in lines:
+                latest[line.split(" ", 2)[1]] = line
+            lines = list(latest.values())
+        for line in lines:
+            key, _, rest = line.partition(" ")
+            entries.pop(key, None)
+            entries[key] = rest
+        name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}.pack"
+        self._store(self._pack_dir() / name, ("\n".join(lines) + "\n").encode("ascii"))
+        written = self._pack_dir() / name
+        if merge and written.is_file():
+            for old in self._packs:
                 try:
                     os.unlink(old)  # never follows a link: a link is removed, not its target
                 except OSError:
                     pass
+            self._packs = [written]
+        elif written.is_file():
+            self._packs.append(written)
 
     # -- writing: never through a link, nothing left behind ------------------------------------
 
@@ -290,46 +314,23 @@ class Cache:
             return
         parts = entry.relative_to(self.directory).parts
         try:
-            folder = self._folder(parts[:-1])
+            top = self._open_top()
         except OSError:
+            self._writable = False  # no cache directory of our own: no writes this run
+            return
+        try:
+            folder = self._descend(top, parts[:-1])
+        except OSError:
+            os.close(top)
             return
         try:
             self._replace(folder, parts[-1], data)
         except OSError:
             pass
-
-    def _folder(self, names) -> int:
-        """The descriptor of the subdirectory ``names`` of the cache directory (made where
-        missing, each step opened without following a link), kept open until
-        :meth:`close`: a run writes thousands of entries into a few folders."""
-        names = tuple(names)
-        found = self._folders.get(names)
-        if found is not None:
-            return found
-        if not names:
-            try:
-                found = self._open_top()
-            except OSError:
-                self._writable = False  # no cache directory of our own: no writes this run
-                raise
-        else:
-            parent = self._folder(names[:-1])
-            try:
-                found = os.open(names[-1], _DIR_FLAGS, dir_fd=parent)
-            except FileNotFoundError:
-                try:
-                    os.mkdir(names[-1], 0o777, dir_fd=parent)
-                except FileExistsError:
-                    pass
-                found = os.open(names[-1], _DIR_FLAGS, dir_fd=parent)  # ELOOP for a link
-        self._folders[names] = found
-        return found
-
-    def close(self) -> None:
-        """The end of a run: the folders it opened are closed (a later write opens them again)."""
-        folders, self._folders = self._folders, {}
-        for fd in folders.values():
-            os.close(fd)
+        finally:
+            if folder != top:
+                os.close(folder)
+            os.close(top)
 
     def _open_top(self) -> int:
         """The cache directory, opened without following a link (made if missing, with its
@@ -353,6 +354,25 @@ class Cache:
                 except OSError:
                     pass  # there already, or a link: left alone
         return fd
+
+    @staticmethod
+    def _descend(fd: int, names) -> int:
+        """The subdirectory ``names`` of ``fd`` (made where missing), each step opened
+        without following a link; the caller closes what it gets (``fd`` when ``names`` is
+        empty)."""
+        current = fd
+        for name in names:
+            try:
+                os.mkdir(name, 0o777, dir_fd=current)
+            except FileExistsError:
+                pass
+            try:
+                following = os.open(name, _DIR_FLAGS, dir_fd=current)
+            finally:
+                if current != fd:
+                    os.close(current)
+            current = following
+        return current
 
     @staticmethod
     def _create(folder: int, name: str, data: bytes) -> None:

@@ -275,37 +275,6 @@ def _in_pool(todo, reports, settings: Settings, jobs: int, progress,
         workers.stop()
 
 
-# A file this small that holds none of the enabled rules' trigger words is checked in less
-# time than a cache entry of its own takes to write (an empty __init__.py: 0.03 ms against a
-# file created, written and renamed): when it has no finding, it goes into the run's one list
-# of clean files (``Cache.add_clean``) instead, and when it has one (ROC001, a syntax error)
-# it is simply checked again next time (benchmarks/cache_cost.py: a cold cached run on many
-# empty files was 2.2 times --no-cache with an entry each). One that imports may read the
-# project's other modules all the same (whether it imports one whose import runs CUDA-only
-# code: ROC707): what it read is recorded, and it gets an entry as any file does.
-CHEAP_BYTES = 1024
-
-
-def _has_entry(cheap: bool, data: bytes) -> bool:
-    """Is a file's report cached in an entry of its own? Every file's but a cheap one's that
-    imports nothing (a small file that imports may still read the project's modules: the names
-    of those whose import runs CUDA-only code)."""
-    return not cheap or b"import" in data
-
-
-def _cheap(path: str, data: bytes, settings: Settings) -> bool:
-    if len(data) > CHEAP_BYTES:
-        return False
-    from .filekinds import HEAD_BYTES, file_kind
-    from .registry import may_report
-
-    if file_kind(path, data[:HEAD_BYTES]) not in (None, "python"):
-        return False
-    # latin-1 maps each byte to one character: the ASCII trigger words are found where the
-    # bytes hold them (a file whose encoding spells them otherwise merely gets an entry)
-    return not may_report(data.decode("latin-1"), settings.enabled_codes(path))
-
-
 def check_files(files: Sequence[str], settings: Settings, *, fix: bool = False, jobs: Optional[int] = None,
                 cache: Optional[Cache] = None,
                 progress: Optional[Callable[[FileReport], None]] = None) -> List[FileReport]:
@@ -335,16 +304,10 @@ def _check_files(files: Sequence[str], settings: Settings, *, fix: bool = False,
     for path, data in zip(files, datas):
         if data is not None:
             project.seen(path, data)  # what the index may read again, it has (cache keys ask it)
-    cheap = set()  # slots of files whose lint runs no rule: they consult no other module
     for index, path in enumerate(files):
         data = datas[index]
         if data is not None:
-            cached = None
-            if _cheap(path, data, settings):
-                cheap.add(index)
-                cached = [] if cache.known_clean(cache.key(path, data)) else None
-            if cached is None and _has_entry(index in cheap, data):
-                cached = cache.lookup(path, data, project)
+            cached = cache.lookup(path, data, project)
             if cached is not None:
                 reports[index] = FileReport(path=path, findings=cached, original=data)
                 if progress:
@@ -360,23 +323,16 @@ def _check_files(files: Sequence[str], settings: Settings, *, fix: bool = False,
         data = keys.pop(index, None)
         report = reports[index]
         if data is not None and report is not None and report.internal_error is None:
-            dependencies = getattr(report, "dependencies", None)
-            if index in cheap and not report.findings and not dependencies:
-                cache.add_clean(cache.key(files[index], data))  # written once, at the end
-            elif _has_entry(index in cheap, data):
-                cache.put_with_dependencies(files[index], data, project, dependencies or {}, report.findings)
+            cache.put_with_dependencies(files[index], data, project, getattr(report, "dependencies", None) or {},
+                                        report.findings)
 
     jobs = jobs or default_jobs()
-    try:
-        # each report is cached as it comes, while the workers check the rest
-        _run_jobs(todo, reports, settings, jobs, progress, project, store if cache is not None else None)
-        for index in list(keys):
-            store(index)
-        if cache is not None:
-            cache.flush_clean()
-    finally:
-        if cache is not None:
-            cache.close()
+    # each report is cached as it comes, while the workers check the rest
+    _run_jobs(todo, reports, settings, jobs, progress, project, store if cache is not None else None)
+    for index in list(keys):
+        store(index)
+    if cache is not None:
+        cache.flush()
     if fix and len(todo) > 1:
         _share_package_gates(files, reports, settings, jobs, project)
     return reports  # type: ignore[return-value]

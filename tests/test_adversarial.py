@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocmport import cache as cache_module
-from rocmport.cache import Cache, settings_fingerprint
+from rocmport.cache import FORMAT, Cache, settings_fingerprint
 from rocmport.cli import main
 from rocmport.config import Settings
 from rocmport.inputs import check_bytes
@@ -330,21 +330,28 @@ def test_non_utf8_file_names(project):
 
 
 def test_cache_entries_of_the_wrong_shape_or_a_fifo_are_misses(project):
+    """A pack's line under the right key but of another shape, a FIFO, a link or a pack
+    that is not ASCII: a miss each, never an error or a hang, and lint finds what is there."""
     settings = Settings(root=str(project))
-    cache = Cache(project / ".cache", settings)
-    key = cache.key("ok.py", HAZARD.encode())
-    entry = cache._entry(key)
-    entry.parent.mkdir(parents=True)
+    key = Cache(project / ".cache", settings).key("ok.py", HAZARD.encode())
+    packs = project / ".cache" / f"v{FORMAT}" / "packs"
+    packs.mkdir(parents=True)
+    pack = packs / "1.pack"
     for content in ('{"a": 1}', "[1]", '[{"c": 5}]', "5", '[{"c": "ROC101", "n": 1, "m": "x", "s": [1, 1], '
-                    '"e": [1, 1], "f": null, "cell": null, "u": null, "sp": [0, 0]}]', "[" * 100000):
-        entry.write_text(content)
-        assert cache.get(key, "ok.py") is None, content
-    entry.unlink()
-    os.mkfifo(entry)
-    assert cache.get(key, "ok.py") is None  # returns at once: a FIFO is never opened for reading
+                    '"e": [1, 1], "f": null, "cell": null, "u": null, "sp": [0, 0]}]', "[" * 100000,
+                    '{"deps": {"m": ["x", "y"]}, "digest": "z", "findings": []}', "not json"):
+        pack.write_text(f"{key} slot {content}\n")
+        assert Cache(project / ".cache", settings).get(key, "ok.py") is None, content
+    pack.write_bytes(f"{key} slot []\n\xff\n".encode("latin-1"))
+    assert Cache(project / ".cache", settings).get(key, "ok.py") is None  # not ASCII: not one of ours
+    pack.unlink()
+    os.mkfifo(pack)
+    assert Cache(project / ".cache", settings).get(key, "ok.py") is None  # a FIFO is never opened for reading
+    (project / "elsewhere.pack").write_text(f"{key} slot []\n")
+    os.symlink(project / "elsewhere.pack", packs / "2.pack")
+    assert Cache(project / ".cache", settings).get(key, "ok.py") is None  # nor a link followed
     result = run("lint", "--cache-dir", ".cache", "ok.py", cwd=project)
     assert result.exit_code == 1 and "ROC101" in result.stdout
-
 
 # ------------------------------------------------------------------------------------------
 # Signals: exit codes, workers stopped

@@ -391,32 +391,32 @@ def test_reports_are_cached_while_the_workers_check_the_rest(tmp_path, monkeypat
     assert len(puts) == len(paths) and all(r.findings for r in again)  # served from the cache
 
 
-def test_a_run_opens_each_cache_folder_once_and_closes_them(tmp_path, monkeypatch):
-    """A cold run of the torch package wrote 2,000 entries, each through a fresh descent of
-    the cache's folders (a mkdir and an open per level: 2 s of system time on 2 cores); the
-    folders are opened once per run now, without following a link, and closed at its end.
-    One file per entry: what a file's findings read is kept in its entry."""
+def test_a_run_writes_its_entries_as_one_pack(tmp_path, monkeypatch):
+    """A cold lint of the torch package wrote 2,200 entries, a file created, written and
+    renamed each (1.7 s of system time, on the cores the workers share); a run now writes
+    what it learnt as one pack, and reads the packs once (not a file per source file)."""
     from rocmport import runner
 
     paths = _hazard_files(tmp_path, 40)
-    opened = []
+    created = []
     real_open = os.open
 
     def counting_open(path, flags, *args, **kwargs):
-        fd = real_open(path, flags, *args, **kwargs)
-        if flags & getattr(os, "O_DIRECTORY", 0):
-            opened.append(path)
-        return fd
+        if flags & os.O_CREAT:
+            created.append(path)
+        return real_open(path, flags, *args, **kwargs)
 
-    before = len(os.listdir("/proc/self/fd"))
     monkeypatch.setattr(os, "open", counting_open)
-    runner.check_files(paths, Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
-    monkeypatch.setattr(os, "open", real_open)
-    folders = {p.parent for p in (tmp_path / "cache").rglob("*") if p.is_file()}
-    entries = list((tmp_path / "cache").rglob("*.json"))
-    assert len(entries) == 40 and len(folders) > 3  # the cache's folders: v3/<first hex digit>
-    assert len(opened) == len({p.parent for p in entries}) + 2  # the cache directory, v3, one each
-    assert len(os.listdir("/proc/self/fd")) == before  # none left open
+    first = runner.check_files(paths, Settings(), jobs=2, cache=Cache(tmp_path / "cache", Settings()))
+    assert len([name for name in created if name.startswith(".tmp-")]) == 1  # the pack, renamed
+    (pack,) = (tmp_path / "cache").rglob("*.pack")
+    assert len(pack.read_text().splitlines()) == 40
+    created.clear()
+    checked = []
+    monkeypatch.setattr(runner, "_work", lambda item: checked.append(item[0]))
+    again = runner.check_files(paths, Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
+    assert checked == [] and created == []  # all answered from the pack: nothing written
+    assert [r.findings for r in again] == [r.findings for r in first]
 
 
 def test_the_engines_parse_skips_only_the_parsers_own_validation(monkeypatch):
@@ -471,7 +471,8 @@ from pathlib import Path
 root = Path(sys.argv[1])
 cache = Cache(root / ".rocmport_cache", load_settings(root))
 data = (root / "bad.py").read_bytes()
-cache.put(cache.key(str(root / "bad.py"), data), [])  # "no findings", under the key this machine computes
+cache.put_with_dependencies(str(root / "bad.py"), data, None, {}, [])  # "no findings", keyed on this machine
+cache.flush()
 """
 
 
@@ -484,7 +485,7 @@ def test_a_cache_from_another_machine_or_a_commit_never_hides_findings(tmp_path)
     (project / "bad.py").write_text(HAZARD)
     other = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "committer-home"))
     subprocess.run([sys.executable, "-c", FORGE, str(project)], env=other, check=True)
-    assert list((project / ".rocmport_cache").rglob("*.json"))  # the forged entry is there
+    assert list((project / ".rocmport_cache").rglob("*.pack"))  # the forged entry is there
     mine = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "my-home"))
     first = subprocess.run([sys.executable, "-m", "rocmport", "lint", "-v", "."], cwd=project, env=mine,
                            capture_output=True, text=True)
@@ -534,9 +535,11 @@ from rocmport.config import Settings
 from rocmport.findings import Finding, Position
 folder = Path(sys.argv[1])
 cache = Cache(folder / "cache", Settings())
-cache.put(cache.key("small.py", b"x"), [])  # fits: the folders and the tags are made
+cache.put_with_dependencies("small.py", b"x", None, {}, [])
+cache.flush()  # fits: the folders and the tags are made
 big = [Finding("ROC101", "n", "m" * 200_000, Position(1, 1), Position(1, 2), filename="big.py")]
-cache.put(cache.key("big.py", b"y"), big)  # does not fit
+cache.put_with_dependencies("big.py", b"y", None, {}, big)
+cache.flush()  # does not fit
 left = sorted(p.name for p in (folder / "cache").rglob("*") if p.is_file())
 print(" ".join(left))
 """
@@ -565,7 +568,7 @@ def test_a_full_disk_leaves_no_temporary_file(tmp_path):
     assert proc.returncode == 0, proc.stderr
     names = proc.stdout.split()
     assert not [n for n in names if n.startswith(".tmp")], names
-    assert "CACHEDIR.TAG" in names and len([n for n in names if n.endswith(".json")]) == 1
+    assert "CACHEDIR.TAG" in names and len([n for n in names if n.endswith(".pack")]) == 1
 
 
 def test_a_small_file_that_reads_other_modules_is_cached_with_what_it_read(tmp_path, monkeypatch):
@@ -593,42 +596,65 @@ def test_a_small_file_that_reads_other_modules_is_cached_with_what_it_read(tmp_p
     assert set(checked) >= {paths[0], paths[1]}  # what uses.py read changed: checked again
 
 
-def test_files_with_nothing_to_find_share_one_clean_list(tmp_path, monkeypatch):
-    """A cold cached run on many empty files was 2.2 times --no-cache (benchmarks/cache_cost.py):
-    a file entry each. A tiny file with no trigger word and no finding now goes into the run's
-    one list of clean files; the next run answers it from there, without checking it."""
+def test_the_packs_are_merged_with_one_entry_per_file(tmp_path, monkeypatch):
+    """Every file gets an entry, a line of its run's pack (an empty file, a syntax error, a
+    shell script too); the next run checks none of them again, a changed file only; past
+    MAX_PACKS packs a run merges them, keeping the latest entry of each file."""
     from rocmport import runner
+    from rocmport.cache import MAX_PACKS
 
     paths = []
     for name, text in (("empty.py", ""), ("tiny.py", "x = 1\n"), ("bad.py", HAZARD),
                        ("long.py", "x = 1\n" * 300), ("run.sh", "echo hi\n"), ("broken.py", "def f(:\n")):
         (tmp_path / name).write_text(text)
         paths.append(str(tmp_path / name))
-    cache = Cache(tmp_path / "cache", Settings())
-    reports = runner.check_files(paths, Settings(), jobs=1, cache=cache)
+    reports = runner.check_files(paths, Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
     expected = [[], [], ["ROC101"], [], [], ["ROC001"]]
     assert [[f.code for f in r.findings] for r in reports] == expected
-    entries = sorted((tmp_path / "cache").rglob("*.json"))
-    assert len(entries) == 3  # bad.py, long.py (over 1 KiB), the shell script
-    # bad.py imports (torch): its entry also holds what it read, which project modules run
-    # CUDA-only code on import (ROC707/ROC708's words); a file that imports nothing read nothing
-    kept = [json.loads(p.read_text()) for p in entries]
-    assert sorted(type(value).__name__ for value in kept) == ["dict", "list", "list"]
-    (read,) = [value for value in kept if isinstance(value, dict)]
-    assert read["deps"] and [f["c"] for f in read["findings"]] == ["ROC101"]
-    (clean,) = (tmp_path / "cache").rglob("*.keys")
-    assert len(clean.read_text().split()) == 2
+    (pack,) = (tmp_path / "cache").rglob("*.pack")
+    assert len(pack.read_text().splitlines()) == 6
     checked = []
     work = runner._work
     monkeypatch.setattr(runner, "_work", lambda item: checked.append(item[0]) or work(item))
     again = runner.check_files(paths, Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
-    assert [[f.code for f in r.findings] for r in again] == expected
-    assert checked == [paths[5]]  # the tiny file with a syntax error is simply checked again
-    (tmp_path / "tiny.py").write_text("x = 2\n")
-    checked.clear()
-    runner.check_files(paths, Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
-    assert checked == [paths[1], paths[5]]  # a changed file is checked again
-    for _ in range(20):  # the lists are merged before they pile up
-        (tmp_path / "tiny.py").write_text(f"x = {_}\n")
+    assert [[f.code for f in r.findings] for r in again] == expected and checked == []
+    for i in range(MAX_PACKS + 4):
+        (tmp_path / "tiny.py").write_text(f"x = {i + 2}\n")
+        checked.clear()
         runner.check_files(paths, Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
-    assert len(list((tmp_path / "cache").rglob("*.keys"))) <= 16
+        assert checked == [paths[1]]  # a changed file is checked again, alone
+    packs = list((tmp_path / "cache").rglob("*.pack"))
+    assert len(packs) <= MAX_PACKS
+    assert sum(len(p.read_text().splitlines()) for p in packs) < 6 + MAX_PACKS  # merged: one per file
+    checked.clear()
+    again = runner.check_files(paths, Settings(), jobs=1, cache=Cache(tmp_path / "cache", Settings()))
+    assert [[f.code for f in r.findings] for r in again] == expected and checked == []
+
+
+def test_runs_that_share_the_cache_merge_it_at_the_same_moment(tmp_path):
+    """Three lints of one project at once, each finding MAX_PACKS packs to merge: each run's
+    findings are whole, and the cache they leave answers the next run entirely."""
+    from rocmport.cache import MAX_PACKS
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.rocmport]\n")
+    for i in range(12):
+        (project / f"m{i}.py").write_text(HAZARD + "x = 1\n" * i)
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "home"))
+    seed = ("import sys\nfrom pathlib import Path\nfrom rocmport.cache import Cache\nfrom rocmport.config import Settings\n"
+            "for i in range(int(sys.argv[2])):\n"
+            "    cache = Cache(Path(sys.argv[1]), Settings())\n"
+            "    cache.put_with_dependencies(f'other{i}.py', b'x', None, {}, [])\n"
+            "    cache.flush()\n")
+    subprocess.run([sys.executable, "-c", seed, str(project / ".rocmport_cache"), str(MAX_PACKS)], env=env, check=True)
+    assert len(list((project / ".rocmport_cache").rglob("*.pack"))) == MAX_PACKS
+    runs = [subprocess.Popen([sys.executable, "-m", "rocmport", "lint", "-j", "1", "."], cwd=project, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for proc in runs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 1 and out.count("ROC101") == 12, out + err
+    last = subprocess.run([sys.executable, "-m", "rocmport", "lint", "-v", "."], cwd=project, env=env,
+                          capture_output=True, text=True)
+    assert last.stdout.count("ROC101") == 12 and "all answered from the cache" in last.stderr, last.stderr
+    assert len(list((project / ".rocmport_cache").rglob("*.pack"))) <= 3
