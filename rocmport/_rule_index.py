@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'b5f7109c6a880d149244d71ecae405c8'
+FINGERPRINT = '29fd9902fd0f0ac90c90e96dd4bf00db'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -378,9 +378,13 @@ RULES = [{'code': 'ROC001',
           '        for later: a class attribute or dataclass field (`field(default=...)` too), an\n'
           "        attribute assignment, a module-level constant, an argparse option's default, a\n"
           '        parameter default, a config-dict value or a test parameter\n'
-          '        (`@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`, on a test or '
-          'its\n'
-          '        class) whose name contains "mode". Not flagged: a\n'
+          '        (`@pytest.mark.parametrize("mode", ["max-autotune-no-cudagraphs", '
+          '"reduce-overhead"])`,\n'
+          '        on a test or its class) whose name contains "mode" (where its CUDA-graph case '
+          'would,\n'
+          '        without the graphs, be another case it runs, `["default", "reduce-overhead"]`, '
+          'the test\n'
+          '        is one of CUDA graphs: reported, and left to the user). Not flagged: a\n'
           '        local variable or a parameter that the same code hands to '
           '`torch.compile(mode=...)`\n'
           '        (ROC104 or ROC101/ROC102 fix those), the text in strings, comments, '
@@ -411,8 +415,10 @@ RULES = [{'code': 'ROC001',
          'for later: a class attribute or dataclass field (`field(default=...)` too), an\n'
          "attribute assignment, a module-level constant, an argparse option's default, a\n"
          'parameter default, a config-dict value or a test parameter\n'
-         '(`@pytest.mark.parametrize("mode", [None, "reduce-overhead"])`, on a test or its\n'
-         'class) whose name contains "mode". Not flagged: a\n'
+         '(`@pytest.mark.parametrize("mode", ["max-autotune-no-cudagraphs", "reduce-overhead"])`,\n'
+         'on a test or its class) whose name contains "mode" (where its CUDA-graph case would,\n'
+         'without the graphs, be another case it runs, `["default", "reduce-overhead"]`, the test\n'
+         'is one of CUDA graphs: reported, and left to the user). Not flagged: a\n'
          'local variable or a parameter that the same code hands to `torch.compile(mode=...)`\n'
          '(ROC104 or ROC101/ROC102 fix those), the text in strings, comments, docstrings,\n'
          'lists of choices or comparisons, a value already gated on ROCm, and a value whose\n'

@@ -122,6 +122,53 @@ def test_the_scope_key_and_its_errors(project):
 
 # -- not a port: reported, marked, left alone ---------------------------------------------------
 
+def test_a_parametrization_whose_graph_case_would_repeat_another_is_a_test_of_cuda_graphs(tmp_path):
+    """`parametrize("mode", ["default", "reduce-overhead"])`: without CUDA graphs the second
+    case is the first (bitsandbytes' compile tests: on ROCm the fix ran "default" twice, under
+    ids `default0` / `default1`, and the graphs' case was gone). Reported, marked, left alone.
+    Near misses, fixed as before: cases that stay distinct without the graphs (another value
+    beside the mode, or another mode), and a parameter not named for a mode."""
+    src = textwrap.dedent("""\
+        import pytest
+        import torch
+
+
+        @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+        @pytest.mark.parametrize("bias", [True, False])
+        def test_linear(bias, mode):
+            assert torch.compile(torch.nn.Linear(2, 2, bias=bias), mode=mode)(torch.ones(2)).shape == (2,)
+
+
+        @pytest.mark.parametrize("mode", [None, pytest.param("reduce-overhead", id="graphs")])
+        class TestCompiled:
+            def test_add(self, mode):
+                assert torch.compile(lambda x: x + 1, mode=mode)(1) == 2
+
+
+        @pytest.mark.parametrize("mode,fullgraph", [(None, True), ("reduce-overhead", False)])
+        def test_pairs(mode, fullgraph):
+            assert torch.compile(lambda x: x + 1, mode=mode, fullgraph=fullgraph)(1) == 2
+
+
+        @pytest.mark.parametrize("compile_mode", ["max-autotune-no-cudagraphs", "reduce-overhead"])
+        def test_tuned(compile_mode):
+            assert torch.compile(lambda x: x + 1, mode=compile_mode)(1) == 2
+        """)
+    path = str(tmp_path / "test_compile_modes.py")
+    found = lint(src, path=path)
+    assert [(f.code, f.start.row) for f in found] == [("ROC105", 5), ("ROC105", 11), ("ROC105", 17), ("ROC105", 22)]
+    linear, compiled, pairs, tuned = found
+    assert linear.not_a_port == ('a test of CUDA graphs: `test_linear` is parametrized over compile modes (`mode`):'
+                                 ' without CUDA graphs its "reduce-overhead" case is its "default" case')
+    assert compiled.not_a_port.startswith("a test of CUDA graphs: `TestCompiled` is parametrized")
+    assert not linear.fixable and not compiled.fixable and "skipif" in linear.fix.message
+    assert pairs.not_a_port is None and pairs.fixable and tuned.not_a_port is None and tuned.fixable
+    fixed = fix(src, path=path).fixed.decode()
+    assert '["default", "reduce-overhead"]' in fixed and '[None, pytest.param("reduce-overhead", id="graphs")]' in fixed
+    assert '("default" if is_rocm else "reduce-overhead", False)' in fixed
+    assert '["max-autotune-no-cudagraphs", "default" if is_rocm else "reduce-overhead"]' in fixed
+
+
 def test_a_test_of_cuda_graphs_by_what_it_calls_gets_a_skip_not_a_rewrite(tmp_path):
     src = textwrap.dedent("""\
         import torch

@@ -411,7 +411,7 @@ PARAMETRIZED = """\
     import torch
 
 
-    @pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+    @pytest.mark.parametrize("mode", ["max-autotune-no-cudagraphs", "reduce-overhead"])
     class TestCompiled:
         def test_add(self, mode):
             f = torch.compile(lambda x: x + 1, mode=mode)
@@ -433,7 +433,8 @@ def test_a_parametrized_mode_is_gated_at_the_decorator_once_for_every_test(tmp_p
     root = _write(tmp_path, {"tests/test_compiled.py": PARAMETRIZED})
     assert _codes(root) == {"tests/test_compiled.py": ["ROC105", "ROC105"]}
     (text,) = _fix(root).values()
-    assert '@pytest.mark.parametrize("mode", [None, "default" if is_rocm else "reduce-overhead"])' in text
+    assert ('@pytest.mark.parametrize("mode", ["max-autotune-no-cudagraphs", "default" if is_rocm else'
+            ' "reduce-overhead"])') in text
     assert '[(False, None), ("default" if is_rocm else "reduce-overhead", 4)]' in text
     assert text.count("mode=mode") == 2 and "mode=compile_mode)" in text  # the calls are left alone
 
@@ -459,8 +460,10 @@ def test_the_gated_parameter_collects_the_same_tests_on_nvidia(tmp_path):
         ns = runpy.run_path({str(root / "tests" / "test_compiled.py")!r})
         seen = [ns["TestCompiled"].pytestmark[0].args[1], ns["test_threads"].pytestmark[0].args[1]]
         """)
-    assert run_module(driver, rocm=False, probe="seen") == [[None, "reduce-overhead"], [[False, None], ["reduce-overhead", 4]]]
-    assert run_module(driver, rocm=True, probe="seen") == [[None, "default"], [[False, None], ["default", 4]]]
+    assert run_module(driver, rocm=False, probe="seen") == [["max-autotune-no-cudagraphs", "reduce-overhead"],
+                                                            [[False, None], ["reduce-overhead", 4]]]
+    assert run_module(driver, rocm=True, probe="seen") == [["max-autotune-no-cudagraphs", "default"],
+                                                           [[False, None], ["default", 4]]]
 
 
 @pytest.mark.parametrize("offered", [

@@ -12,7 +12,10 @@ A test is about CUDA graphs when it calls what captures one (``torch.cuda.graph`
 ``torch.cuda.CUDAGraph``, ``make_graphed_callables``, a ``prepare_for_cuda_graph`` helper)
 or guards against recompilation (``error_on_recompile``, ``set_stance("fail_on_recompile")``):
 a fix that turned CUDA graphs off on ROCm would leave it testing nothing. Its name says so
-too (``test_cudagraph_*``), as before.
+too (``test_cudagraph_*``), as before. So does a parametrization over compile modes whose
+CUDA-graph case would, without the graphs, be a case it already runs
+(``@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])``: on ROCm the test would
+run "default" twice and the graphs' case would vanish under the name of another).
 
 ``FileTests`` answers for LibCST nodes of the file being checked (one per file, through the
 rule context); ``is_test_module`` reads CPython's tree (the engine asks it before LibCST).
@@ -42,6 +45,8 @@ _GRAPH_CALLS = frozenset({"graph", "CUDAGraph", "make_graphed_callables", "captu
 _GRAPH_HELPER = re.compile(r"(?i)prepare_(?:\w*_)?for_cuda_?graphs?|cuda_?graph")
 _RECOMPILE = re.compile(r"error_on_recompile|fail_on_recompile|raise_error_on_recompile|assert_no_recompil")
 _GRAPH_NAME = re.compile(r"(?i)cuda_?graphs?|cudagraphs?|reduce_overhead|graph_capture")
+# A CUDA-graph compile mode and the mode it is without the graphs (None is "default").
+_WITHOUT_GRAPHS = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 
 
 def _imports_framework(tree: ast.Module) -> bool:
@@ -143,9 +148,13 @@ class FileTests:
         while current is not None:
             if isinstance(current, cst.FunctionDef) and function is None:
                 function = current
-            if isinstance(current, cst.ClassDef):
-                if _GRAPH_NAME.search(current.name.value) and _holds_tests(current):
+            if isinstance(current, cst.ClassDef) and _holds_tests(current):
+                if _GRAPH_NAME.search(current.name.value):
                     return f"`{current.name.value}` is named for CUDA graphs"
+                for decorator in current.decorators:
+                    found = _graph_mode_case(decorator.decorator)
+                    if found is not None:
+                        return f"`{current.name.value}` {found}"
             current = parents.get(current)
         stem = re.split(r"[\\/]", self.ctx.path)[-1]
         named = f"the test module `{stem}` is named for CUDA graphs" if _GRAPH_NAME.search(stem) else None
@@ -233,9 +242,66 @@ class _GraphEvidence(cst.CSTVisitor):
                     break
         return None
 
+    def visit_Decorator(self, decorator: cst.Decorator) -> None:
+        if self.found is None:
+            self.found = _graph_mode_case(decorator.decorator)
+
     def visit_Attribute(self, attribute: cst.Attribute) -> None:
         if self.found is None and attribute.attr.value == "error_on_recompile":
             self.found = "guards against recompilation (`error_on_recompile`)"
+
+
+def _mode(expr) -> Optional[str]:
+    """The compile mode a literal case value is ("default" for None), or None."""
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return "default"
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _graph_mode_case(expr) -> Optional[str]:
+    """Why a ``parametrize`` decorator (``expr``) makes its test one of CUDA graphs: a
+    parameter named for a mode whose CUDA-graph value, without the graphs, is a case the
+    parametrization already has (every other value of the case the same); else None."""
+    if not (isinstance(expr, cst.Call) and (_cst_dotted(expr.func) or "").endswith("parametrize")
+            and len(expr.args) >= 2 and isinstance(expr.args[0].value, cst.SimpleString)):
+        return None
+    names = expr.args[0].value.evaluated_value
+    values = expr.args[1].value
+    if not isinstance(names, str) or not isinstance(values, (cst.List, cst.Tuple)):
+        return None
+    names = [n.strip() for n in names.split(",") if n.strip()]
+    positions = [i for i, n in enumerate(names) if "mode" in n.lower()]
+    if not positions:
+        return None
+    empty = cst.Module([])
+    rows = []
+    for element in values.elements:
+        value = element.value
+        if isinstance(value, cst.Call) and (_cst_dotted(value.func) or "").endswith(".param"):
+            items = [a.value for a in value.args if a.keyword is None]
+        elif len(names) > 1 and isinstance(value, (cst.List, cst.Tuple)):
+            items = [e.value for e in value.elements]
+        else:
+            items = [value]
+        if len(items) != len(names):
+            return None
+        rows.append([_mode(item) if i in positions else None for i, item in enumerate(items)]
+                    + [empty.code_for_node(item) for i, item in enumerate(items) if i not in positions])
+    keys = {tuple(row) for row in rows}
+    for position in positions:
+        for row in rows:
+            graph = row[position]
+            if graph not in _WITHOUT_GRAPHS:
+                continue
+            twin = list(row)
+            twin[position] = _WITHOUT_GRAPHS[graph]
+            if tuple(twin) in keys:
+                return (f'is parametrized over compile modes (`{names[position]}`): without CUDA graphs its'
+                        f' "{graph}" case is its "{_WITHOUT_GRAPHS[graph]}" case')
+    return None
 
 
 def _graph_evidence(test) -> Optional[str]:
