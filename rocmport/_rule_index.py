@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '29fd9902fd0f0ac90c90e96dd4bf00db'
+FINGERPRINT = 'f2e3bdb213de654f3e0a4be8f89347d6'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -5839,8 +5839,12 @@ RULES = [{'code': 'ROC001',
           '        own top level parses the command line or joins a process group (`args =\n'
           '        parser.parse_args()`, `dist.init_process_group(...)`: a script `torchrun` '
           'starts; a\n'
-          "        script's module level is its start, not an import); test files (`test_*.py`, "
-          '`*_test.py`,\n'
+          "        script's module level is its start, not an import), and in a script of "
+          'statements\n'
+          '        that nothing imports (it defines no function or class, is in no package, and no '
+          'other\n'
+          '        module of the project names it: `examples/generate.py`); test files '
+          '(`test_*.py`, `*_test.py`,\n'
           '        `conftest.py`, the modules of a `tests/` folder: pytest imports them to '
           'collect, and\n'
           '        their capability checks are how tests are skipped); a query in a function no\n'
@@ -5976,7 +5980,9 @@ RULES = [{'code': 'ROC001',
          'files that have one, in files that begin with `#!`, in `setup.py`, and in files whose\n'
          'own top level parses the command line or joins a process group (`args =\n'
          'parser.parse_args()`, `dist.init_process_group(...)`: a script `torchrun` starts; a\n'
-         "script's module level is its start, not an import); test files (`test_*.py`, "
+         "script's module level is its start, not an import), and in a script of statements\n"
+         'that nothing imports (it defines no function or class, is in no package, and no other\n'
+         'module of the project names it: `examples/generate.py`); test files (`test_*.py`, '
          '`*_test.py`,\n'
          '`conftest.py`, the modules of a `tests/` folder: pytest imports them to collect, and\n'
          'their capability checks are how tests are skipped); a query in a function no\n'

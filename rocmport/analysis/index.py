@@ -229,6 +229,10 @@ class ProjectIndex:
         """The dotted name of a linted file (its regular-package name), or None."""
         return self._name_of.get(os.path.abspath(path))
 
+    def module_count(self) -> int:
+        """How many linted files are modules (a project, or one file: pre-commit passes the changed ones)."""
+        return len(self._name_of)
+
     def folders(self, path: str) -> List[str]:
         """The folders between the linted files' common folder and ``path`` (``examples``,
         ``trtllm_export`` for ``examples/trtllm_export/run.py``)."""

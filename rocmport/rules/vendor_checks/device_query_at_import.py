@@ -94,7 +94,9 @@ class DeviceQueryAtImport(VendorRule):
         files that have one, in files that begin with `#!`, in `setup.py`, and in files whose
         own top level parses the command line or joins a process group (`args =
         parser.parse_args()`, `dist.init_process_group(...)`: a script `torchrun` starts; a
-        script's module level is its start, not an import); test files (`test_*.py`, `*_test.py`,
+        script's module level is its start, not an import), and in a script of statements
+        that nothing imports (it defines no function or class, is in no package, and no other
+        module of the project names it: `examples/generate.py`); test files (`test_*.py`, `*_test.py`,
         `conftest.py`, the modules of a `tests/` folder: pytest imports them to collect, and
         their capability checks are how tests are skipped); a query in a function no
         import-time code calls (lazy: `functools.cache`, `if _cap is None: _cap = ...`); a
@@ -262,6 +264,14 @@ class DeviceQueryAtImport(VendorRule):
 
             print("GPU:", torch.cuda.get_device_name())
             """),
+        # a script of statements in no package, that no module of the project names
+        Case("""
+            import torch
+
+            n_gpus = torch.cuda.device_count()
+            max_memory = {i: f"{int(torch.cuda.mem_get_info()[0] / 1024**3) - 2}GB" for i in range(n_gpus)}
+            print(max_memory)
+            """, path="examples/generate.py", files=(("lib/__init__.py", ""), ("lib/core.py", "X = 1\n"))),
         # a script torchrun starts, without a guard: it joins its process group at module level
         Case("""
             import os
@@ -322,6 +332,19 @@ class DeviceQueryAtImport(VendorRule):
             """),
     )
     INVALID = (
+        # statements in no package, as a script is, but another module of the project imports it
+        Case("""
+            import torch
+
+            N_GPUS = torch.cuda.device_count()
+            """, path="settings.py", files=(("train.py", "import settings\n\nprint(settings.N_GPUS)\n"),),
+             line=3, column=10,
+             message="`torch.cuda.device_count()` runs when this module is imported and counts the GPUs: on ROCm torch"
+                     " counts them through the `amdsmi` package and, where it is not installed, through"
+                     " `hipGetDeviceCount`, which initialises HIP (on CUDA, NVML counts without initialising anything):"
+                     " a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` / `CUDA_VISIBLE_DEVICES` after the import"
+                     " no longer changes which GPUs the process sees: query on first use instead: a `functools.cache`"
+                     " function called where the value is needed (or a module global filled on the first call)"),
         Case("""
             import torch
 
@@ -513,7 +536,8 @@ class DeviceQueryAtImport(VendorRule):
             return
         script = (_has_main_guard(original_node) or self.context.text.startswith("#!")
                   or path.replace("\\", "/").rsplit("/", 1)[-1] == "setup.py"
-                  or _starts_a_program(getattr(self.context.facts.tree, "body", [])))
+                  or _starts_a_program(getattr(self.context.facts.tree, "body", []))
+                  or _plain_script(self.context))
         if not script and not _TEST_PATH.search(path.replace("\\", "/")):
             self._import_time(original_node)
         if not VISIBILITY.isdisjoint(strings(self.context.facts)):
@@ -1023,6 +1047,22 @@ def _starts_a_program(body) -> bool:
                 value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id) in _PROGRAM_START:
             return True
     return False
+
+
+def _plain_script(ctx) -> bool:
+    """Is the module a program nothing imports: it defines no function or class, it is in no
+    package, and no other module of the project spells its name (``examples/run.py``: a
+    script of statements, run as ``python examples/run.py``)? Its module level is then the
+    program's start. Where the project is not linted (one file: nothing else to import it),
+    nothing proves it."""
+    index, tree = ctx.index, getattr(ctx.facts, "tree", None)
+    name = index.module_name(ctx.path) if index is not None and ctx.path and index.module_count() > 1 else None
+    if tree is None or not name or "." in name:
+        return False
+    if any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+           for node in ast.walk(tree)):
+        return False
+    return all(module == name for module, _, _ in index.modules_mentioning(name))
 
 
 def _ast_main_test(test: ast.AST) -> bool:
