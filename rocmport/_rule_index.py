@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'f2e3bdb213de654f3e0a4be8f89347d6'
+FINGERPRINT = 'affb9ecba5301a0dc2b398a2c274c6cd'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -5863,8 +5863,11 @@ RULES = [{'code': 'ROC001',
           'same\n'
           '        on both vendors: see below), and so a `device_count()` at import after one (HIP '
           'is\n'
-          '        already up there); only a query that calls `_lazy_init()` is reported after it. '
-          'Of an\n'
+          '        already up there), or after an import of a project module whose own import '
+          'makes a\n'
+          '        device query (reported there); only a query that calls `_lazy_init()` is '
+          'reported\n'
+          '        after it. Of an\n'
           '        accelerator object, the methods that make no such query: `device_name()` and\n'
           '        `communication_backend_name()` (strings), `memory_allocated()` and the other\n'
           '        allocator statistics (`{}` before the runtime is up), `is_available()`,\n'
@@ -5994,7 +5997,9 @@ RULES = [{'code': 'ROC001',
          'right of `is_cuda() and`, under `if torch.version.cuda:`, as the platform analysis\n'
          'reads those tests); `torch.cuda.is_available()` at import (everywhere, and the same\n'
          'on both vendors: see below), and so a `device_count()` at import after one (HIP is\n'
-         'already up there); only a query that calls `_lazy_init()` is reported after it. Of an\n'
+         'already up there), or after an import of a project module whose own import makes a\n'
+         'device query (reported there); only a query that calls `_lazy_init()` is reported\n'
+         'after it. Of an\n'
          'accelerator object, the methods that make no such query: `device_name()` and\n'
          '`communication_backend_name()` (strings), `memory_allocated()` and the other\n'
          'allocator statistics (`{}` before the runtime is up), `is_available()`,\n'

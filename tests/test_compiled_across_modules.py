@@ -310,6 +310,44 @@ def test_changing_a_helper_re_lints_its_callers(tmp_path):
     assert ("accel/config.py", 3, "ROC712") not in _found(root, cache)
 
 
+def test_a_count_after_an_import_that_brought_hip_up_follows_that_module(tmp_path):
+    """`from .cext import lib` whose import queries the capability (bitsandbytes'
+    `functional.py`): a later `device_count()` at import adds nothing (reported at the query).
+    When the imported module stops querying at its import, a cached run reports the count."""
+    root = _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/specs.py": """\
+            import torch
+
+
+            def get_device_capability():
+                return torch.cuda.get_device_capability()
+            """,
+        "pkg/cext.py": """\
+            from .specs import get_device_capability
+
+            lib = get_device_capability()
+            """,
+        "pkg/functional.py": """\
+            import torch
+
+            from .cext import lib
+
+            N_GPUS = torch.cuda.device_count()
+            """,
+    })
+    cache = Cache(tmp_path / "cache", Settings())
+    assert _found(root, cache) == [("pkg/cext.py", 3, "ROC712")]
+    assert _found(root, cache) == [("pkg/cext.py", 3, "ROC712")]  # warm
+    index = ProjectIndex(_files(root))
+    index.start_recording()
+    assert index.effects("pkg.cext.<import>").query.what == "torch.cuda.get_device_capability"
+    assert "<calls>:pkg.cext|<import>" in index.stop_recording()
+    cext = root / "pkg" / "cext.py"
+    cext.write_text(cext.read_text().replace("lib = get_device_capability()", "lib = None"))
+    assert _found(root, cache) == [("pkg/functional.py", 5, "ROC712")]
+
+
 def test_the_index_records_the_modules_it_read(tmp_path):
     root = _copy(tmp_path)
     index = ProjectIndex(_files(root))

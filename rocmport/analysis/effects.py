@@ -127,6 +127,9 @@ WORDS = (b"ctypes", b"subprocess", b"os.system", b"popen", b"nvml", b"nvidia_smi
          b"get_device_capability", b"current_device", b"mem_get_info", b"set_device", b"cuda.init",
          ACCELERATOR_FACTORY.encode())
 _MAX_DEPTH = 6
+# The name under which a module's own top-level code is asked about (``effects(IMPORT)``):
+# what importing it does, its imports of the project's modules included.
+IMPORT = "<import>"
 # modules whose ``compile`` is not torch's
 _NOT_TORCH = frozenset({"re", "regex", "fnmatch", "glob", "triton", "jax", "numba", "tf", "tensorflow", "ast"})
 
@@ -267,6 +270,7 @@ class ModuleFacts:
                  platform_lookup: Optional[Callable[[str], Optional[Test]]] = None):
         body = getattr(tree, "body", [])
         self.body = body
+        self.absolute = absolute
         self.platform_lookup = platform_lookup
         self._env: Optional[Env] = None
         self.name = name
@@ -322,12 +326,12 @@ class ModuleFacts:
         found = self._effects.get(name)
         if found is not None:
             return found
-        node = self.functions.get(name) or _init_of(self.classes.get(name))
-        if node is None or name in self._active or depth > _MAX_DEPTH:
+        node = self.functions.get(name) or _init_of(self.classes.get(name)) if name != IMPORT else None
+        if (node is None and name != IMPORT) or name in self._active or depth > _MAX_DEPTH:
             return NONE
         self._active.add(name)
         try:
-            found = self._compute(node, depth)
+            found = self._compute(node, depth) if node is not None else self._import(depth)
         finally:
             self._active.discard(name)
         self._effects[name] = found
@@ -343,13 +347,34 @@ class ModuleFacts:
                 return True
         return False
 
+    def _import(self, depth: int) -> Effects:
+        """What importing the module does on ROCm (``effects(IMPORT)``): its top-level calls,
+        and before them the imports of the project's modules it makes at its top (each
+        module's own import, through ``external``)."""
+        if self.external is not None and self.absolute is not None:
+            for stmt in self.body:
+                if isinstance(stmt, ast.Import):
+                    modules = [alias.name for alias in stmt.names]
+                elif isinstance(stmt, ast.ImportFrom):
+                    base = self.absolute(stmt.module, stmt.level) if stmt.level else stmt.module
+                    modules = [base] + [f"{base}.{alias.name}" for alias in stmt.names] if base else []
+                else:
+                    continue
+                for module in modules:
+                    inner = self.external(f"{module}.{IMPORT}", depth + 1)
+                    if inner.query is not None:
+                        return inner
+        return self._from_calls(_calls(self.body, self.env()), depth, False)
+
     def _compute(self, node, depth: int) -> Effects:
         if self._decorated(node, OPAQUE):
             return NONE
-        cached = self._decorated(node, CACHES)
+        return self._from_calls(_calls(node.body, self.env()), depth, self._decorated(node, CACHES))
+
+    def _from_calls(self, calls: Iterable[ast.Call], depth: int, cached: bool) -> Effects:
         found: Dict[str, Optional[Site]] = {"untraceable": None, "query": None, "init": None}
         asks_initialized = False
-        for call in _calls(node.body, self.env()):
+        for call in calls:
             method = accelerator_method(call.func, self.qualified, self.accelerators)
             if method is not None:
                 value = call.func.value  # type: ignore[attr-defined]

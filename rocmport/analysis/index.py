@@ -46,7 +46,7 @@ from rocmport.source import read_regular
 from .bindings import dotted as _dotted
 from .bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names, walk
 from .cuda_only import may_hold, module_facts, nvidia_named
-from .effects import NONE as _NO_EFFECTS
+from .effects import IMPORT, NONE as _NO_EFFECTS
 from .effects import WORDS as _EFFECT_WORDS
 from .effects import Effects, ModuleFacts
 from .platforms import Env, Test, module_tests
@@ -723,7 +723,7 @@ class ProjectIndex:
             facts = self._module_calls(module, attr)
             if facts is None:
                 return None
-            if attr in facts.functions or attr in facts.classes or attr in facts.partials:
+            if attr in facts.functions or attr in facts.classes or attr in facts.partials or attr == IMPORT:
                 return facts, attr
             target = facts.imports.get(attr)
             if target is None:

@@ -40,6 +40,14 @@ _LAZY = ("query on first use instead: a `functools.cache` function called where 
          " global filled on the first call)")
 
 
+_COUNT_MESSAGE = ("`torch.cuda.device_count()` runs when this module is imported and counts the GPUs: on ROCm torch"
+                  " counts them through the `amdsmi` package and, where it is not installed, through"
+                  " `hipGetDeviceCount`, which initialises HIP (on CUDA, NVML counts without initialising anything): a"
+                  " launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` / `CUDA_VISIBLE_DEVICES` after the import no"
+                  " longer changes which GPUs the process sees: query on first use instead: a `functools.cache`"
+                  " function called where the value is needed (or a module global filled on the first call)")
+
+
 class DeviceQueryAtImport(VendorRule):
     CODE = "ROC712"
     NAME = "device-query-at-import"
@@ -107,7 +115,9 @@ class DeviceQueryAtImport(VendorRule):
         right of `is_cuda() and`, under `if torch.version.cuda:`, as the platform analysis
         reads those tests); `torch.cuda.is_available()` at import (everywhere, and the same
         on both vendors: see below), and so a `device_count()` at import after one (HIP is
-        already up there); only a query that calls `_lazy_init()` is reported after it. Of an
+        already up there), or after an import of a project module whose own import makes a
+        device query (reported there); only a query that calls `_lazy_init()` is reported
+        after it. Of an
         accelerator object, the methods that make no such query: `device_name()` and
         `communication_backend_name()` (strings), `memory_allocated()` and the other
         allocator statistics (`{}` before the runtime is up), `is_available()`,
@@ -264,6 +274,15 @@ class DeviceQueryAtImport(VendorRule):
 
             print("GPU:", torch.cuda.get_device_name())
             """),
+        # HIP is already up: the import of a project module that queries at its import came first
+        Case("""
+            import torch
+
+            from .cext import CAP
+
+            N_GPUS = torch.cuda.device_count()
+            """, path="pkg/functional.py",
+             files=(("pkg/__init__.py", ""), ("pkg/cext.py", "import torch\n\nCAP = torch.cuda.get_device_capability()\n"))),
         # a script of statements in no package, that no module of the project names
         Case("""
             import torch
@@ -332,19 +351,34 @@ class DeviceQueryAtImport(VendorRule):
             """),
     )
     INVALID = (
+        # near misses of an import that brought HIP up: the count comes before it, or the module
+        # imported queries only in a function
+        Case("""
+            import torch
+
+            N_GPUS = torch.cuda.device_count()
+
+            from .cext import CAP
+            """, path="pkg/functional.py",
+             files=(("pkg/__init__.py", ""), ("pkg/cext.py", "import torch\n\nCAP = torch.cuda.get_device_capability()\n")),
+             line=3, column=10, message=_COUNT_MESSAGE),
+        Case("""
+            import torch
+
+            from .cext import cap
+
+            N_GPUS = torch.cuda.device_count()
+            """, path="pkg/functional.py",
+             files=(("pkg/__init__.py", ""),
+                    ("pkg/cext.py", "import torch\n\n\ndef cap():\n    return torch.cuda.get_device_capability()\n")),
+             line=5, column=10, message=_COUNT_MESSAGE),
         # statements in no package, as a script is, but another module of the project imports it
         Case("""
             import torch
 
             N_GPUS = torch.cuda.device_count()
             """, path="settings.py", files=(("train.py", "import settings\n\nprint(settings.N_GPUS)\n"),),
-             line=3, column=10,
-             message="`torch.cuda.device_count()` runs when this module is imported and counts the GPUs: on ROCm torch"
-                     " counts them through the `amdsmi` package and, where it is not installed, through"
-                     " `hipGetDeviceCount`, which initialises HIP (on CUDA, NVML counts without initialising anything):"
-                     " a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` / `CUDA_VISIBLE_DEVICES` after the import"
-                     " no longer changes which GPUs the process sees: query on first use instead: a `functools.cache`"
-                     " function called where the value is needed (or a module global filled on the first call)"),
+             line=3, column=10, message=_COUNT_MESSAGE),
         Case("""
             import torch
 
@@ -596,7 +630,15 @@ class DeviceQueryAtImport(VendorRule):
     def _import_time(self, module: cst.Module) -> None:
         # Once ``is_available()`` (``hipGetDeviceCount``) has run at import, HIP is up and a
         # later ``device_count()`` changes nothing: only a ``_lazy_init()`` query is then news.
+        # So it is after an import of a project module whose own import makes a query.
         available = False
+        up: List[int] = []  # the line of the first such import, found on first need (0: none)
+
+        def already_up(call: cst.Call) -> bool:
+            if not up:
+                up.append(self._queried_by_import())
+            return 0 < up[0] < self.context.position(call).start.line
+
         for call in _import_time_calls(module.body):
             if id(call) in self._reported:
                 continue
@@ -606,7 +648,7 @@ class DeviceQueryAtImport(VendorRule):
                     continue
                 if name == _effects.IS_AVAILABLE:
                     available = True
-                elif not self._skipped(call) and (name in _effects.LAZY_INIT or not available):
+                elif not self._skipped(call) and (name in _effects.LAZY_INIT or not (available or already_up(call))):
                     self._report_import(call, f"`{_callee(self, call)}()`", name)
                 continue
             method = self._accelerator_method(call)
@@ -620,7 +662,8 @@ class DeviceQueryAtImport(VendorRule):
             found = self._helper_effects(call.func)
             if found.query is None or ROCM not in self.platforms(call):
                 continue
-            site = found.init or (found.query if found.query.what == _effects.DEVICE_COUNT and not available else None)
+            site = found.init or (found.query if found.query.what == _effects.DEVICE_COUNT
+                                  and not (available or already_up(call)) else None)
             if found.query.what == _effects.IS_AVAILABLE:
                 available = True
             if site is None or self._skipped(call):
@@ -628,6 +671,23 @@ class DeviceQueryAtImport(VendorRule):
             where = f"line {site.line}" + ("" if site.module == self._own()[1].name else f" of `{site.module}`")
             self._report_import(call, f"`{_callee(self, call)}()` runs when this module is imported and calls"
                                       f" `{site.what}()` ({where}), which", site.what, helper=True)
+
+    def _queried_by_import(self) -> int:
+        """The line of the first top-level import of a project module whose own import makes a
+        device query (``effects.IMPORT``, through the project index), or 0."""
+        index, own = self._own()
+        for stmt in getattr(self.context.facts.tree, "body", []):
+            if isinstance(stmt, ast.Import):
+                modules = [alias.name for alias in stmt.names]
+            elif isinstance(stmt, ast.ImportFrom):
+                base = index.absolute(own.name, stmt.module, stmt.level) if stmt.level else stmt.module
+                modules = [base] + [f"{base}.{alias.name}" for alias in stmt.names] if base else []
+            else:
+                continue
+            if any(index.path_of(m) is not None and index.effects(f"{m}.{_effects.IMPORT}").query is not None
+                   for m in modules):
+                return stmt.end_lineno or stmt.lineno
+        return 0
 
     def _skipped(self, call: cst.Call) -> bool:
         """A query that asks a runtime already up, or one that an environment variable turns
