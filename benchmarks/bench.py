@@ -45,11 +45,13 @@ for path in Path(sys.argv[1]).rglob("*.py"):
 """
 
 
-def measure(cmd):
+def measure(cmd, cwd):
     """(wall seconds, peak RSS MiB of the largest process, exit code, stderr, CPU seconds:
-    user + system of the whole process tree) of ``cmd``. CPU seconds are what to compare on
-    a machine shared with other work; wall time only on an idle one."""
-    out = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True)
+    user + system of the whole process tree) of ``cmd``, run in ``cwd``: not where this script
+    was started, whose ``rocmport/`` (a checkout's root) ``python -m`` would import before the
+    ``PYTHONPATH`` of the version being measured. CPU seconds are what to compare on a
+    machine shared with other work; wall time only on an idle one."""
+    out = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True, cwd=cwd)
     wall, rss, code, cpu = out.stdout.split()
     return float(wall), int(rss) / 1024, int(code), out.stderr, float(cpu)
 
@@ -89,6 +91,8 @@ def main() -> int:
     rocmport = [sys.executable, "-m", "rocmport"]
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
     print(f"corpus: {source} ({len(files)} files, {lines} lines), copied to {corpus}")
+    print("rocmport from " + subprocess.run([sys.executable, "-c", "import rocmport; print(rocmport.__file__)"],
+                                            capture_output=True, text=True, cwd=scratch).stdout.strip())
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
 
     runs = []
@@ -98,7 +102,7 @@ def main() -> int:
     runs += [("rocmport lint, cold", lint), ("rocmport lint, warm", lint)]
     results = []
     for name, cmd in runs:
-        wall, rss, code, err, cpu = measure(cmd)
+        wall, rss, code, err, cpu = measure(cmd, scratch)
         results.append({"run": name, "wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss, "exit": code})
         print(f"  {name:44} {wall:8.2f} s wall {cpu:8.2f} s CPU", flush=True)
     candidates = sorted(corpus.rglob("*.py"))
@@ -109,12 +113,12 @@ def main() -> int:
         later += [("rocmport fix (diff), cold", [*rocmport, "fix", "--no-cache", *jobs, str(corpus)]),
                   ("rocmport lint, cold, no cache", [*rocmport, "lint", "--no-cache", *jobs, str(corpus)])]
     for name, cmd in later:
-        wall, rss, code, err, cpu = measure(cmd)
+        wall, rss, code, err, cpu = measure(cmd, scratch)
         results.append({"run": name, "wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss, "exit": code})
         print(f"  {name:44} {wall:8.2f} s wall {cpu:8.2f} s CPU", flush=True)
     if args.vs_torchfix:
         if shutil.which("torchfix"):
-            wall, rss, code, err, cpu = measure(["torchfix", "--select", "ALL", str(corpus)])
+            wall, rss, code, err, cpu = measure(["torchfix", "--select", "ALL", str(corpus)], scratch)
             results.append({"run": "TorchFix --select ALL", "wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss,
                             "exit": code})
         else:
