@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'affb9ecba5301a0dc2b398a2c274c6cd'
+FINGERPRINT = 'f9b39683428e3b55f71111d16de43425'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -6062,7 +6062,10 @@ RULES = [{'code': 'ROC001',
          'Display-only: query on first use instead of at import -- a `functools.cache` function\n'
          'called where the value is needed (or a module global filled on the first call, under\n'
          '`if _cap is None:`). In a function that sets the visible devices, set every\n'
-         '`*_VISIBLE_DEVICES` variable first and query the device after.\n',
+         '`*_VISIBLE_DEVICES` variable first and query the device after. The queries a module\n'
+         'makes at import are one decision (its import brings the runtime up at the first, and\n'
+         'making them lazy is one change): reported once, at the first, with the others as\n'
+         'related locations.\n',
   'triggers': ['available_memory',
                'current_device',
                'current_device_name',

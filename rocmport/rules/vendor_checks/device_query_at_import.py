@@ -19,7 +19,7 @@ from rocmport.analysis.needs import Call, Identifier, identifiers, strings
 from rocmport.analysis.platforms import ROCM, other_accelerator_path
 from rocmport.analysis.syntax import dotted_name, literal_string
 from rocmport.analysis.walk import children as _children
-from rocmport.findings import Applicability
+from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Case
 
 from .common import VendorRule, nvidia_named
@@ -175,7 +175,10 @@ class DeviceQueryAtImport(VendorRule):
         Display-only: query on first use instead of at import -- a `functools.cache` function
         called where the value is needed (or a module global filled on the first call, under
         `if _cap is None:`). In a function that sets the visible devices, set every
-        `*_VISIBLE_DEVICES` variable first and query the device after.
+        `*_VISIBLE_DEVICES` variable first and query the device after. The queries a module
+        makes at import are one decision (its import brings the runtime up at the first, and
+        making them lazy is one change): reported once, at the first, with the others as
+        related locations.
         """
     VALID = (
         # lazy: a cached function, called where the value is needed
@@ -732,7 +735,11 @@ class DeviceQueryAtImport(VendorRule):
             message = (f"{runs} initialises the GPU runtime (HIP on ROCm): a launcher or Ray actor that sets"
                        " `HIP_VISIBLE_DEVICES` / `CUDA_VISIBLE_DEVICES` after the import no longer changes which GPUs"
                        f" the process sees, and `fork()`ed workers cannot use the GPU: {_LAZY}")
-        self.display_only(call, message, "Query the device on first use (functools.cache), not at import")
+        # one decision per module: its import brings the runtime up at the first of them, and
+        # making the queries lazy is one change (the others are its related locations)
+        self.report(call, message, fix=Fix(Applicability.DISPLAY_ONLY,
+                                           "Query the device on first use (functools.cache), not at import"),
+                    decision="queries at import")
 
     def _initialized_guard(self, node: cst.CSTNode) -> bool:
         """Under ``if torch.cuda.is_initialized():`` (or after ``if not ...: return``)."""
