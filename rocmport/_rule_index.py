@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'f9b39683428e3b55f71111d16de43425'
+FINGERPRINT = 'b3b82c1c0c79ed6d02d7baa8c8bb6d95'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',
@@ -3154,10 +3154,14 @@ RULES = [{'code': 'ROC001',
           '        of a `triton.Config({...})` dict or as keywords of a kernel launch\n'
           '        (`kernel[grid](..., waves_per_eu=2)`), outside a ROCm branch, outside config '
           'lists\n'
-          '        whose name says they are for ROCm (`HIP_CONFIGS = [...]`) and outside files '
-          'whose path\n'
+          '        whose name says they are for ROCm (`HIP_CONFIGS = [...]`), outside files whose '
+          'path\n'
           "        says they are for AMD only (`ops/rocm/gemm.py`, `hip_kernels.py`, AMD's "
-          '`aiter`).\n'
+          '`aiter`) and\n'
+          '        outside modules the project imports only on ROCm (each import of it under a '
+          'ROCm test,\n'
+          '        as `if SYSTEM == "rocm": from .rocm import ...` and the modules only that one '
+          'imports).\n'
           '        ',
   'why': '\n'
          "        Only Triton's AMD backend knows these options (`HIPOptions` in\n"
@@ -3184,8 +3188,10 @@ RULES = [{'code': 'ROC001',
          'The AMD-only Triton options `waves_per_eu`, `matrix_instr_nonkdim` and `kpack` as keys\n'
          'of a `triton.Config({...})` dict or as keywords of a kernel launch\n'
          '(`kernel[grid](..., waves_per_eu=2)`), outside a ROCm branch, outside config lists\n'
-         'whose name says they are for ROCm (`HIP_CONFIGS = [...]`) and outside files whose path\n'
-         "says they are for AMD only (`ops/rocm/gemm.py`, `hip_kernels.py`, AMD's `aiter`).\n"
+         'whose name says they are for ROCm (`HIP_CONFIGS = [...]`), outside files whose path\n'
+         "says they are for AMD only (`ops/rocm/gemm.py`, `hip_kernels.py`, AMD's `aiter`) and\n"
+         'outside modules the project imports only on ROCm (each import of it under a ROCm test,\n'
+         'as `if SYSTEM == "rocm": from .rocm import ...` and the modules only that one imports).\n'
          '\n'
          '## Why it is a problem on ROCm\n'
          '\n'
@@ -5830,7 +5836,11 @@ RULES = [{'code': 'ROC001',
           '\n'
           '        Not reported: files named for NVIDIA alone (`gemm_sm90.py`, `nvidia.py`; a file '
           'named\n'
-          "        for ROCm is checked: it runs on ROCm) and the modules of another accelerator's "
+          '        for ROCm is checked: it runs on ROCm), modules the project imports only off '
+          'ROCm (each\n'
+          '        import of it under a test that excludes ROCm: `if SYSTEM == "cuda": from .cuda '
+          'import\n'
+          "        ...`, and no import of it elsewhere) and the modules of another accelerator's "
           'backend\n'
           '        tree (`backend/_kunlunxin/`, `npu/`: never imported on an AMD GPU); code under '
           '`if __name__ == "__main__":`, in\n'
@@ -5977,7 +5987,9 @@ RULES = [{'code': 'ROC001',
          '`setdefault`, `update`, `os.putenv`) on the same path.\n'
          '\n'
          'Not reported: files named for NVIDIA alone (`gemm_sm90.py`, `nvidia.py`; a file named\n'
-         "for ROCm is checked: it runs on ROCm) and the modules of another accelerator's backend\n"
+         'for ROCm is checked: it runs on ROCm), modules the project imports only off ROCm (each\n'
+         'import of it under a test that excludes ROCm: `if SYSTEM == "cuda": from .cuda import\n'
+         "...`, and no import of it elsewhere) and the modules of another accelerator's backend\n"
          'tree (`backend/_kunlunxin/`, `npu/`: never imported on an AMD GPU); code under `if '
          '__name__ == "__main__":`, in\n'
          'files that have one, in files that begin with `#!`, in `setup.py`, and in files whose\n'

@@ -451,3 +451,87 @@ def test_a_module_that_imports_an_nvidia_architecture_extension_of_the_project_i
     })
     found = {name for name, _row, code in _found(tmp_path) if code == "ROC705"}
     assert found == {"bench/fused.py", "bench/python_sm90.py", "bench/from_import.py", "bench/other_package.py"}
+
+
+# -- where the project imports a module ------------------------------------------------------
+
+IMPORTED_ON = {
+    "srv/__init__.py": "",
+    "srv/utils.py": """\
+        import torch
+
+        SYSTEM = None
+        if torch.version.hip is not None:
+            SYSTEM = "rocm"
+        elif torch.version.cuda is not None:
+            SYSTEM = "cuda"
+        """,
+    "srv/attention/__init__.py": """\
+        from srv.utils import SYSTEM
+
+        if SYSTEM == "cuda":
+            from .cuda import attention
+        elif SYSTEM == "rocm":
+            from .rocm import attention
+        else:
+            raise ImportError(SYSTEM)
+        """,
+    "srv/attention/cuda.py": "import torch\n\nCAP = torch.cuda.get_device_capability()\n",
+    "srv/attention/rocm.py": """\
+        import torch
+
+
+        def attention(q, engine):
+            if engine == "triton":
+                from .flash_triton import triton_attention
+
+                return triton_attention(q)
+            return q
+        """,
+    "srv/attention/flash_triton.py": """\
+        import triton
+
+        CONFIGS = [triton.Config({"BLOCK": 64, "waves_per_eu": 2})]
+
+
+        def triton_attention(q):
+            return q
+        """,
+    "srv/attention/common.py": "from .cuda import CAP\nfrom .rocm import attention\n",
+}
+
+
+def test_where_the_project_imports_a_module(tmp_path):
+    """TGI's shape: `if SYSTEM == "cuda": from .cuda import ...` / `elif SYSTEM == "rocm":
+    from .rocm import ...` (a project flag), a module only the ROCm one imports, in a function;
+    a module imported unconditionally somewhere else too; one nothing imports."""
+    root = _write(tmp_path, {name: textwrap.dedent(text) for name, text in IMPORTED_ON.items()})
+    files = {name: text for name, text in IMPORTED_ON.items() if name != "srv/attention/common.py"}
+    alone = _write(tmp_path / "alone", {name: textwrap.dedent(text) for name, text in files.items()})
+    index = ProjectIndex(_files(alone))
+    assert index.imported_on("srv.attention.cuda") == {"cuda"}
+    assert index.imported_on("srv.attention.rocm") == {"rocm"}
+    assert index.imported_on("srv.attention.flash_triton") == {"rocm"}
+    assert index.imported_on("srv.utils") == {"cuda", "rocm", "cpu", "other"}  # unconditionally
+    assert index.imported_on("srv") == {"cuda", "rocm", "cpu", "other"}  # nothing imports it
+    both = ProjectIndex(_files(root / "srv") + [])  # common.py imports both at its top
+    assert both.imported_on("srv.attention.cuda") == {"cuda", "rocm", "cpu", "other"}
+    found = sorted((Path(r.path).relative_to(alone).as_posix(), f.start.row, f.code)
+                   for r in check_files(_files(alone), Settings(), jobs=1) for f in r.findings)
+    assert found == []  # ROC712 at cuda.py, ROC511 at flash_triton.py: not where they run
+
+
+def test_a_changed_importer_re_lints_the_module_it_imports(tmp_path):
+    files = {name: text for name, text in IMPORTED_ON.items() if name != "srv/attention/common.py"}
+    root = _write(tmp_path, {name: textwrap.dedent(text) for name, text in files.items()})
+    cache = Cache(tmp_path / "cache", Settings())
+
+    def found():
+        return sorted((Path(r.path).relative_to(root).as_posix(), f.start.row, f.code)
+                      for r in check_files(_files(root), Settings(), jobs=1, cache=cache) for f in r.findings)
+
+    assert found() == [] and found() == []
+    init = root / "srv" / "attention" / "__init__.py"
+    init.write_text(init.read_text().replace('if SYSTEM == "cuda":\n    from .cuda import attention\nel', ""))
+    init.write_text(init.read_text() + "\nfrom .cuda import CAP\n")
+    assert found() == [("srv/attention/cuda.py", 3, "ROC712")]

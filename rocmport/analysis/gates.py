@@ -20,7 +20,6 @@ from typing import Dict, FrozenSet, Iterator, Optional, Tuple
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
-from .bindings import module_imports
 from .platforms import (
     NVIDIA_ONLY_IMPORTS,
     EVERY,
@@ -32,6 +31,7 @@ from .platforms import (
     attribute_tests,
     classify,
     cuda_only_package,
+    module_env,
     module_tests,
     nvidia_feature_word,
     skips_on_rocm,
@@ -55,6 +55,7 @@ class FilePlatforms:
         self._module_import: Optional[str] = None
         self._module_why = "which has no ROCm build"
         self._chain: Optional[str] = None  # the project module whose import fails on ROCm ("" none)
+        self._imported: Optional[FrozenSet[str]] = None  # where the project imports this module
         self._before: Dict[int, tuple] = {}  # block -> (block, {statement: platforms after those before it}, all)
         tree = getattr(ctx.facts, "tree", None) if ctx.facts is not None else None
         if tree is None:
@@ -251,6 +252,16 @@ class FilePlatforms:
                     " ROCm")
         return self._cuda_only_module()
 
+    def imported_on(self) -> FrozenSet[str]:
+        """The platforms on which the project's modules import this one
+        (``ProjectIndex.imported_on``: only under ``if SYSTEM == "rocm":``, say); every
+        platform without the index, or where nothing imports it."""
+        if self._imported is None:
+            index = self.ctx.index
+            own = index.module_name(self.ctx.path) if index is not None and self.ctx.path else None
+            self._imported = index.imported_on(own) if own else EVERY
+        return self._imported
+
     def _cuda_only_module(self) -> Optional[str]:
         """With the project index: the module is NVIDIA's by name and its import runs CUDA-only
         code through a project module it imports (``ops/fused_ce_sm90.py`` importing the CuTe
@@ -366,18 +377,6 @@ def _leaves(block) -> bool:
     # ``if t: return`` on one line: the block is the small statements themselves
     return isinstance(block, cst.SimpleStatementSuite) and isinstance(last, (cst.Return, cst.Raise, cst.Continue,
                                                                             cst.Break))
-
-
-def module_env(tree: ast.Module, index, path: Optional[str]) -> Env:
-    """What a module's names mean as platform tests before its own predicates are read
-    (``platforms.module_tests``): its module-level imports (relative ones made absolute through
-    the project ``index``; without it, left out) and the index's predicates of other modules."""
-    own = index.module_name(path) if index is not None and path else None
-
-    def absolute(module, level):
-        return index.absolute(own, module, level) if own else None
-
-    return Env(module_imports(tree.body, absolute), {}, index.platform_test if index is not None else None)
 
 
 def of(ctx) -> FilePlatforms:

@@ -49,7 +49,7 @@ from .cuda_only import may_hold, module_facts, nvidia_named
 from .effects import IMPORT, NONE as _NO_EFFECTS
 from .effects import WORDS as _EFFECT_WORDS
 from .effects import Effects, ModuleFacts
-from .platforms import Env, Test, module_tests
+from .platforms import EVERY, Env, Test, classify, module_env, module_tests
 from .triton_values import LaunchFact, ModuleValues, pow2_checks
 
 COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
@@ -893,6 +893,60 @@ class ProjectIndex:
             self._mentions[word] = found
         return found
 
+    def imported_on(self, name: str, depth: int = 0) -> FrozenSet[str]:
+        """The platforms (``platforms.CUDA``, ``ROCM``, ...) on which the project's own modules
+        import module ``name``: for each import of it, the platform tests of the branches around
+        the import (``if SYSTEM == "rocm": from .rocm import ...``), within the platforms its
+        importer is itself imported on. Every platform where no linted module imports it (an
+        entry point, a library's public module: anyone may import it), or where an importer
+        cannot be read. The current file's findings depend on the modules that spell its name."""
+        leaf = name.rpartition(".")[2]
+        if depth > 3 or not leaf:
+            return EVERY
+        key = ("imported_on", name)
+        found = self.memo.get(key)
+        if found is not None:  # (platforms, what computing them read): read again by this file
+            if self._record is not None:
+                self._record.update(found[1])  # type: ignore[index]
+            return found[0]  # type: ignore[index]
+        self.memo[key] = (EVERY, ())  # a cycle of imports reads every platform
+        record, self._record = self._record, set()
+        try:
+            found = self._imported_on(name, leaf, depth)
+        finally:
+            read, self._record = self._record, record
+        if self._record is not None:
+            self._record.update(read)
+        self.memo[key] = (found, frozenset(read))
+        return found
+
+    def _imported_on(self, name: str, leaf: str, depth: int) -> FrozenSet[str]:
+        platforms: FrozenSet[str] = frozenset()
+        imported = False
+        for module, path, blob in self.modules_mentioning(leaf):
+            if module == name or module.startswith(name + "."):
+                continue  # a package's own modules run only once it is imported
+            tree = self.tree(module, blob, path)
+            if tree is None:
+                platforms = EVERY
+                break
+            sites = _import_sites(tree, name, lambda m, level, own=module: self.absolute(own, m, level))
+            if not sites:
+                continue
+            imported = True
+            env = module_env(tree, self, path)
+            module_tests(tree.body, env)
+            outer = self.imported_on(module, depth + 1)
+            for tests in sites:
+                where = outer
+                for test, taken in tests:
+                    found_test = classify(test, env)
+                    where &= found_test.true if taken else found_test.false
+                platforms |= where
+            if platforms == EVERY:
+                break
+        return platforms if imported else EVERY
+
     def defining_name(self, dotted: str, depth: int = 0) -> str:
         """A name that a package re-exports, as the module that defines it spells it."""
         module, _, attr = dotted.rpartition(".")
@@ -1430,3 +1484,38 @@ def _leaf_names(value: ast.AST) -> Iterator[str]:
         yield from _leaf_names(value.body)
         yield from _leaf_names(value.orelse)
 
+
+def _import_sites(tree: ast.Module, name: str, absolute) -> List[List[Tuple[ast.expr, bool]]]:
+    """Each import of module ``name`` in ``tree`` (``import name``, ``import name.sub``, ``from
+    name import x``, ``from pkg import leaf``, relative ones through ``absolute``), as the
+    branch tests around it: (test, True for its body / False for its ``else``)."""
+    out: List[List[Tuple[ast.expr, bool]]] = []
+
+    def imports_it(node) -> bool:
+        if isinstance(node, ast.Import):
+            return any(alias.name == name or alias.name.startswith(name + ".") for alias in node.names)
+        if isinstance(node, ast.ImportFrom):
+            base = absolute(node.module, node.level) if node.level else node.module
+            if not base:
+                return False
+            return base == name or base.startswith(name + ".") or any(
+                f"{base}.{alias.name}" == name for alias in node.names)
+        return False
+
+    def visit(body, tests) -> None:
+        for stmt in body:
+            if imports_it(stmt):
+                out.append(list(tests))
+            elif isinstance(stmt, ast.If):
+                visit(stmt.body, tests + [(stmt.test, True)])
+                visit(stmt.orelse, tests + [(stmt.test, False)])
+            else:
+                for field_name in ("body", "orelse", "finalbody"):
+                    inner = getattr(stmt, field_name, None)
+                    if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                        visit(inner, tests)
+                for handler in getattr(stmt, "handlers", ()):
+                    visit(handler.body, tests)
+
+    visit(tree.body, [])
+    return out

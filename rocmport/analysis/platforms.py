@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 from .bindings import dotted as _dotted
-from .bindings import import_bindings
+from .bindings import import_bindings, module_imports
 
 CUDA, ROCM, CPU, OTHER = "cuda", "rocm", "cpu", "other"
 EVERY: FrozenSet[str] = frozenset({CUDA, ROCM, CPU, OTHER})
@@ -725,3 +725,15 @@ def nvidia_feature_word(name: str) -> Optional[str]:
     """The word of ``name`` that names an NVIDIA-only feature (``sm90``, ``nvfp4``, ``hopper``,
     ``cutlass``), or None."""
     return next((word for word in name_words(name) if _NVIDIA_FEATURE_WORD.match(word)), None)
+
+
+def module_env(tree: ast.Module, index, path: Optional[str]) -> Env:
+    """What a module's names mean as platform tests before its own predicates are read
+    (``platforms.module_tests``): its module-level imports (relative ones made absolute through
+    the project ``index``; without it, left out) and the index's predicates of other modules."""
+    own = index.module_name(path) if index is not None and path else None
+
+    def absolute(module, level):
+        return index.absolute(own, module, level) if own else None
+
+    return Env(module_imports(tree.body, absolute), {}, index.platform_test if index is not None else None)

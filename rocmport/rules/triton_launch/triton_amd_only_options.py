@@ -9,7 +9,9 @@ import re
 
 import libcst as cst
 
+from rocmport.analysis import gates
 from rocmport.analysis.needs import Call, DictKey, Keyword
+from rocmport.analysis.platforms import CUDA
 from rocmport.analysis.syntax import literal_string
 from rocmport.analysis.triton import (
     AMD_ONLY_OPTIONS,
@@ -24,6 +26,16 @@ from .common import TritonRule, in_rocm_named_assignment
 _AMD_PATH = re.compile(r"(?i)(?:^|[/_.-])(?:rocm|hip|amd|aiter)(?:[/_.-]|$)")
 
 
+_ROCM_IMPORTER = """\
+import torch
+
+if torch.version.hip:
+    from .flash_triton import CONFIGS
+else:
+    CONFIGS = []
+"""
+
+
 class TritonAmdOnlyOptions(TritonRule):
     CODE = "ROC511"
     NAME = "triton-amd-only-options"
@@ -33,8 +45,10 @@ class TritonAmdOnlyOptions(TritonRule):
         The AMD-only Triton options `waves_per_eu`, `matrix_instr_nonkdim` and `kpack` as keys
         of a `triton.Config({...})` dict or as keywords of a kernel launch
         (`kernel[grid](..., waves_per_eu=2)`), outside a ROCm branch, outside config lists
-        whose name says they are for ROCm (`HIP_CONFIGS = [...]`) and outside files whose path
-        says they are for AMD only (`ops/rocm/gemm.py`, `hip_kernels.py`, AMD's `aiter`).
+        whose name says they are for ROCm (`HIP_CONFIGS = [...]`), outside files whose path
+        says they are for AMD only (`ops/rocm/gemm.py`, `hip_kernels.py`, AMD's `aiter`) and
+        outside modules the project imports only on ROCm (each import of it under a ROCm test,
+        as `if SYSTEM == "rocm": from .rocm import ...` and the modules only that one imports).
         """
     WHY = """
         Only Triton's AMD backend knows these options (`HIPOptions` in
@@ -66,6 +80,12 @@ class TritonAmdOnlyOptions(TritonRule):
             import triton
             cfg = triton.Config({"BLOCK": 64, **({"waves_per_eu": 2} if is_rocm else {})})
             """),
+        # a module the project imports only on ROCm: NVIDIA never compiles its configs
+        Case("""
+            import triton
+            CONFIGS = [triton.Config({"BLOCK": 64, "waves_per_eu": 2})]
+            """, path="pkg/attention/flash_triton.py",
+             files=(("pkg/__init__.py", ""), ("pkg/attention/__init__.py", _ROCM_IMPORTER))),
         Case("""
             import triton
             import torch
@@ -93,6 +113,16 @@ class TritonAmdOnlyOptions(TritonRule):
             """),
     )
     INVALID = (
+        # near miss: an importer whose test lets NVIDIA through too
+        Case("""
+            import triton
+            CONFIGS = [triton.Config({"BLOCK": 64, "waves_per_eu": 2})]
+            """, path="pkg/attention/flash_triton.py",
+             files=(("pkg/__init__.py", ""),
+                    ("pkg/attention/__init__.py", _ROCM_IMPORTER.replace("torch.version.hip", "torch.cuda.is_available()"))),
+             codes=("ROC511",), line=2, column=40,
+             message="waves_per_eu in a triton.Config is an AMD-only Triton option: Triton raises KeyError for it on"
+                     " NVIDIA; pass it on ROCm only"),
         Case(
             """
             import triton
@@ -185,6 +215,8 @@ class TritonAmdOnlyOptions(TritonRule):
             return None
 
     def _report(self, node: cst.CSTNode, option: str, where: str, edit, end_node=None) -> None:
+        if CUDA not in gates.of(self.context).imported_on():
+            return  # the project imports the module only on ROCm (`if SYSTEM == "rocm": from .rocm import ...`)
         fix = Fix(Applicability.SAFE, f"Pass {option} on ROCm only", (edit,), ("gate",)) if edit is not None else \
             Fix(Applicability.DISPLAY_ONLY, f"Pass {option} on ROCm only")
         self.report(node, f"{option} in {where} is an AMD-only Triton option: Triton raises KeyError for it on NVIDIA;"

@@ -13,6 +13,7 @@ from typing import Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from rocmport.analysis import effects as _effects
+from rocmport.analysis import gates
 from rocmport.analysis.bindings import dotted as _dotted_ast, top_level
 from rocmport.analysis.names import qualified_names
 from rocmport.analysis.needs import Call, Identifier, identifiers, strings
@@ -97,7 +98,9 @@ class DeviceQueryAtImport(VendorRule):
         `setdefault`, `update`, `os.putenv`) on the same path.
 
         Not reported: files named for NVIDIA alone (`gemm_sm90.py`, `nvidia.py`; a file named
-        for ROCm is checked: it runs on ROCm) and the modules of another accelerator's backend
+        for ROCm is checked: it runs on ROCm), modules the project imports only off ROCm (each
+        import of it under a test that excludes ROCm: `if SYSTEM == "cuda": from .cuda import
+        ...`, and no import of it elsewhere) and the modules of another accelerator's backend
         tree (`backend/_kunlunxin/`, `npu/`: never imported on an AMD GPU); code under `if __name__ == "__main__":`, in
         files that have one, in files that begin with `#!`, in `setup.py`, and in files whose
         own top level parses the command line or joins a process group (`args =
@@ -277,6 +280,20 @@ class DeviceQueryAtImport(VendorRule):
 
             print("GPU:", torch.cuda.get_device_name())
             """),
+        # a module the project imports only off ROCm (its importer's `else` holds the ROCm path)
+        Case("""
+            import torch
+
+            MAJOR, MINOR = torch.cuda.get_device_capability()
+            """, path="pkg/attention/backend_cuda.py",
+             files=(("pkg/__init__.py", ""), ("pkg/attention/__init__.py", """
+                 import torch
+
+                 if torch.version.hip is None:
+                     from .backend_cuda import MAJOR
+                 else:
+                     MAJOR = 9
+                 """))),
         # HIP is already up: the import of a project module that queries at its import came first
         Case("""
             import torch
@@ -354,6 +371,24 @@ class DeviceQueryAtImport(VendorRule):
             """),
     )
     INVALID = (
+        # near miss: imported under a test that lets ROCm through
+        Case("""
+            import torch
+
+            MAJOR, MINOR = torch.cuda.get_device_capability()
+            """, path="pkg/attention/backend_cuda.py",
+             files=(("pkg/__init__.py", ""), ("pkg/attention/__init__.py", """
+                 import torch
+
+                 if torch.cuda.is_available():
+                     from .backend_cuda import MAJOR
+                 """)),
+             line=3, column=16,
+             message="`torch.cuda.get_device_capability()` runs when this module is imported and initialises the"
+                     " GPU runtime (HIP on ROCm): a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` /"
+                     " `CUDA_VISIBLE_DEVICES` after the import no longer changes which GPUs the process sees, and"
+                     " `fork()`ed workers cannot use the GPU: query on first use instead: a `functools.cache`"
+                     " function called where the value is needed (or a module global filled on the first call)"),
         # near misses of an import that brought HIP up: the count comes before it, or the module
         # imported queries only in a function
         Case("""
@@ -724,6 +759,8 @@ class DeviceQueryAtImport(VendorRule):
 
     def _report_import(self, call: cst.Call, text: str, name: str, helper: bool = False) -> None:
         self._reported.add(id(call))
+        if ROCM not in gates.of(self.context).imported_on():
+            return  # the project imports the module only off ROCm (`if SYSTEM == "cuda": from .cuda import ...`)
         runs = f"{text}" if helper else f"{text} runs when this module is imported and"
         if name == _effects.DEVICE_COUNT:
             message = (f"{runs} counts the GPUs: on ROCm torch counts them through the"
