@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'b3b82c1c0c79ed6d02d7baa8c8bb6d95'
+FINGERPRINT = 'd2823972ede45503065dfe679a56d0cb'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

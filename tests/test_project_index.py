@@ -535,3 +535,21 @@ def test_a_changed_importer_re_lints_the_module_it_imports(tmp_path):
     init.write_text(init.read_text().replace('if SYSTEM == "cuda":\n    from .cuda import attention\nel', ""))
     init.write_text(init.read_text() + "\nfrom .cuda import CAP\n")
     assert found() == [("srv/attention/cuda.py", 3, "ROC712")]
+
+
+def test_where_the_project_imports_a_module_of_a_vendored_copy(tmp_path):
+    """Two copies of one package in a repository (TGI's `server/` and
+    `backends/gaudi/server/`): each module's importers are those of its own tree, relative
+    imports read from each copy's own file."""
+    tree = {name: textwrap.dedent(text) for name, text in IMPORTED_ON.items() if name != "srv/attention/common.py"}
+    _write(tmp_path / "server", tree)
+    copy = dict(tree)
+    copy["srv/attention/__init__.py"] = "from .cuda import attention\nfrom .rocm import attention\n"  # no test
+    _write(tmp_path / "backends" / "server", copy)
+    index = ProjectIndex(_files(tmp_path))
+    ours = str(tmp_path / "server" / "srv" / "attention" / "cuda.py")
+    theirs = str(tmp_path / "backends" / "server" / "srv" / "attention" / "cuda.py")
+    assert index.imported_on("srv.attention.cuda", path=ours) == {"cuda"}
+    assert index.imported_on("srv.attention.cuda", path=theirs) == {"cuda", "rocm", "cpu", "other"}
+    assert index.imported_on("srv.attention.flash_triton",
+                             path=str(tmp_path / "server" / "srv" / "attention" / "flash_triton.py")) == {"rocm"}

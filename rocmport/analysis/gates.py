@@ -259,7 +259,7 @@ class FilePlatforms:
         if self._imported is None:
             index = self.ctx.index
             own = index.module_name(self.ctx.path) if index is not None and self.ctx.path else None
-            self._imported = index.imported_on(own) if own else EVERY
+            self._imported = index.imported_on(own, path=self.ctx.path) if own else EVERY
         return self._imported
 
     def _cuda_only_module(self) -> Optional[str]:

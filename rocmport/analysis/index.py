@@ -252,11 +252,12 @@ class ProjectIndex:
         """Is some linted file module ``name`` (one or several)?"""
         return bool(self._by_name.get(name) or self._by_long_name.get(name))
 
-    def absolute(self, importer: str, module: Optional[str], level: int) -> Optional[str]:
-        """``from <.. module> import``: the absolute name, seen from module ``importer``."""
+    def absolute(self, importer: str, module: Optional[str], level: int, path: Optional[str] = None) -> Optional[str]:
+        """``from <.. module> import``: the absolute name, seen from module ``importer`` (the
+        file at ``path``, where several files are that module)."""
         if not level:
             return module
-        path = self.path_of(importer)
+        path = path or self.path_of(importer)
         package = importer if path is not None and self._package.get(path) else importer.rpartition(".")[0]
         for _ in range(level - 1):
             if not package:
@@ -893,17 +894,20 @@ class ProjectIndex:
             self._mentions[word] = found
         return found
 
-    def imported_on(self, name: str, depth: int = 0) -> FrozenSet[str]:
+    def imported_on(self, name: str, depth: int = 0, path: Optional[str] = None) -> FrozenSet[str]:
         """The platforms (``platforms.CUDA``, ``ROCM``, ...) on which the project's own modules
         import module ``name``: for each import of it, the platform tests of the branches around
         the import (``if SYSTEM == "rocm": from .rocm import ...``), within the platforms its
         importer is itself imported on. Every platform where no linted module imports it (an
         entry point, a library's public module: anyone may import it), or where an importer
-        cannot be read. The current file's findings depend on the modules that spell its name."""
+        cannot be read. ``path``: which file ``name`` is, where the project holds several
+        (a vendored copy of a package): the importers are those of its own tree. The current
+        file's findings depend on the modules that spell its name."""
         leaf = name.rpartition(".")[2]
-        if depth > 3 or not leaf:
+        path = os.path.abspath(path) if path else self.path_of(name)
+        if depth > 3 or not leaf or path is None:
             return EVERY
-        key = ("imported_on", name)
+        key = ("imported_on", name, path)
         found = self.memo.get(key)
         if found is not None:  # (platforms, what computing them read): read again by this file
             if self._record is not None:
@@ -912,7 +916,7 @@ class ProjectIndex:
         self.memo[key] = (EVERY, ())  # a cycle of imports reads every platform
         record, self._record = self._record, set()
         try:
-            found = self._imported_on(name, leaf, depth)
+            found = self._imported_on(name, leaf, depth, path)
         finally:
             read, self._record = self._record, record
         if self._record is not None:
@@ -920,31 +924,38 @@ class ProjectIndex:
         self.memo[key] = (found, frozenset(read))
         return found
 
-    def _imported_on(self, name: str, leaf: str, depth: int) -> FrozenSet[str]:
+    def _imported_on(self, name: str, leaf: str, depth: int, path: str) -> FrozenSet[str]:
         platforms: FrozenSet[str] = frozenset()
         imported = False
-        for module, path, blob in self.modules_mentioning(leaf):
+        root = _package_root(path, name)
+        if self._record is not None:
+            self._record.add(_MENTIONS + leaf)
+        for module in dict.fromkeys(self.mentioning(leaf)):
             if module == name or module.startswith(name + "."):
                 continue  # a package's own modules run only once it is imported
-            tree = self.tree(module, blob, path)
-            if tree is None:
-                platforms = EVERY
-                break
-            sites = _import_sites(tree, name, lambda m, level, own=module: self.absolute(own, m, level))
-            if not sites:
-                continue
-            imported = True
-            env = module_env(tree, self, path)
-            module_tests(tree.body, env)
-            outer = self.imported_on(module, depth + 1)
-            for tests in sites:
-                where = outer
-                for test, taken in tests:
-                    found_test = classify(test, env)
-                    where &= found_test.true if taken else found_test.false
-                platforms |= where
-            if platforms == EVERY:
-                break
+            for importer in self._by_name.get(module, ()):  # each copy, of this tree only
+                blob = self._bytes(importer) if _package_root(importer, module) == root else None
+                if blob is None:
+                    continue
+                tree = self.tree(module, blob, importer)
+                if tree is None:
+                    return EVERY
+                sites = _import_sites(tree, name,
+                                      lambda m, level, own=module, at=importer: self.absolute(own, m, level, at))
+                if not sites:
+                    continue
+                imported = True
+                env = module_env(tree, self, importer)
+                module_tests(tree.body, env)
+                outer = self.imported_on(module, depth + 1, importer)
+                for tests in sites:
+                    where = outer
+                    for test, taken in tests:
+                        found_test = classify(test, env)
+                        where &= found_test.true if taken else found_test.false
+                    platforms |= where
+                if platforms == EVERY:
+                    return EVERY
         return platforms if imported else EVERY
 
     def defining_name(self, dotted: str, depth: int = 0) -> str:
@@ -961,8 +972,8 @@ class ProjectIndex:
     def _launch_inputs(self, word: str, mentions: bool = False) -> str:
         parts = []
         for module in (self.mentioning(word) if mentions else self.launchers(word)):
-            path = self.path_of(module)
-            parts.append(f"{module}:{self._bytes_hash(path)}")
+            paths = self._by_name.get(module, ()) if mentions else [self.path_of(module)]
+            parts.extend(f"{module}:{self._bytes_hash(path)}" for path in paths)  # every copy of a name
         return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
     # -- cache keys: the summaries a file's findings depend on ----------------------------
@@ -1519,3 +1530,12 @@ def _import_sites(tree: ast.Module, name: str, absolute) -> List[List[Tuple[ast.
 
     visit(tree.body, [])
     return out
+
+
+def _package_root(path: str, module: str) -> str:
+    """The folder that holds the top package of ``module`` (the file at ``path``)."""
+    ups = module.count(".") + (1 if os.path.basename(path).startswith("__init__.") else 0)
+    folder = os.path.dirname(os.path.abspath(path))
+    for _ in range(ups):
+        folder = os.path.dirname(folder)
+    return folder
