@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = 'd2823972ede45503065dfe679a56d0cb'
+FINGERPRINT = '4e6c9655136ba8f5b138ba47733cc089'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
@@ -33,6 +33,7 @@ from libcst.metadata import ParentNodeProvider
 from . import walk as _walk
 from .bindings import dotted as _dotted
 from .syntax import dotted_name as _cst_dotted
+from .syntax import literal_string
 
 GRAPH_TEST = "a test of CUDA graphs"  # how a finding's reason names such a test
 _FRAMEWORKS = ("pytest", "unittest", "hypothesis", "torch.testing", "absl.testing", "nose", "parameterized")
@@ -261,31 +262,47 @@ def _mode(expr) -> Optional[str]:
     return None
 
 
+def parametrize_cases(expr) -> Optional[Tuple[List[str], Optional[List[List[cst.BaseExpression]]]]]:
+    """(names, cases) of a ``@<...>.parametrize("a,b", [...])`` call ``expr``: each case's
+    values (a tuple or list of them where several names are parametrized, the positional
+    arguments of ``pytest.param(...)``, else the value itself); cases None where they are not
+    a literal list or tuple. None where ``expr`` is no such call with literal names."""
+    if not (isinstance(expr, cst.Call) and (_cst_dotted(expr.func) or "").endswith("parametrize")
+            and len(expr.args) >= 2):
+        return None
+    names = literal_string(expr.args[0].value)
+    if names is None:
+        return None
+    names_list = [n.strip() for n in names.split(",") if n.strip()]
+    values = expr.args[1].value
+    if not isinstance(values, (cst.List, cst.Tuple)):
+        return names_list, None
+    cases = []
+    for element in values.elements:
+        value = element.value
+        if isinstance(value, cst.Call) and (_cst_dotted(value.func) or "").endswith(".param"):
+            cases.append([a.value for a in value.args if a.keyword is None])
+        elif len(names_list) > 1 and isinstance(value, (cst.List, cst.Tuple)):
+            cases.append([e.value for e in value.elements])
+        else:
+            cases.append([value])
+    return names_list, cases
+
+
 def _graph_mode_case(expr) -> Optional[str]:
     """Why a ``parametrize`` decorator (``expr``) makes its test one of CUDA graphs: a
     parameter named for a mode whose CUDA-graph value, without the graphs, is a case the
     parametrization already has (every other value of the case the same); else None."""
-    if not (isinstance(expr, cst.Call) and (_cst_dotted(expr.func) or "").endswith("parametrize")
-            and len(expr.args) >= 2 and isinstance(expr.args[0].value, cst.SimpleString)):
+    found = parametrize_cases(expr)
+    if found is None or found[1] is None:
         return None
-    names = expr.args[0].value.evaluated_value
-    values = expr.args[1].value
-    if not isinstance(names, str) or not isinstance(values, (cst.List, cst.Tuple)):
-        return None
-    names = [n.strip() for n in names.split(",") if n.strip()]
+    names, cases = found
     positions = [i for i, n in enumerate(names) if "mode" in n.lower()]
     if not positions:
         return None
     empty = cst.Module([])
     rows = []
-    for element in values.elements:
-        value = element.value
-        if isinstance(value, cst.Call) and (_cst_dotted(value.func) or "").endswith(".param"):
-            items = [a.value for a in value.args if a.keyword is None]
-        elif len(names) > 1 and isinstance(value, (cst.List, cst.Tuple)):
-            items = [e.value for e in value.elements]
-        else:
-            items = [value]
+    for items in cases:
         if len(items) != len(names):
             return None
         rows.append([_mode(item) if i in positions else None for i, item in enumerate(items)]

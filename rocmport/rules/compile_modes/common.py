@@ -31,6 +31,7 @@ from rocmport.analysis.resolve import (
     function_summary,
 )
 from rocmport.analysis.syntax import dotted_name, keyword, literal_string
+from rocmport.analysis.testing import parametrize_cases
 from rocmport.findings import Applicability, Fix
 from rocmport.rules.base import Rule
 from rocmport.source import read_regular
@@ -802,35 +803,16 @@ def parametrize_values(rule, holder: cst.CSTNode, name: str) -> Optional[List[cs
     of values per case where several names are parametrized; ``pytest.param(v, ...)``
     read as ``v``); None where there is no such decorator, or its values are not literal."""
     for decorator in getattr(holder, "decorators", ()):
-        call = decorator.decorator
-        if not (isinstance(call, cst.Call) and (dotted_name(call.func) or "").endswith("parametrize") and len(call.args) >= 2):
+        found = parametrize_cases(decorator.decorator)
+        if found is None or name not in found[0]:
             continue
-        names = literal_string(call.args[0].value)
-        if names is None:
-            continue
-        names = [n.strip() for n in names.split(",") if n.strip()]
-        if name not in names:
-            continue
-        values = call.args[1].value
-        if not isinstance(values, (cst.List, cst.Tuple)):
+        names, cases = found
+        if cases is None:
             return None
-        out = []
-        for element in values.elements:
-            value = element.value
-            if isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith(".param"):
-                items = [a.value for a in value.args if a.keyword is None]
-            elif len(names) > 1 and isinstance(value, (cst.List, cst.Tuple)):
-                items = [e.value for e in value.elements]
-            else:
-                items = [value]
-            if len(names) > 1 or isinstance(value, cst.Call):
-                position = names.index(name)
-                if position >= len(items):
-                    return None
-                out.append(items[position])
-            else:
-                out.append(items[0])
-        return out
+        position = names.index(name)
+        if any(position >= len(items) for items in cases):
+            return None
+        return [items[position] for items in cases]
     return None
 
 

@@ -41,6 +41,11 @@ _LAZY = ("query on first use instead: a `functools.cache` function called where 
          " global filled on the first call)")
 
 
+_CAPABILITY_MESSAGE = ("`torch.cuda.get_device_capability()` runs when this module is imported and initialises the"
+                       " GPU runtime (HIP on ROCm): a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` /"
+                       " `CUDA_VISIBLE_DEVICES` after the import no longer changes which GPUs the process sees, and"
+                       " `fork()`ed workers cannot use the GPU: query on first use instead: a `functools.cache`"
+                       " function called where the value is needed (or a module global filled on the first call)")
 _COUNT_MESSAGE = ("`torch.cuda.device_count()` runs when this module is imported and counts the GPUs: on ROCm torch"
                   " counts them through the `amdsmi` package and, where it is not installed, through"
                   " `hipGetDeviceCount`, which initialises HIP (on CUDA, NVML counts without initialising anything): a"
@@ -384,11 +389,7 @@ class DeviceQueryAtImport(VendorRule):
                      from .backend_cuda import MAJOR
                  """)),
              line=3, column=16,
-             message="`torch.cuda.get_device_capability()` runs when this module is imported and initialises the"
-                     " GPU runtime (HIP on ROCm): a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` /"
-                     " `CUDA_VISIBLE_DEVICES` after the import no longer changes which GPUs the process sees, and"
-                     " `fork()`ed workers cannot use the GPU: query on first use instead: a `functools.cache`"
-                     " function called where the value is needed (or a module global filled on the first call)"),
+             message=_CAPABILITY_MESSAGE),
         # near misses of an import that brought HIP up: the count comes before it, or the module
         # imported queries only in a function
         Case("""
@@ -422,11 +423,7 @@ class DeviceQueryAtImport(VendorRule):
 
             _MAJOR, _MINOR = torch.cuda.get_device_capability()
             """, line=3, column=18,
-             message="`torch.cuda.get_device_capability()` runs when this module is imported and initialises the"
-                     " GPU runtime (HIP on ROCm): a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` /"
-                     " `CUDA_VISIBLE_DEVICES` after the import no longer changes which GPUs the process sees, and"
-                     " `fork()`ed workers cannot use the GPU: query on first use instead: a `functools.cache`"
-                     " function called where the value is needed (or a module global filled on the first call)"),
+             message=_CAPABILITY_MESSAGE),
         # a library that joins the process group in a function: its module level is an import
         Case("""
             import torch
@@ -437,11 +434,7 @@ class DeviceQueryAtImport(VendorRule):
 
             CAP = torch.cuda.get_device_capability()
             """, line=7, column=7,
-             message="`torch.cuda.get_device_capability()` runs when this module is imported and initialises the"
-                     " GPU runtime (HIP on ROCm): a launcher or Ray actor that sets `HIP_VISIBLE_DEVICES` /"
-                     " `CUDA_VISIBLE_DEVICES` after the import no longer changes which GPUs the process sees, and"
-                     " `fork()`ed workers cannot use the GPU: query on first use instead: a `functools.cache`"
-                     " function called where the value is needed (or a module global filled on the first call)"),
+             message=_CAPABILITY_MESSAGE),
         Case("""
             import torch
 
