@@ -3,7 +3,7 @@
 rocmport.registry.rule_infos() reads it only while FINGERPRINT matches the rules' sources.
 """
 
-FINGERPRINT = '4e6c9655136ba8f5b138ba47733cc089'
+FINGERPRINT = '38a3d3bd7a7184f01e9393f95cc79cb4'
 
 RULES = [{'code': 'ROC001',
   'name': 'unreadable-file',

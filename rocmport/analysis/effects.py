@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from .bindings import dotted, module_imports, resolve_name, top_level, walk
+from .cuda_only import imported_names
 from .platforms import ROCM, Env, Test, classify as _classify_test, module_tests
 
 COMPILE = frozenset({"torch.compile", "torch.compiler.compile"})
@@ -353,14 +354,7 @@ class ModuleFacts:
         module's own import, through ``external``)."""
         if self.external is not None and self.absolute is not None:
             for stmt in self.body:
-                if isinstance(stmt, ast.Import):
-                    modules = [alias.name for alias in stmt.names]
-                elif isinstance(stmt, ast.ImportFrom):
-                    base = self.absolute(stmt.module, stmt.level) if stmt.level else stmt.module
-                    modules = [base] + [f"{base}.{alias.name}" for alias in stmt.names] if base else []
-                else:
-                    continue
-                for module in modules:
+                for module in imported_names(stmt, self.absolute):
                     inner = self.external(f"{module}.{IMPORT}", depth + 1)
                     if inner.query is not None:
                         return inner

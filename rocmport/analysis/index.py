@@ -45,7 +45,7 @@ from rocmport.source import read_regular
 
 from .bindings import dotted as _dotted
 from .bindings import import_bindings, means_rocm_build, module_imports, resolve_name, top_level, torch_names, walk
-from .cuda_only import may_hold, module_facts, nvidia_named
+from .cuda_only import imported_names, may_hold, module_facts, nvidia_named
 from .effects import IMPORT, NONE as _NO_EFFECTS
 from .effects import WORDS as _EFFECT_WORDS
 from .effects import Effects, ModuleFacts
@@ -1503,15 +1503,7 @@ def _import_sites(tree: ast.Module, name: str, absolute) -> List[List[Tuple[ast.
     out: List[List[Tuple[ast.expr, bool]]] = []
 
     def imports_it(node) -> bool:
-        if isinstance(node, ast.Import):
-            return any(alias.name == name or alias.name.startswith(name + ".") for alias in node.names)
-        if isinstance(node, ast.ImportFrom):
-            base = absolute(node.module, node.level) if node.level else node.module
-            if not base:
-                return False
-            return base == name or base.startswith(name + ".") or any(
-                f"{base}.{alias.name}" == name for alias in node.names)
-        return False
+        return any(m == name or m.startswith(name + ".") for m in imported_names(node, absolute))
 
     def visit(body, tests) -> None:
         for stmt in body:

@@ -15,6 +15,7 @@ import libcst as cst
 from rocmport.analysis import effects as _effects
 from rocmport.analysis import gates
 from rocmport.analysis.bindings import dotted as _dotted_ast, top_level
+from rocmport.analysis.cuda_only import imported_names
 from rocmport.analysis.names import qualified_names
 from rocmport.analysis.needs import Call, Identifier, identifiers, strings
 from rocmport.analysis.platforms import ROCM, other_accelerator_path
@@ -708,13 +709,7 @@ class DeviceQueryAtImport(VendorRule):
         device query (``effects.IMPORT``, through the project index), or 0."""
         index, own = self._own()
         for stmt in getattr(self.context.facts.tree, "body", []):
-            if isinstance(stmt, ast.Import):
-                modules = [alias.name for alias in stmt.names]
-            elif isinstance(stmt, ast.ImportFrom):
-                base = index.absolute(own.name, stmt.module, stmt.level) if stmt.level else stmt.module
-                modules = [base] + [f"{base}.{alias.name}" for alias in stmt.names] if base else []
-            else:
-                continue
+            modules = imported_names(stmt, lambda module, level: index.absolute(own.name, module, level))
             if any(index.path_of(m) is not None and index.effects(f"{m}.{_effects.IMPORT}").query is not None
                    for m in modules):
                 return stmt.end_lineno or stmt.lineno
